@@ -1,0 +1,19 @@
+//! keel-engine: the system under test, the chapter-04 stream engine (`fault_engine`).
+//!
+//! Tumbling event-time windows with a bounded-out-of-orderness watermark, a checkpoint every
+//! K events, recovery from the newest checkpoint, and sink connectors. The engine reaches the
+//! world only through `keel_sim::World::effect`: no std::fs, no threads, no wall clock.
+
+pub mod checkpoint;
+pub mod engine;
+pub mod event;
+pub mod record;
+pub mod sink;
+pub mod window;
+
+pub use checkpoint::Checkpoint;
+pub use engine::{Engine, EngineConfig, EngineError, IncarnationStats, Interrupt};
+pub use event::{parse_events, Event, EventParseError};
+pub use record::{Record, RecordKind};
+pub use sink::SinkKind;
+pub use window::{format_windows, OperatorState, WindowState};

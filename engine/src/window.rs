@@ -1,0 +1,166 @@
+//! Tumbling event-time windows and the watermark: the operator state and its firing rule.
+//!
+//! Window end = floor(ts / W) * W + W. Watermark = max_ts - D (Flink's bounded
+//! out-of-orderness: its watermark is max_ts - D - 1 and fires at watermark >= end - 1,
+//! the same instants). A window fires once the watermark reaches its end; an event for a
+//! window that already fired emits a late update with the new sum.
+
+use crate::event::Event;
+use crate::record::{Record, RecordKind};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The state of one window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WindowState {
+    pub sum: i128,
+    pub cnt: u64,
+    pub fired: bool,
+}
+
+/// Everything the operator remembers across events: what a checkpoint saves.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OperatorState {
+    /// Window end -> state, ordered by end.
+    pub windows: BTreeMap<i64, WindowState>,
+    pub max_ts: Option<i64>,
+}
+
+impl OperatorState {
+    pub fn watermark(&self, out_of_orderness: i64) -> Option<i64> {
+        self.max_ts.map(|max_ts| max_ts - out_of_orderness)
+    }
+
+    /// Applies event `index` and returns the records it emits, in emission order.
+    pub fn on_event(
+        &mut self,
+        index: usize,
+        event: Event,
+        window_size: i64,
+        out_of_orderness: i64,
+    ) -> Vec<Record> {
+        assert!(window_size > 0);
+        assert!(out_of_orderness >= 0);
+        let end = event.ts.div_euclid(window_size) * window_size + window_size;
+        let window = self.windows.entry(end).or_default();
+        window.sum += i128::from(event.value);
+        window.cnt += 1;
+        let (sum, late) = (window.sum, window.fired);
+        let max_ts = self.max_ts.map_or(event.ts, |m| m.max(event.ts));
+        self.max_ts = Some(max_ts);
+        let watermark = max_ts - out_of_orderness;
+
+        let mut records = Vec::new();
+        if late {
+            records.push(Record {
+                key: format!("{index}:{end}"),
+                window_end: end,
+                sum,
+                watermark,
+                kind: RecordKind::LateUpdate,
+            });
+        }
+        for (&window_end, window) in self.windows.range_mut(..=watermark) {
+            if window.fired {
+                continue;
+            }
+            window.fired = true;
+            records.push(Record {
+                key: format!("{index}:{window_end}"),
+                window_end,
+                sum: window.sum,
+                watermark,
+                kind: RecordKind::Fire,
+            });
+        }
+        records
+    }
+
+    /// End of input: every window that has not fired is flushed, in ascending end order.
+    pub fn flush(&mut self, out_of_orderness: i64) -> Vec<Record> {
+        let Some(watermark) = self.watermark(out_of_orderness) else {
+            assert!(self.windows.is_empty());
+            return Vec::new();
+        };
+        let mut records = Vec::new();
+        for (&window_end, window) in self.windows.iter_mut() {
+            if window.fired {
+                continue;
+            }
+            window.fired = true;
+            records.push(Record {
+                key: format!("flush:{window_end}"),
+                window_end,
+                sum: window.sum,
+                watermark,
+                kind: RecordKind::Flush,
+            });
+        }
+        records
+    }
+
+    /// Window end -> sum.
+    pub fn sums(&self) -> BTreeMap<i64, i128> {
+        self.windows.iter().map(|(&end, w)| (end, w.sum)).collect()
+    }
+}
+
+/// Formats window sums as the chapter prints them: `{"10": 55, "20": 155, "30": 255}`.
+pub fn format_windows(sums: &BTreeMap<i64, i128>) -> String {
+    let body: Vec<String> = sums
+        .iter()
+        .map(|(end, sum)| format!("\"{end}\": {sum}"))
+        .collect();
+    format!("{{{}}}", body.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(ts_values: &[(i64, i64)], window: i64, ooo: i64) -> (Vec<String>, OperatorState) {
+        let mut state = OperatorState::default();
+        let mut out = Vec::new();
+        for (i, &(ts, value)) in ts_values.iter().enumerate() {
+            out.extend(state.on_event(i, Event { ts, value }, window, ooo));
+        }
+        out.extend(state.flush(ooo));
+        (out.iter().map(|r| r.to_json_line()).collect(), state)
+    }
+
+    #[test]
+    fn fires_at_watermark_late_updates_and_flushes() {
+        let (records, state) = run(&[(1, 1), (12, 2), (15, 3), (3, 4), (26, 5)], 10, 5);
+        assert_eq!(
+            records,
+            vec![
+                r#"{"key": "2:10", "window_end": 10, "sum": 1, "watermark": 10, "kind": "fire"}"#,
+                r#"{"key": "3:10", "window_end": 10, "sum": 5, "watermark": 10, "kind": "late-update"}"#,
+                r#"{"key": "4:20", "window_end": 20, "sum": 5, "watermark": 21, "kind": "fire"}"#,
+                r#"{"key": "flush:30", "window_end": 30, "sum": 5, "watermark": 21, "kind": "flush"}"#,
+            ]
+        );
+        assert_eq!(
+            format_windows(&state.sums()),
+            r#"{"10": 5, "20": 5, "30": 5}"#
+        );
+    }
+
+    #[test]
+    fn negative_timestamps_floor_to_their_window() {
+        let (records, _) = run(&[(-1, 7)], 10, 0);
+        assert_eq!(
+            records,
+            vec![
+                r#"{"key": "flush:0", "window_end": 0, "sum": 7, "watermark": -1, "kind": "flush"}"#
+            ]
+        );
+    }
+
+    #[test]
+    fn no_events_no_records() {
+        let (records, state) = run(&[], 10, 5);
+        assert!(records.is_empty());
+        assert_eq!(format_windows(&state.sums()), "{}");
+    }
+}

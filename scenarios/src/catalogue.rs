@@ -1,0 +1,70 @@
+//! The scenario catalogue: named input streams shipped with keel, and loading user event files.
+
+use crate::error::KeelError;
+use keel_engine::{parse_events, Event};
+
+/// A named input stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scenario {
+    pub name: &'static str,
+    pub about: &'static str,
+    events_jsonl: &'static str,
+}
+
+/// Every scenario keel ships, by name.
+pub const SCENARIOS: &[Scenario] = &[Scenario {
+    name: "ch04",
+    about: "the chapter-04 ev05 stream: 30 events, ts 0..29 out of order, value = ts + 1",
+    events_jsonl: include_str!("../data/ch04.jsonl"),
+}];
+
+impl Scenario {
+    pub fn by_name(name: &str) -> Result<Scenario, KeelError> {
+        SCENARIOS
+            .iter()
+            .find(|s| s.name == name)
+            .copied()
+            .ok_or_else(|| {
+                let known: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
+                KeelError::usage(format!(
+                    "unknown scenario '{name}' (known: {})",
+                    known.join(", ")
+                ))
+            })
+    }
+
+    pub fn events(&self) -> Vec<Event> {
+        parse_events(self.events_jsonl).expect("shipped scenarios are valid")
+    }
+}
+
+/// Parses a user's events file; errors name the file and the line.
+pub fn events_from_text(path: &str, text: &str) -> Result<Vec<Event>, KeelError> {
+    parse_events(text).map_err(|e| KeelError::usage(format!("{path}: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_shipped_scenario_parses() {
+        for scenario in SCENARIOS {
+            assert!(!scenario.events().is_empty(), "{}", scenario.name);
+        }
+        let ch04 = Scenario::by_name("ch04").unwrap().events();
+        let ts: Vec<i64> = ch04.iter().map(|e| e.ts).collect();
+        assert_eq!(
+            ts,
+            vec![
+                0, 1, 2, 3, 4, 5, 8, 9, 6, 7, 10, 11, 12, 15, 13, 14, 17, 18, 19, 20, 21, 22, 23,
+                24, 26, 16, 25, 27, 28, 29
+            ]
+        );
+        assert!(ch04.iter().all(|e| e.value == e.ts + 1));
+        assert!(Scenario::by_name("nope")
+            .unwrap_err()
+            .message
+            .contains("known: ch04"));
+    }
+}

@@ -1,0 +1,36 @@
+//! The one error type of the `keel` command: a message for the user and an exit code.
+
+use std::fmt;
+use std::process::ExitCode;
+
+/// Exit status 2: the command line or an input file is wrong (same code clap uses).
+pub const EXIT_USAGE: u8 = 2;
+
+/// An error that stops `keel`, printed once as `error: <message>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeelError {
+    pub message: String,
+    pub exit_code: u8,
+}
+
+impl KeelError {
+    /// A bad option, a bad input file or an impossible combination of them.
+    pub fn usage(message: impl Into<String>) -> Self {
+        KeelError {
+            message: message.into(),
+            exit_code: EXIT_USAGE,
+        }
+    }
+
+    pub fn exit_code(&self) -> ExitCode {
+        ExitCode::from(self.exit_code)
+    }
+}
+
+impl fmt::Display for KeelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for KeelError {}

@@ -1,0 +1,421 @@
+//! `keel run`: one run against its fault-free baseline, tallied and rendered as the chapter's
+//! text lines or as one JSON object (whose field names other tools read: keep them).
+
+use crate::error::KeelError;
+use crate::runner::{self, Outcome, RunResult, RunSpec};
+use keel_engine::engine::{read_target, END_OF_INPUT};
+use keel_engine::{format_windows, Checkpoint, EngineConfig, Record};
+use keel_sim::{CrashPoint, Fault, FaultPlan, PlannedFault, TraceLine};
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Where `keel run` kills the process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CrashRequest {
+    /// After event C and its checkpoint, if one was due: before the read of event C + 1.
+    AfterEvent(u64),
+    /// At simulated time T: while waiting, or before the first step at or after T.
+    AtMs(u64),
+}
+
+/// Turns a crash request into a plan by finding its step in the fault-free run.
+pub fn plan_for_crash(
+    baseline: &RunResult,
+    events_len: u64,
+    request: CrashRequest,
+) -> Result<FaultPlan, KeelError> {
+    let steps = baseline
+        .world
+        .trace()
+        .lines()
+        .iter()
+        .filter_map(|line| match line {
+            TraceLine::Step {
+                step,
+                time_ms,
+                op,
+                target,
+                ..
+            } => Some((*step, *time_ms, *op, target.as_str())),
+            _ => None,
+        });
+    let step = match request {
+        CrashRequest::AfterEvent(after) => {
+            if after >= events_len {
+                return Err(KeelError::usage(format!(
+                    "--crash-after-event {after} is beyond the input: its events are 0..={}",
+                    events_len.saturating_sub(1)
+                )));
+            }
+            let next_read = if after + 1 < events_len {
+                read_target(after + 1)
+            } else {
+                END_OF_INPUT.to_string()
+            };
+            steps
+                .clone()
+                .find(|&(_, _, op, target)| op == "source.read" && target == next_read)
+                .map(|(step, ..)| step)
+                .expect("the fault-free run reads every event and the end of input")
+        }
+        CrashRequest::AtMs(at_ms) => {
+            let last_ms = steps.map(|(_, time_ms, ..)| time_ms).max().unwrap_or(0);
+            if at_ms > last_ms {
+                return Err(KeelError::usage(format!(
+                    "--crash-at-ms {at_ms} is after the run: its last step is at t={last_ms}ms"
+                )));
+            }
+            return Ok(FaultPlan::kill_at_ms(at_ms));
+        }
+    };
+    Ok(FaultPlan::new([PlannedFault {
+        step,
+        fault: Fault::ProcessCrash {
+            at: CrashPoint::Before,
+        },
+    }])
+    .expect("one fault"))
+}
+
+/// Window end -> sum, serialized as a JSON object keyed by the end as a string, in end order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WindowSums(pub BTreeMap<i64, i128>);
+
+impl Serialize for WindowSums {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (end, sum) in &self.0 {
+            map.serialize_entry(&end.to_string(), sum)?;
+        }
+        map.end()
+    }
+}
+
+impl std::fmt::Display for WindowSums {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&format_windows(&self.0))
+    }
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct ConfigReport {
+    pub window: i64,
+    pub out_of_orderness: i64,
+    pub checkpoint_every: u64,
+    pub sink: String,
+    pub event_interval_ms: u64,
+    pub restart_delay_ms: u64,
+}
+
+/// Counts by the sink's key (the chapter's tally).
+#[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct Tally {
+    pub total_records: u64,
+    pub unique_keys: u64,
+    /// Records beyond the first for each key.
+    pub duplicates: u64,
+    /// Keys of the fault-free run absent from the sink.
+    pub lost: u64,
+    /// Sink lines that are not a whole record.
+    pub corrupt: u64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct KeyCount {
+    pub key: String,
+    pub count: u64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct CheckpointReport {
+    pub index: u64,
+    pub max_ts: Option<i64>,
+    pub windows: WindowSums,
+}
+
+impl From<&Checkpoint> for CheckpointReport {
+    fn from(checkpoint: &Checkpoint) -> Self {
+        CheckpointReport {
+            index: checkpoint.index,
+            max_ts: checkpoint.state.max_ts,
+            windows: WindowSums(checkpoint.state.sums()),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct CrashReport {
+    /// The last event the killed process finished (null if it finished none).
+    pub after_event: Option<u64>,
+    /// Simulated time of the kill.
+    pub at_ms: u64,
+    pub step: u64,
+    /// Records the killed process got into the sink.
+    pub written: u64,
+    /// The newest checkpoint in force when the process died.
+    pub checkpoint: Option<CheckpointReport>,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct RecoveryReport {
+    pub resume_from_index: u64,
+    /// max_ts - D of the restored checkpoint; null when recovery started from scratch.
+    pub watermark: Option<i64>,
+    pub written: u64,
+    pub skipped: u64,
+}
+
+/// Everything `keel run` reports.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct RunReport {
+    pub scenario: String,
+    pub config: ConfigReport,
+    pub outcome: String,
+    pub processed_upto_index: u64,
+    /// Records the last process got into the sink.
+    pub written: u64,
+    pub final_windows: WindowSums,
+    pub sink: Vec<Record>,
+    pub tally: Tally,
+    pub duplicated_keys: Vec<KeyCount>,
+    pub lost_keys: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crash: Option<CrashReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<RecoveryReport>,
+    pub baseline_final_windows: WindowSums,
+    pub final_windows_match: bool,
+    pub fingerprint: String,
+    pub reproduce: String,
+}
+
+/// Runs the scenario fault-free and, if asked, once more with the crash; tallies the sink.
+pub fn run_report(
+    scenario: &str,
+    spec: &RunSpec,
+    crash: Option<CrashRequest>,
+    reproduce: String,
+) -> Result<RunReport, KeelError> {
+    spec.config.validate().map_err(KeelError::usage)?;
+    let baseline_spec = RunSpec {
+        plan: FaultPlan::none(),
+        ..spec.clone()
+    };
+    let baseline = runner::run(&baseline_spec);
+    assert_eq!(
+        baseline.outcome,
+        Outcome::Completed,
+        "a fault-free run completes"
+    );
+    let result = match crash {
+        None => baseline.clone(),
+        Some(request) => {
+            let plan = plan_for_crash(&baseline, spec.events.len() as u64, request)?;
+            runner::run(&RunSpec {
+                plan,
+                ..spec.clone()
+            })
+        }
+    };
+    Ok(build(
+        scenario,
+        &spec.config,
+        spec.restart_delay_ms,
+        &baseline,
+        &result,
+        reproduce,
+    ))
+}
+
+fn build(
+    scenario: &str,
+    config: &EngineConfig,
+    restart_delay_ms: u64,
+    baseline: &RunResult,
+    result: &RunResult,
+    reproduce: String,
+) -> RunReport {
+    let contents = result.sink_contents(config);
+    let baseline_keys: BTreeSet<String> = baseline
+        .sink_contents(config)
+        .records
+        .into_iter()
+        .map(|r| r.key)
+        .collect();
+    let mut key_counts: BTreeMap<&str, u64> = BTreeMap::new();
+    for record in &contents.records {
+        *key_counts.entry(record.key.as_str()).or_default() += 1;
+    }
+    let lost_keys: Vec<String> = baseline_keys
+        .iter()
+        .filter(|key| !key_counts.contains_key(key.as_str()))
+        .cloned()
+        .collect();
+    let tally = Tally {
+        total_records: contents.records.len() as u64,
+        unique_keys: key_counts.len() as u64,
+        duplicates: contents.records.len() as u64 - key_counts.len() as u64,
+        lost: lost_keys.len() as u64,
+        corrupt: contents.corrupt_lines,
+    };
+    let duplicated_keys = key_counts
+        .iter()
+        .filter(|(_, &count)| count > 1)
+        .map(|(key, &count)| KeyCount {
+            key: key.to_string(),
+            count,
+        })
+        .collect();
+
+    let first = &result.incarnations[0];
+    let crash = first.crash.map(|crash| CrashReport {
+        after_event: first.stats.processed_upto_index.checked_sub(1),
+        at_ms: crash.time_ms,
+        step: crash.step,
+        written: first.stats.written,
+        checkpoint: first
+            .stats
+            .last_committed
+            .as_ref()
+            .or(first.stats.restored.as_ref())
+            .map(CheckpointReport::from),
+    });
+    let recovery = result.incarnations.get(1).map(|second| RecoveryReport {
+        resume_from_index: second.stats.resume_from_index,
+        watermark: second
+            .stats
+            .restored
+            .as_ref()
+            .and_then(|c| c.state.watermark(config.out_of_orderness)),
+        written: second.stats.written,
+        skipped: second.stats.skipped,
+    });
+    let last = result
+        .incarnations
+        .last()
+        .expect("a run has an incarnation");
+    let final_windows = WindowSums(result.final_state.sums());
+    let baseline_final_windows = WindowSums(baseline.final_state.sums());
+    RunReport {
+        scenario: scenario.to_string(),
+        config: ConfigReport {
+            window: config.window_size,
+            out_of_orderness: config.out_of_orderness,
+            checkpoint_every: config.checkpoint_every,
+            sink: config.sink.name().to_string(),
+            event_interval_ms: config.event_interval_ms,
+            restart_delay_ms,
+        },
+        outcome: match &result.outcome {
+            Outcome::Completed => "completed".to_string(),
+            Outcome::RecoveryFailed(e) => format!("recovery failed: {e}"),
+            Outcome::RestartLimit => {
+                format!("restart limit: more than {} restarts", runner::RESTARTS_MAX)
+            }
+        },
+        processed_upto_index: last.stats.processed_upto_index,
+        written: last.stats.written,
+        final_windows_match: result.outcome == Outcome::Completed
+            && final_windows == baseline_final_windows,
+        final_windows,
+        sink: contents.records,
+        tally,
+        duplicated_keys,
+        lost_keys,
+        crash,
+        recovery,
+        baseline_final_windows,
+        fingerprint: result.world.fingerprint().to_string(),
+        reproduce,
+    }
+}
+
+impl RunReport {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a report always serializes")
+    }
+
+    /// The chapter's lines: crash and recovery, the end state, the sink, the tally, BASE vs RUN.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        let mut line = |text: String| {
+            out.push_str(&text);
+            out.push('\n');
+        };
+        let c = &self.config;
+        line(format!(
+            "scenario={} window={} out_of_orderness={} checkpoint_every={} sink={}",
+            self.scenario, c.window, c.out_of_orderness, c.checkpoint_every, c.sink
+        ));
+        if let Some(crash) = &self.crash {
+            let after = crash
+                .after_event
+                .map_or("none".to_string(), |e| e.to_string());
+            line(format!(
+                "simulated_crash_after_index={after} at_ms={} written={}",
+                crash.at_ms, crash.written
+            ));
+            match &crash.checkpoint {
+                Some(cp) => line(format!(
+                    "checkpoint_at_crash: index={} max_ts={} windows={}",
+                    cp.index,
+                    cp.max_ts.map_or("none".to_string(), |t| t.to_string()),
+                    cp.windows
+                )),
+                None => line("checkpoint_at_crash: none".to_string()),
+            }
+        }
+        if let Some(recovery) = &self.recovery {
+            let watermark = recovery
+                .watermark
+                .map_or("none".to_string(), |w| w.to_string());
+            line(format!(
+                "resume_from_index={} watermark={watermark}",
+                recovery.resume_from_index
+            ));
+            line(format!(
+                "recovered: written={} skipped={}",
+                recovery.written, recovery.skipped
+            ));
+        }
+        if self.outcome != "completed" {
+            line(format!("outcome: {}", self.outcome));
+        }
+        line(format!(
+            "processed_upto_index={} written={}",
+            self.processed_upto_index, self.written
+        ));
+        line(format!("final_windows={}", self.final_windows));
+        line("sink:".to_string());
+        for record in &self.sink {
+            line(format!("  {record}"));
+        }
+        let t = &self.tally;
+        line(format!(
+            "total_records={} unique_keys={} duplicates={} lost={} corrupt={}",
+            t.total_records, t.unique_keys, t.duplicates, t.lost, t.corrupt
+        ));
+        for dup in &self.duplicated_keys {
+            line(format!("duplicated key: \"{}\" x{}", dup.key, dup.count));
+        }
+        for key in &self.lost_keys {
+            line(format!("lost key: \"{key}\""));
+        }
+        if self.crash.is_some() {
+            line(format!(
+                "BASE  final_windows={}",
+                self.baseline_final_windows
+            ));
+            line(format!("RUN   final_windows={}", self.final_windows));
+            line(if self.final_windows_match {
+                "=> equal: checkpoint + replay reproduced the fault-free final result".to_string()
+            } else {
+                "=> DIFFERENT: recovery did not reproduce the fault-free final result".to_string()
+            });
+        }
+        line(format!("fingerprint={}", self.fingerprint));
+        line(format!("reproduce: {}", self.reproduce));
+        out
+    }
+}

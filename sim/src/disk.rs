@@ -1,0 +1,350 @@
+//! An in-memory disk with one flat directory, whose files keep their durable contents apart
+//! from their pending (unsynced) operations.
+//!
+//! Crash model:
+//! - **Process crash** (kill -9): the process's memory is gone, the kernel's page cache is
+//!   not. Every completed operation, synced or not, stays visible: the disk is unchanged.
+//! - Durability is tracked from the start so that a power loss can be resolved on the same
+//!   structure: each file has `durable` bytes (what survived its last fsync) and a list of
+//!   pending data operations since then; the directory has `durable_names` (what survived
+//!   its last fsync) and a list of pending namespace operations since then.
+//!   - `fsync(file)` makes that file's data and size durable, not its name.
+//!   - `fsync_dir()` makes every create, rename and unlink durable, not any file's data.
+//!
+//! Bounds: file names are at most 255 bytes and a file at most 64 MiB, like a small real
+//! file system; a violation is a bug in the caller and panics.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+const NAME_LEN_MAX_BYTES: usize = 255;
+const FILE_SIZE_MAX_BYTES: u64 = 64 * 1024 * 1024;
+
+/// An inode number: files keep their identity across renames.
+type InodeId = u64;
+
+/// A disk operation that cannot be done.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DiskError {
+    NotFound { name: String },
+}
+
+impl fmt::Display for DiskError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DiskError::NotFound { name } => write!(f, "{name}: no such file"),
+        }
+    }
+}
+
+impl std::error::Error for DiskError {}
+
+/// A change to a file's data or size that no fsync has covered yet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum DataOp {
+    Write { offset_bytes: u64, bytes: Vec<u8> },
+    SetLen { len_bytes: u64 },
+}
+
+/// A change to the directory that no directory fsync has covered yet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum DirOp {
+    Create {
+        name: String,
+        inode: InodeId,
+    },
+    Rename {
+        from: String,
+        to: String,
+        inode: InodeId,
+    },
+    Unlink {
+        name: String,
+        inode: InodeId,
+    },
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Inode {
+    /// The contents as of the last successful fsync of this file.
+    durable: Vec<u8>,
+    /// Data operations since that fsync, in the order the process issued them.
+    pending: Vec<DataOp>,
+    /// What the process reads: `durable` with `pending` applied.
+    current: Vec<u8>,
+}
+
+impl Inode {
+    fn apply(&mut self, op: DataOp) {
+        apply_data_op(&mut self.current, &op);
+        self.pending.push(op);
+    }
+}
+
+fn apply_data_op(contents: &mut Vec<u8>, op: &DataOp) {
+    match op {
+        DataOp::Write {
+            offset_bytes,
+            bytes,
+        } => {
+            let offset = usize::try_from(*offset_bytes).expect("offset fits in memory");
+            let end = offset + bytes.len();
+            if contents.len() < end {
+                contents.resize(end, 0);
+            }
+            contents[offset..end].copy_from_slice(bytes);
+        }
+        DataOp::SetLen { len_bytes } => {
+            contents.resize(
+                usize::try_from(*len_bytes).expect("length fits in memory"),
+                0,
+            );
+        }
+    }
+}
+
+/// The simulated disk: one directory of files. A plain value: clone it to fork.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Disk {
+    inode_next: InodeId,
+    inodes: BTreeMap<InodeId, Inode>,
+    /// The directory the process sees.
+    names: BTreeMap<String, InodeId>,
+    /// The directory as of the last successful directory fsync.
+    durable_names: BTreeMap<String, InodeId>,
+    /// Namespace operations since that fsync, in order.
+    pending_dir: Vec<DirOp>,
+}
+
+impl Disk {
+    pub fn new() -> Self {
+        Disk::default()
+    }
+
+    fn inode(&self, name: &str) -> Result<&Inode, DiskError> {
+        let id = self.names.get(name).ok_or_else(|| not_found(name))?;
+        Ok(&self.inodes[id])
+    }
+
+    fn inode_mut(&mut self, name: &str) -> Result<&mut Inode, DiskError> {
+        let id = *self.names.get(name).ok_or_else(|| not_found(name))?;
+        Ok(self
+            .inodes
+            .get_mut(&id)
+            .expect("every name points at a live inode"))
+    }
+
+    pub fn exists(&self, name: &str) -> bool {
+        self.names.contains_key(name)
+    }
+
+    /// Creates `name` empty, or truncates it to zero bytes if it exists (O_CREAT | O_TRUNC).
+    pub fn create(&mut self, name: &str) {
+        assert!(!name.is_empty());
+        assert!(name.len() <= NAME_LEN_MAX_BYTES);
+        if self.exists(name) {
+            self.inode_mut(name)
+                .expect("exists")
+                .apply(DataOp::SetLen { len_bytes: 0 });
+            return;
+        }
+        let inode = self.inode_next;
+        self.inode_next += 1;
+        self.inodes.insert(inode, Inode::default());
+        self.names.insert(name.to_string(), inode);
+        self.pending_dir.push(DirOp::Create {
+            name: name.to_string(),
+            inode,
+        });
+    }
+
+    /// Creates `name` empty unless it exists; never truncates (O_CREAT | O_APPEND).
+    pub fn open_or_create(&mut self, name: &str) {
+        if !self.exists(name) {
+            self.create(name);
+        }
+    }
+
+    /// Writes `bytes` at `offset_bytes`, extending the file with zeros if needed.
+    pub fn write(&mut self, name: &str, offset_bytes: u64, bytes: &[u8]) -> Result<(), DiskError> {
+        assert!(offset_bytes + bytes.len() as u64 <= FILE_SIZE_MAX_BYTES);
+        self.inode_mut(name)?.apply(DataOp::Write {
+            offset_bytes,
+            bytes: bytes.to_vec(),
+        });
+        Ok(())
+    }
+
+    /// Appends `bytes` at the end of the file.
+    pub fn append(&mut self, name: &str, bytes: &[u8]) -> Result<(), DiskError> {
+        let offset_bytes = self.inode(name)?.current.len() as u64;
+        self.write(name, offset_bytes, bytes)
+    }
+
+    /// Sets the file's length, dropping or zero-filling its tail.
+    pub fn truncate(&mut self, name: &str, len_bytes: u64) -> Result<(), DiskError> {
+        assert!(len_bytes <= FILE_SIZE_MAX_BYTES);
+        self.inode_mut(name)?.apply(DataOp::SetLen { len_bytes });
+        Ok(())
+    }
+
+    /// The file's contents as the process sees them.
+    pub fn read(&self, name: &str) -> Result<Vec<u8>, DiskError> {
+        Ok(self.inode(name)?.current.clone())
+    }
+
+    pub fn len_bytes(&self, name: &str) -> Result<u64, DiskError> {
+        Ok(self.inode(name)?.current.len() as u64)
+    }
+
+    /// Makes the file's data and size durable (not its name: see [`Disk::fsync_dir`]).
+    pub fn fsync(&mut self, name: &str) -> Result<(), DiskError> {
+        let inode = self.inode_mut(name)?;
+        inode.durable = inode.current.clone();
+        inode.pending.clear();
+        Ok(())
+    }
+
+    /// Renames `from` to `to` atomically, replacing `to` if it exists.
+    pub fn rename(&mut self, from: &str, to: &str) -> Result<(), DiskError> {
+        assert!(!to.is_empty());
+        assert!(to.len() <= NAME_LEN_MAX_BYTES);
+        let inode = self.names.remove(from).ok_or_else(|| not_found(from))?;
+        self.names.insert(to.to_string(), inode);
+        self.pending_dir.push(DirOp::Rename {
+            from: from.to_string(),
+            to: to.to_string(),
+            inode,
+        });
+        self.collect_unlinked();
+        Ok(())
+    }
+
+    /// Removes the name `name` (unlink).
+    pub fn remove(&mut self, name: &str) -> Result<(), DiskError> {
+        let inode = self.names.remove(name).ok_or_else(|| not_found(name))?;
+        self.pending_dir.push(DirOp::Unlink {
+            name: name.to_string(),
+            inode,
+        });
+        self.collect_unlinked();
+        Ok(())
+    }
+
+    /// The names in the directory, sorted.
+    pub fn list(&self) -> Vec<String> {
+        self.names.keys().cloned().collect()
+    }
+
+    /// Makes every create, rename and unlink so far durable.
+    pub fn fsync_dir(&mut self) {
+        self.durable_names = self.names.clone();
+        self.pending_dir.clear();
+        self.collect_unlinked();
+    }
+
+    /// Whether every operation so far is durable: a power loss now would change nothing.
+    pub fn is_all_durable(&self) -> bool {
+        self.pending_dir.is_empty() && self.inodes.values().all(|inode| inode.pending.is_empty())
+    }
+
+    /// Drops inodes that no name, durable or pending, can reach any more.
+    fn collect_unlinked(&mut self) {
+        let reachable = |id: &InodeId, names: &BTreeMap<String, InodeId>, dir: &[DirOp]| {
+            names.values().any(|n| n == id)
+                || dir.iter().any(|op| match op {
+                    DirOp::Create { inode, .. }
+                    | DirOp::Rename { inode, .. }
+                    | DirOp::Unlink { inode, .. } => inode == id,
+                })
+        };
+        let dead: Vec<InodeId> = self
+            .inodes
+            .keys()
+            .filter(|id| {
+                !reachable(id, &self.names, &self.pending_dir)
+                    && !self.durable_names.values().any(|n| n == *id)
+            })
+            .copied()
+            .collect();
+        for id in dead {
+            self.inodes.remove(&id);
+        }
+    }
+}
+
+fn not_found(name: &str) -> DiskError {
+    DiskError::NotFound {
+        name: name.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_appends_and_truncates_are_visible_at_once() {
+        let mut disk = Disk::new();
+        disk.create("a");
+        disk.append("a", b"hello").unwrap();
+        disk.append("a", b" world").unwrap();
+        disk.write("a", 0, b"J").unwrap();
+        assert_eq!(disk.read("a").unwrap(), b"Jello world");
+        disk.truncate("a", 5).unwrap();
+        assert_eq!(disk.read("a").unwrap(), b"Jello");
+        disk.write("a", 7, b"!").unwrap();
+        assert_eq!(disk.read("a").unwrap(), b"Jello\0\0!");
+    }
+
+    #[test]
+    fn fsync_makes_data_durable_and_fsync_dir_makes_names_durable() {
+        let mut disk = Disk::new();
+        disk.create("tmp");
+        disk.append("tmp", b"state").unwrap();
+        assert!(!disk.is_all_durable());
+        disk.fsync("tmp").unwrap();
+        assert!(!disk.is_all_durable(), "the name is not durable yet");
+        disk.rename("tmp", "state").unwrap();
+        disk.fsync_dir();
+        assert!(disk.is_all_durable());
+        assert_eq!(disk.list(), vec!["state".to_string()]);
+        assert_eq!(disk.read("state").unwrap(), b"state");
+    }
+
+    #[test]
+    fn missing_files_are_errors_not_panics() {
+        let mut disk = Disk::new();
+        assert_eq!(
+            disk.read("nope"),
+            Err(DiskError::NotFound {
+                name: "nope".to_string()
+            })
+        );
+        assert!(disk.rename("nope", "x").is_err());
+        assert!(disk.remove("nope").is_err());
+        assert!(disk.fsync("nope").is_err());
+    }
+
+    #[test]
+    fn create_truncates_an_existing_file_and_open_or_create_does_not() {
+        let mut disk = Disk::new();
+        disk.create("f");
+        disk.append("f", b"abc").unwrap();
+        disk.open_or_create("f");
+        assert_eq!(disk.read("f").unwrap(), b"abc");
+        disk.create("f");
+        assert_eq!(disk.read("f").unwrap(), b"");
+    }
+
+    #[test]
+    fn removed_files_are_collected_once_durably_gone() {
+        let mut disk = Disk::new();
+        disk.create("f");
+        disk.fsync_dir();
+        disk.remove("f").unwrap();
+        assert_eq!(disk.inodes.len(), 1, "the durable name still reaches it");
+        disk.fsync_dir();
+        assert!(disk.inodes.is_empty());
+    }
+}

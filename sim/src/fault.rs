@@ -1,0 +1,157 @@
+//! Fault plans: faults are data, a list of (step, fault), never `if`s scattered through the engine.
+//!
+//! Fault model (what this file can express today):
+//! - a **process crash** (kill -9) just before or just after a step's effect: the process's
+//!   memory is lost, every completed disk operation survives (the kernel's page cache is
+//!   intact), and the runner restarts a fresh engine after a restart delay.
+//!
+//! - a **process crash at a simulated time** T: the process is killed the moment the clock
+//!   reaches T, while it waits or just before the first step at or after T (the chapter's
+//!   "kill -9 after 2.6 s").
+//!
+//! Steps are numbered from 0 across the whole run, restarts included, so a plan can also aim
+//! at a step of a recovery.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Whether a crash happens before the step's effect (the effect never happens) or after it
+/// (the effect happened, the process dies before it can act on the result).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CrashPoint {
+    Before,
+    After,
+}
+
+impl fmt::Display for CrashPoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CrashPoint::Before => "before",
+            CrashPoint::After => "after",
+        })
+    }
+}
+
+/// One fault the world injects at a step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Fault {
+    /// kill -9 of the process, before or after the step's effect.
+    ProcessCrash { at: CrashPoint },
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fault::ProcessCrash { at } => write!(f, "process-crash {at}"),
+        }
+    }
+}
+
+/// A fault aimed at one step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct PlannedFault {
+    pub step: u64,
+    pub fault: Fault,
+}
+
+/// A plan asked for two faults at one step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanError {
+    pub step: u64,
+}
+
+impl fmt::Display for PlanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the plan has more than one fault at step {}", self.step)
+    }
+}
+
+impl std::error::Error for PlanError {}
+
+/// Which fault (if any) to inject at each step. At most one fault per step.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FaultPlan {
+    by_step: BTreeMap<u64, Fault>,
+    /// kill -9 when the simulated clock reaches this time (at most once per run).
+    kill_at_ms: Option<u64>,
+}
+
+impl FaultPlan {
+    /// The plan that injects nothing.
+    pub fn none() -> Self {
+        FaultPlan::default()
+    }
+
+    pub fn new(faults: impl IntoIterator<Item = PlannedFault>) -> Result<Self, PlanError> {
+        let mut by_step = BTreeMap::new();
+        for planned in faults {
+            if by_step.insert(planned.step, planned.fault).is_some() {
+                return Err(PlanError { step: planned.step });
+            }
+        }
+        Ok(FaultPlan {
+            by_step,
+            kill_at_ms: None,
+        })
+    }
+
+    /// The plan that kills the process when the simulated clock reaches `kill_at_ms`.
+    pub fn kill_at_ms(kill_at_ms: u64) -> Self {
+        FaultPlan {
+            by_step: BTreeMap::new(),
+            kill_at_ms: Some(kill_at_ms),
+        }
+    }
+
+    /// When the plan kills the process by the clock, if it does.
+    pub fn kill_time_ms(&self) -> Option<u64> {
+        self.kill_at_ms
+    }
+
+    pub fn at(&self, step: u64) -> Option<Fault> {
+        self.by_step.get(&step).copied()
+    }
+
+    /// How many faults the plan injects.
+    pub fn len(&self) -> usize {
+        self.by_step.len() + usize::from(self.kill_at_ms.is_some())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The faults in step order.
+    pub fn faults(&self) -> Vec<PlannedFault> {
+        self.by_step
+            .iter()
+            .map(|(&step, &fault)| PlannedFault { step, fault })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plan_rejects_two_faults_at_one_step() {
+        let crash = Fault::ProcessCrash {
+            at: CrashPoint::After,
+        };
+        let twice = [
+            PlannedFault {
+                step: 3,
+                fault: crash,
+            },
+            PlannedFault {
+                step: 3,
+                fault: crash,
+            },
+        ];
+        assert_eq!(FaultPlan::new(twice), Err(PlanError { step: 3 }));
+    }
+}

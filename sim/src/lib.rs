@@ -1,0 +1,20 @@
+//! keel-sim: the simulated world a keel run lives in. It knows nothing about streams.
+//!
+//! Everything the system under test does to the outside world goes through [`World`]: each
+//! effect is one numbered step with a [`Site`], checked against a [`FaultPlan`] before and
+//! after it happens, and recorded in a [`Trace`] whose [`Fingerprint`] is stable across
+//! machines and Rust versions. The world is a plain value: cloning it forks the simulation.
+
+pub mod clock;
+pub mod disk;
+pub mod fault;
+pub mod rng;
+pub mod trace;
+pub mod world;
+
+pub use clock::Clock;
+pub use disk::{Disk, DiskError};
+pub use fault::{CrashPoint, Fault, FaultPlan, PlanError, PlannedFault};
+pub use rng::{SeedTree, Subsystem};
+pub use trace::{Fingerprint, Trace, TraceLine};
+pub use world::{Crash, Env, Site, World};

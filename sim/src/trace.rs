@@ -1,0 +1,172 @@
+//! The trace of a run and its fingerprint: a stable 64-bit FNV-1a hash of the trace's text.
+//!
+//! The fingerprint hashes a canonical text rendering that this file owns (not `Debug`, not
+//! std's `DefaultHasher`), so the same run has the same fingerprint on every machine and
+//! every Rust version.
+
+use crate::fault::{CrashPoint, Fault};
+use std::fmt;
+
+/// One line of the trace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TraceLine {
+    /// One effect of the system under test.
+    Step {
+        step: u64,
+        time_ms: u64,
+        incarnation: u32,
+        op: &'static str,
+        target: String,
+        /// The fault injected at this step, if any.
+        fault: Option<Fault>,
+    },
+    /// The process died at `step`.
+    Crash {
+        step: u64,
+        time_ms: u64,
+        at: CrashPoint,
+    },
+    /// The runner started a fresh process after a crash.
+    Restart { time_ms: u64, incarnation: u32 },
+    /// A decision or observation worth replaying (what recovery chose, what it skipped).
+    Note {
+        time_ms: u64,
+        incarnation: u32,
+        text: String,
+    },
+}
+
+impl fmt::Display for TraceLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TraceLine::Step {
+                step,
+                time_ms,
+                incarnation,
+                op,
+                target,
+                fault,
+            } => {
+                write!(f, "step {step} t={time_ms}ms p{incarnation} {op} {target}")?;
+                if let Some(fault) = fault {
+                    write!(f, " !{fault}")?;
+                }
+                Ok(())
+            }
+            TraceLine::Crash { step, time_ms, at } => {
+                write!(f, "crash t={time_ms}ms {at} step {step}")
+            }
+            TraceLine::Restart {
+                time_ms,
+                incarnation,
+            } => write!(f, "restart t={time_ms}ms p{incarnation}"),
+            TraceLine::Note {
+                time_ms,
+                incarnation,
+                text,
+            } => write!(f, "note t={time_ms}ms p{incarnation} {text}"),
+        }
+    }
+}
+
+/// Everything that happened in one run, in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Trace {
+    lines: Vec<TraceLine>,
+}
+
+impl Trace {
+    pub fn push(&mut self, line: TraceLine) {
+        self.lines.push(line);
+    }
+
+    pub fn lines(&self) -> &[TraceLine] {
+        &self.lines
+    }
+
+    pub fn fingerprint(&self) -> Fingerprint {
+        let mut hash = Fnv1a64::new();
+        for line in &self.lines {
+            hash.write(line.to_string().as_bytes());
+            hash.write(b"\n");
+        }
+        Fingerprint(hash.finish())
+    }
+}
+
+/// A stable 64-bit hash of a trace, printed as 16 hex digits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Fingerprint(pub u64);
+
+impl fmt::Display for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:016x}", self.0)
+    }
+}
+
+/// FNV-1a, 64-bit: specified byte by byte, so its output never depends on the platform.
+struct Fnv1a64(u64);
+
+impl Fnv1a64 {
+    const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+
+    fn new() -> Self {
+        Fnv1a64(Self::OFFSET_BASIS)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 ^= u64::from(byte);
+            self.0 = self.0.wrapping_mul(Self::PRIME);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fnv(bytes: &[u8]) -> u64 {
+        let mut hash = Fnv1a64::new();
+        hash.write(bytes);
+        hash.finish()
+    }
+
+    #[test]
+    fn fnv1a_matches_the_published_test_vectors() {
+        // From the FNV reference test suite (Fowler, Noll, Vo).
+        assert_eq!(fnv(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn fingerprint_is_pinned_for_a_fixed_trace() {
+        let mut trace = Trace::default();
+        trace.push(TraceLine::Step {
+            step: 0,
+            time_ms: 0,
+            incarnation: 0,
+            op: "disk.list",
+            target: ".".to_string(),
+            fault: None,
+        });
+        trace.push(TraceLine::Crash {
+            step: 0,
+            time_ms: 0,
+            at: CrashPoint::After,
+        });
+        assert_eq!(trace.lines()[0].to_string(), "step 0 t=0ms p0 disk.list .");
+        assert_eq!(
+            trace.fingerprint(),
+            Fingerprint(fnv(
+                b"step 0 t=0ms p0 disk.list .\ncrash t=0ms after step 0\n"
+            ))
+        );
+    }
+}

@@ -1,0 +1,282 @@
+//! The world a run lives in: clock, disk, fault plan, step counter and trace, as one plain value.
+//!
+//! Every effect the system under test performs goes through [`World::effect`]: it gets the
+//! next step number, consults the [`FaultPlan`] before and after the effect, and appends a
+//! line to the trace. A crash comes back as an `Err(Crash)` value that the system under test
+//! propagates with `?`; the runner (not the system under test) then decides what survives
+//! and calls [`World::restart`].
+
+use crate::clock::Clock;
+use crate::disk::Disk;
+use crate::fault::{CrashPoint, Fault, FaultPlan};
+use crate::rng::SeedTree;
+use crate::trace::{Fingerprint, Trace, TraceLine};
+use std::fmt;
+
+/// A run that takes more steps than this is a bug (an unbounded loop), not a long run.
+const STEPS_MAX: u64 = 50_000_000;
+
+/// Where an effect happens: the operation and what it acts on (a path, a key, an event).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Site {
+    pub op: &'static str,
+    pub target: String,
+}
+
+impl fmt::Display for Site {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.op, self.target)
+    }
+}
+
+/// The process died at `step`: a value, propagated out of the system under test with `?`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Crash {
+    pub step: u64,
+    pub at: CrashPoint,
+    pub time_ms: u64,
+}
+
+impl fmt::Display for Crash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "process crash {} step {} at t={}ms",
+            self.at, self.step, self.time_ms
+        )
+    }
+}
+
+/// What an effect may touch: the parts of the world that outlive a process.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Env {
+    pub clock: Clock,
+    pub disk: Disk,
+}
+
+/// The simulated world. Clone it to fork a run at any point.
+#[derive(Clone, Debug)]
+pub struct World {
+    env: Env,
+    seeds: SeedTree,
+    plan: FaultPlan,
+    step_next: u64,
+    incarnation: u32,
+    trace: Trace,
+    /// Whether the plan's kill by the clock has happened (it happens once).
+    kill_done: bool,
+}
+
+impl World {
+    pub fn new(seed: u64, plan: FaultPlan) -> Self {
+        World {
+            env: Env::default(),
+            seeds: SeedTree::new(seed),
+            plan,
+            step_next: 0,
+            incarnation: 0,
+            trace: Trace::default(),
+            kill_done: false,
+        }
+    }
+
+    /// Read-only view for the runner and the oracle; the system under test uses [`World::effect`].
+    pub fn env(&self) -> &Env {
+        &self.env
+    }
+
+    pub fn seeds(&self) -> SeedTree {
+        self.seeds
+    }
+
+    pub fn now_ms(&self) -> u64 {
+        self.env.clock.now_ms()
+    }
+
+    /// The number the next step will get (= the number of steps taken so far).
+    pub fn steps_taken(&self) -> u64 {
+        self.step_next
+    }
+
+    /// Which process this is: 0 for the first, +1 per restart.
+    pub fn incarnation(&self) -> u32 {
+        self.incarnation
+    }
+
+    pub fn trace(&self) -> &Trace {
+        &self.trace
+    }
+
+    pub fn fingerprint(&self) -> Fingerprint {
+        self.trace.fingerprint()
+    }
+
+    /// Waits in simulated time; waiting is not an effect and takes no step, but the process
+    /// can be killed while it waits (a plan's kill by the clock).
+    pub fn sleep_until(&mut self, deadline_ms: u64) -> Result<(), Crash> {
+        if let Some(kill_ms) = self.pending_kill_ms() {
+            if deadline_ms >= kill_ms {
+                self.env.clock.sleep_until(kill_ms);
+                return Err(self.kill_by_clock());
+            }
+        }
+        self.env.clock.sleep_until(deadline_ms);
+        Ok(())
+    }
+
+    fn pending_kill_ms(&self) -> Option<u64> {
+        self.plan.kill_time_ms().filter(|_| !self.kill_done)
+    }
+
+    /// The plan's kill by the clock: the next step never happens.
+    fn kill_by_clock(&mut self) -> Crash {
+        assert!(!self.kill_done);
+        self.kill_done = true;
+        self.crash(self.step_next, CrashPoint::Before)
+    }
+
+    /// Records a decision of the system under test in the trace (not a step: no fault applies).
+    pub fn note(&mut self, text: impl Into<String>) {
+        self.trace.push(TraceLine::Note {
+            time_ms: self.now_ms(),
+            incarnation: self.incarnation,
+            text: text.into(),
+        });
+    }
+
+    /// Performs one effect as one numbered step, injecting the plan's fault for that step.
+    pub fn effect<T>(
+        &mut self,
+        op: &'static str,
+        target: impl Into<String>,
+        effect: impl FnOnce(&mut Env) -> T,
+    ) -> Result<T, Crash> {
+        if self
+            .pending_kill_ms()
+            .is_some_and(|kill_ms| self.now_ms() >= kill_ms)
+        {
+            return Err(self.kill_by_clock());
+        }
+        let step = self.step_next;
+        assert!(step < STEPS_MAX, "run exceeded {STEPS_MAX} steps");
+        self.step_next += 1;
+        let fault = self.plan.at(step);
+        self.trace.push(TraceLine::Step {
+            step,
+            time_ms: self.now_ms(),
+            incarnation: self.incarnation,
+            op,
+            target: target.into(),
+            fault,
+        });
+        if let Some(Fault::ProcessCrash {
+            at: CrashPoint::Before,
+        }) = fault
+        {
+            return Err(self.crash(step, CrashPoint::Before));
+        }
+        let output = effect(&mut self.env);
+        if let Some(Fault::ProcessCrash {
+            at: CrashPoint::After,
+        }) = fault
+        {
+            return Err(self.crash(step, CrashPoint::After));
+        }
+        Ok(output)
+    }
+
+    fn crash(&mut self, step: u64, at: CrashPoint) -> Crash {
+        let time_ms = self.now_ms();
+        self.trace.push(TraceLine::Crash { step, time_ms, at });
+        Crash { step, at, time_ms }
+    }
+
+    /// After a crash: the process is gone; `restart_delay_ms` later a new one starts.
+    /// A process crash leaves the disk as it was (the page cache survives kill -9).
+    pub fn restart(&mut self, restart_delay_ms: u64) {
+        self.env.clock.advance(restart_delay_ms);
+        self.incarnation += 1;
+        self.trace.push(TraceLine::Restart {
+            time_ms: self.now_ms(),
+            incarnation: self.incarnation,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fault::PlannedFault;
+
+    fn write_three(world: &mut World) -> Result<(), Crash> {
+        world.effect("disk.create", "f", |env| env.disk.create("f"))?;
+        world.effect("disk.append", "f", |env| {
+            env.disk.append("f", b"a").unwrap()
+        })?;
+        world.effect("disk.append", "f", |env| {
+            env.disk.append("f", b"b").unwrap()
+        })?;
+        Ok(())
+    }
+
+    fn crash_at(step: u64, at: CrashPoint) -> FaultPlan {
+        FaultPlan::new([PlannedFault {
+            step,
+            fault: Fault::ProcessCrash { at },
+        }])
+        .unwrap()
+    }
+
+    #[test]
+    fn a_crash_before_a_step_skips_its_effect_and_after_keeps_it() {
+        let mut before = World::new(0, crash_at(1, CrashPoint::Before));
+        let crash = write_three(&mut before).unwrap_err();
+        assert_eq!(crash.step, 1);
+        assert_eq!(before.env().disk.read("f").unwrap(), b"");
+
+        let mut after = World::new(0, crash_at(1, CrashPoint::After));
+        assert_eq!(write_three(&mut after).unwrap_err().step, 1);
+        assert_eq!(after.env().disk.read("f").unwrap(), b"a");
+    }
+
+    #[test]
+    fn restart_advances_the_clock_and_keeps_the_disk() {
+        let mut world = World::new(0, crash_at(2, CrashPoint::Before));
+        write_three(&mut world).unwrap_err();
+        world.restart(1_000);
+        assert_eq!(world.now_ms(), 1_000);
+        assert_eq!(world.incarnation(), 1);
+        assert_eq!(world.env().disk.read("f").unwrap(), b"a");
+        assert_eq!(world.steps_taken(), 3);
+    }
+
+    #[test]
+    fn a_kill_by_the_clock_happens_while_waiting_and_only_once() {
+        let mut world = World::new(0, FaultPlan::kill_at_ms(250));
+        world.effect("op", "a", |_| ()).unwrap();
+        let crash = world.sleep_until(300).unwrap_err();
+        assert_eq!((crash.step, crash.time_ms), (1, 250));
+        world.restart(100);
+        assert_eq!(world.now_ms(), 350);
+        world.sleep_until(400).unwrap();
+        world.effect("op", "b", |_| ()).unwrap();
+
+        let mut late = World::new(0, FaultPlan::kill_at_ms(0));
+        assert_eq!(late.effect("op", "a", |_| ()).unwrap_err().step, 0);
+    }
+
+    #[test]
+    fn same_plan_same_fingerprint() {
+        let run = || {
+            let mut world = World::new(7, crash_at(1, CrashPoint::After));
+            let _ = write_three(&mut world);
+            world.restart(10);
+            write_three(&mut world).unwrap();
+            world.fingerprint()
+        };
+        assert_eq!(run(), run());
+        let mut other = World::new(7, FaultPlan::none());
+        write_three(&mut other).unwrap();
+        assert_ne!(run(), other.fingerprint());
+    }
+}
