@@ -1,0 +1,156 @@
+//! Bad input through the real `keel` binary: a clear error naming what and where, exit 2, no panic.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Writes `contents` to a file under cargo's per-test temp dir and returns its path.
+fn events_file(name: &str, contents: &str) -> String {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, contents).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+/// The one helper: `keel <args>` must fail with exit code 2 and a stderr naming `fragments`.
+fn check_rejected(args: &[&str], fragments: &[&str]) {
+    let output = Command::new(env!("CARGO_BIN_EXE_keel"))
+        .args(args)
+        .output()
+        .expect("keel runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "keel {args:?}: {stderr}");
+    assert!(output.stdout.is_empty(), "keel {args:?} printed a result");
+    assert!(
+        !stderr.contains("panicked"),
+        "keel {args:?} panicked: {stderr}"
+    );
+    for fragment in fragments {
+        assert!(
+            stderr.contains(fragment),
+            "keel {args:?}: stderr lacks {fragment:?}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn bad_options_are_rejected_by_name() {
+    check_rejected(
+        &["run", "--checkpoint-every", "0"],
+        &["--checkpoint-every", "at least 1"],
+    );
+    check_rejected(&["run", "--window", "0"], &["--window", "got 0"]);
+    check_rejected(&["run", "--window", "-10"], &["--window", "got -10"]);
+    check_rejected(
+        &["run", "--out-of-orderness", "-1"],
+        &["--out-of-orderness", "got -1"],
+    );
+    check_rejected(
+        &["run", "--scenario", "ch99"],
+        &["unknown scenario 'ch99'", "known: ch04"],
+    );
+    check_rejected(
+        &["run", "--crash-after-event", "30"],
+        &["--crash-after-event 30", "0..=29"],
+    );
+    check_rejected(
+        &["run", "--crash-at-ms", "100000"],
+        &["--crash-at-ms 100000", "8700ms"],
+    );
+    check_rejected(
+        &["run", "--sink", "exactly-once"],
+        &["--sink", "append", "idempotent"],
+    );
+    check_rejected(
+        &["run", "--crash-after-event", "3", "--crash-at-ms", "5"],
+        &["cannot be used with"],
+    );
+    check_rejected(
+        &["run", "--checkpoint-every", "eight"],
+        &["--checkpoint-every", "eight"],
+    );
+}
+
+#[test]
+fn bad_event_files_are_rejected_with_file_and_line() {
+    let good = "{\"ts\": 1, \"value\": 2}\n";
+    let cases: &[(&str, String, &[&str])] = &[
+        (
+            "malformed.jsonl",
+            format!("{good}{{\"ts\": 3, \"value\": \n"),
+            &["malformed.jsonl", "line 2", "not valid JSON"],
+        ),
+        (
+            "missing.jsonl",
+            format!("{good}{good}{{\"ts\": 3}}\n"),
+            &["missing.jsonl", "line 3", "missing field \"value\""],
+        ),
+        (
+            "float.jsonl",
+            "{\"ts\": 1.5, \"value\": 2}\n".to_string(),
+            &["float.jsonl", "line 1", "\"ts\" must be an integer"],
+        ),
+        (
+            "string.jsonl",
+            format!("{good}{{\"ts\": 3, \"value\": \"7\"}}\n"),
+            &["string.jsonl", "line 2", "\"value\" must be an integer"],
+        ),
+        (
+            "array.jsonl",
+            "[1, 2]\n".to_string(),
+            &["array.jsonl", "line 1", "expected a JSON object"],
+        ),
+    ];
+    for (name, contents, fragments) in cases {
+        let path = events_file(name, contents);
+        check_rejected(&["run", "--events", &path], fragments);
+    }
+    check_rejected(
+        &["run", "--events", "/no/such/events.jsonl"],
+        &["/no/such/events.jsonl", "cannot read"],
+    );
+    let short = events_file("short.jsonl", good);
+    check_rejected(
+        &["run", "--events", &short, "--crash-after-event", "1"],
+        &["--crash-after-event 1", "0..=0"],
+    );
+}
+
+#[test]
+fn an_events_file_runs_like_a_scenario() {
+    let path = events_file(
+        "tiny.jsonl",
+        "{\"ts\": 1, \"value\": 1}\n\n{\"ts\": 12, \"value\": 2}\n{\"ts\": 16, \"value\": 3}\n",
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_keel"))
+        .args([
+            "run",
+            "--events",
+            &path,
+            "--checkpoint-every",
+            "1",
+            "--crash-after-event",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("checkpoint_at_crash: index=2 max_ts=12 windows={\"10\": 1, \"20\": 2}"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("final_windows={\"10\": 1, \"20\": 5}"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("total_records=2 unique_keys=2 duplicates=0 lost=0"),
+        "{stdout}"
+    );
+}
