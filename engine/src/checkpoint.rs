@@ -1,7 +1,15 @@
-//! Checkpoints: the operator state plus the input position, and their on-disk form.
+//! Checkpoints: the operator state plus the input position, their on-disk form and validation.
 //!
 //! A checkpoint taken after event i has `index = i + 1`: the next event to read on recovery.
-//! It is stored as `state-<index>.json`, one JSON object.
+//! On disk it is one header line and a JSON body:
+//!
+//! ```text
+//! keel-checkpoint v1 len=<body bytes> crc32=<8 hex digits>
+//! {"index":8,"max_ts":9,"windows":[{"end":10,"sum":40,"cnt":8,"fired":false}]}
+//! ```
+//!
+//! The `size-only` protocol writes the header without `crc32=` and trusts any file whose
+//! length matches its header: the classic mistake a torn write punishes.
 
 use crate::window::{OperatorState, WindowState};
 use serde::{Deserialize, Serialize};
@@ -9,6 +17,9 @@ use std::collections::BTreeMap;
 
 const FILE_PREFIX: &str = "state-";
 const FILE_SUFFIX: &str = ".json";
+const HEADER_MAGIC: &str = "keel-checkpoint v1";
+/// A header longer than this is not a header (bounds the scan for its newline).
+const HEADER_LEN_MAX_BYTES: usize = 128;
 
 /// A consistent copy of the operator state and how far the input was consumed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -16,6 +27,15 @@ pub struct Checkpoint {
     /// The index of the next event to read after restoring this checkpoint.
     pub index: u64,
     pub state: OperatorState,
+}
+
+/// Why a checkpoint file was not restored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Invalid {
+    /// Detected as damaged (torn, empty, bad checksum): skip it and try an older one.
+    Rejected(String),
+    /// Trusted (its length matched) but unreadable: a `size-only` recovery cannot go on.
+    TrustedButCorrupt(String),
 }
 
 #[derive(Serialize, Deserialize)]
@@ -50,7 +70,8 @@ impl Checkpoint {
         digits.parse().ok()
     }
 
-    pub fn encode(&self) -> Vec<u8> {
+    /// The JSON body.
+    pub fn encode_body(&self) -> Vec<u8> {
         let file = CheckpointFile {
             index: self.index,
             max_ts: self.state.max_ts,
@@ -69,8 +90,66 @@ impl Checkpoint {
         serde_json::to_vec(&file).expect("a checkpoint always serializes")
     }
 
-    /// Decodes a checkpoint file; the error says what is wrong with it.
-    pub fn decode(bytes: &[u8]) -> Result<Checkpoint, String> {
+    /// Header line and body; the header carries a CRC-32 of the body when `checksum` is set.
+    pub fn encode_file(&self, checksum: bool) -> Vec<u8> {
+        let body = self.encode_body();
+        let mut header = format!("{HEADER_MAGIC} len={}", body.len());
+        if checksum {
+            header.push_str(&format!(" crc32={:08x}", crc32fast::hash(&body)));
+        }
+        header.push('\n');
+        let mut bytes = header.into_bytes();
+        bytes.extend_from_slice(&body);
+        bytes
+    }
+
+    /// Validates and decodes a checkpoint file. With `checksum`, a file must carry a CRC that
+    /// matches; without, a body of the length the header states is trusted as it is.
+    pub fn decode_file(bytes: &[u8], checksum: bool) -> Result<Checkpoint, Invalid> {
+        let reject = |why: &str| Invalid::Rejected(why.to_string());
+        if bytes.is_empty() {
+            return Err(reject("empty file"));
+        }
+        let newline = bytes
+            .iter()
+            .take(HEADER_LEN_MAX_BYTES)
+            .position(|&b| b == b'\n')
+            .ok_or_else(|| reject("no header line"))?;
+        let header =
+            std::str::from_utf8(&bytes[..newline]).map_err(|_| reject("header is not text"))?;
+        let body = &bytes[newline + 1..];
+        let fields = header
+            .strip_prefix(HEADER_MAGIC)
+            .ok_or_else(|| reject("bad header magic"))?;
+        let mut len_bytes = None;
+        let mut crc = None;
+        for field in fields.split_whitespace() {
+            if let Some(v) = field.strip_prefix("len=") {
+                len_bytes = v.parse::<usize>().ok();
+            } else if let Some(v) = field.strip_prefix("crc32=") {
+                crc = u32::from_str_radix(v, 16).ok();
+            }
+        }
+        let len_bytes = len_bytes.ok_or_else(|| reject("header has no length"))?;
+        if body.len() != len_bytes {
+            return Err(Invalid::Rejected(format!(
+                "torn: body is {} bytes, header says {len_bytes}",
+                body.len()
+            )));
+        }
+        if checksum {
+            let crc = crc.ok_or_else(|| reject("header has no checksum"))?;
+            if crc32fast::hash(body) != crc {
+                return Err(reject("checksum mismatch"));
+            }
+            Checkpoint::decode_body(body).map_err(Invalid::Rejected)
+        } else {
+            Checkpoint::decode_body(body).map_err(Invalid::TrustedButCorrupt)
+        }
+    }
+
+    /// Decodes the JSON body; the error says what is wrong with it.
+    pub fn decode_body(bytes: &[u8]) -> Result<Checkpoint, String> {
         let file: CheckpointFile =
             serde_json::from_slice(bytes).map_err(|e| format!("unreadable checkpoint: {e}"))?;
         let mut windows = BTreeMap::new();
@@ -101,8 +180,7 @@ impl Checkpoint {
 mod tests {
     use super::*;
 
-    #[test]
-    fn checkpoints_round_trip_and_names_parse() {
+    fn sample() -> Checkpoint {
         let mut state = OperatorState::default();
         state.windows.insert(
             10,
@@ -113,14 +191,56 @@ mod tests {
             },
         );
         state.max_ts = Some(9);
-        let checkpoint = Checkpoint { index: 8, state };
-        let bytes = checkpoint.encode();
+        Checkpoint { index: 8, state }
+    }
+
+    #[test]
+    fn checkpoints_round_trip_with_a_checksummed_header() {
+        let bytes = sample().encode_file(true);
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        let body =
+            r#"{"index":8,"max_ts":9,"windows":[{"end":10,"sum":40,"cnt":8,"fired":false}]}"#;
         assert_eq!(
-            String::from_utf8(bytes.clone()).unwrap(),
-            r#"{"index":8,"max_ts":9,"windows":[{"end":10,"sum":40,"cnt":8,"fired":false}]}"#
+            text,
+            format!(
+                "keel-checkpoint v1 len={} crc32={:08x}\n{body}",
+                body.len(),
+                crc32fast::hash(body.as_bytes())
+            )
         );
-        assert_eq!(Checkpoint::decode(&bytes), Ok(checkpoint));
-        assert!(Checkpoint::decode(&bytes[..10]).is_err());
+        assert_eq!(Checkpoint::decode_file(&bytes, true), Ok(sample()));
+    }
+
+    #[test]
+    fn damaged_files_are_rejected_or_trusted_by_protocol() {
+        let good = sample().encode_file(true);
+        let rejected = |bytes: &[u8]| {
+            matches!(
+                Checkpoint::decode_file(bytes, true),
+                Err(Invalid::Rejected(_))
+            )
+        };
+        assert!(rejected(b""));
+        assert!(rejected(&good[..good.len() - 1]));
+        assert!(rejected(&vec![0; good.len()]));
+        let mut flipped = good.clone();
+        *flipped.last_mut().unwrap() = b' ';
+        assert!(rejected(&flipped));
+
+        // size-only: the right length is trusted even when the body is torn to zeros.
+        let unchecked = sample().encode_file(false);
+        assert_eq!(Checkpoint::decode_file(&unchecked, false), Ok(sample()));
+        let header_len = unchecked.iter().position(|&b| b == b'\n').unwrap() + 1;
+        let mut torn = unchecked.clone();
+        torn[header_len + 5..].fill(0);
+        assert!(matches!(
+            Checkpoint::decode_file(&torn, false),
+            Err(Invalid::TrustedButCorrupt(_))
+        ));
+    }
+
+    #[test]
+    fn checkpoint_file_names_parse() {
         assert_eq!(Checkpoint::file_name(16), "state-16.json");
         assert_eq!(Checkpoint::index_from_file_name("state-16.json"), Some(16));
         assert_eq!(Checkpoint::index_from_file_name("state-16.json.tmp"), None);

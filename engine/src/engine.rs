@@ -4,11 +4,14 @@
 //! One `Engine` value is one process incarnation. Its memory dies with it: after a crash the
 //! runner drops it and starts a new one, which learns everything it knows from the disk.
 
-use crate::checkpoint::Checkpoint;
+use crate::checkpoint::{Checkpoint, Invalid};
 use crate::event::{Event, JSON_SAFE_INT_MAX};
-use crate::sink::{SinkConnector, SinkKind, WriteOutcome};
+use crate::protocol::CheckpointProtocol;
+use crate::record::Record;
+use crate::sink::{SinkConnector, SinkError, SinkKind, WriteOutcome};
 use crate::window::OperatorState;
 use keel_sim::{Crash, World};
+use std::collections::BTreeSet;
 use std::fmt;
 
 /// The engine's knobs. `validate` says which one is impossible.
@@ -21,6 +24,7 @@ pub struct EngineConfig {
     /// A checkpoint after every K events.
     pub checkpoint_every: u64,
     pub sink: SinkKind,
+    pub protocol: CheckpointProtocol,
     /// Event i arrives at i * event_interval_ms of simulated time.
     pub event_interval_ms: u64,
 }
@@ -32,6 +36,7 @@ impl Default for EngineConfig {
             out_of_orderness: 5,
             checkpoint_every: 8,
             sink: SinkKind::Append,
+            protocol: CheckpointProtocol::Safe,
             event_interval_ms: 300,
         }
     }
@@ -89,8 +94,22 @@ impl fmt::Display for EngineError {
 pub enum Interrupt {
     /// The process was killed; the runner restarts it.
     Crash(Crash),
-    /// The engine gave up (e.g. a checkpoint it cannot read).
+    /// The engine stopped itself on an error it must not paper over (an fsync that failed,
+    /// a sink that stayed down): like PostgreSQL after a failed fsync, it exits and a
+    /// restart recovers from the last checkpoint.
+    Abort(EngineError),
+    /// Recovery cannot go on (a trusted checkpoint that does not decode): restarting would
+    /// fail the same way.
     Failed(EngineError),
+}
+
+impl From<SinkError> for Interrupt {
+    fn from(error: SinkError) -> Self {
+        match error {
+            SinkError::Crash(crash) => Interrupt::Crash(crash),
+            SinkError::Fatal(message) => Interrupt::Abort(EngineError { message }),
+        }
+    }
 }
 
 impl From<Crash> for Interrupt {
@@ -110,6 +129,8 @@ pub struct IncarnationStats {
     pub written: u64,
     /// Records the idempotent sink skipped as already present.
     pub skipped: u64,
+    /// Checkpoint files recovery found damaged and skipped, with the reason.
+    pub rejected_checkpoints: Vec<String>,
     /// The newest checkpoint this incarnation committed.
     pub last_committed: Option<Checkpoint>,
     /// Events consumed so far (the next index to read).
@@ -122,6 +143,8 @@ pub struct Engine {
     config: EngineConfig,
     state: OperatorState,
     sink: Option<SinkConnector>,
+    /// Indexes of the numbered checkpoint files this process knows to exist.
+    checkpoint_files: BTreeSet<u64>,
     stats: IncarnationStats,
 }
 
@@ -132,6 +155,7 @@ impl Engine {
             config,
             state: OperatorState::default(),
             sink: None,
+            checkpoint_files: BTreeSet::new(),
             stats: IncarnationStats::default(),
         }
     }
@@ -144,48 +168,84 @@ impl Engine {
         &self.state
     }
 
-    /// Start-up: restore the newest checkpoint (or start empty) and open the sink.
+    /// Start-up: restore the newest checkpoint that validates (or start empty) and open the
+    /// sink, repairing its tail if the protocol does.
     pub fn recover(&mut self, world: &mut World) -> Result<(), Interrupt> {
+        let protocol = self.config.protocol;
         let names = world.effect("disk.list", ".", |env| env.disk.list())?;
-        let newest = names
+        // Newest first: numbered checkpoints by index, then the in-place file.
+        let mut candidates: Vec<(Option<u64>, &String)> = names
             .iter()
-            .filter_map(|name| Checkpoint::index_from_file_name(name).map(|i| (i, name)))
-            .max();
-        match newest {
-            None => world.note("recovery: no checkpoint, start from event 0 with empty state"),
-            Some((index, name)) => {
-                let bytes = world
-                    .effect("disk.read", name.clone(), |env| env.disk.read(name))?
-                    .map_err(|e| failed(format!("recovery: {e}")))?;
-                let checkpoint = Checkpoint::decode(&bytes)
-                    .map_err(|e| failed(format!("recovery: {name}: {e}")))?;
-                if checkpoint.index != index {
-                    return Err(failed(format!(
-                        "recovery: {name} holds index {}",
-                        checkpoint.index
-                    )));
+            .filter_map(|name| Checkpoint::index_from_file_name(name).map(|i| (Some(i), name)))
+            .collect();
+        candidates.sort_by(|a, b| b.cmp(a));
+        candidates.extend(
+            names
+                .iter()
+                .filter(|n| *n == IN_PLACE_FILE)
+                .map(|n| (None, n)),
+        );
+        for (index, name) in candidates {
+            let bytes = world
+                .effect("disk.read", name.clone(), |env| env.disk.read(name))?
+                .map_err(|e| abort(format!("recovery: {e}")))?;
+            let checkpoint = match Checkpoint::decode_file(&bytes, protocol.checksum()) {
+                Ok(checkpoint) if index.is_none_or(|i| i == checkpoint.index) => checkpoint,
+                Ok(checkpoint) => {
+                    let why = format!("{name}: holds index {}", checkpoint.index);
+                    world.note(format!("recovery: skip {why}"));
+                    self.stats.rejected_checkpoints.push(why);
+                    continue;
                 }
-                world.note(format!(
-                    "recovery: restore {name}, resume from event {index}"
-                ));
-                self.state = checkpoint.state.clone();
-                self.stats.resume_from_index = index;
-                self.stats.processed_upto_index = index;
-                self.stats.restored = Some(checkpoint);
-            }
+                Err(Invalid::Rejected(why)) => {
+                    world.note(format!("recovery: skip {name}: {why}"));
+                    self.stats
+                        .rejected_checkpoints
+                        .push(format!("{name}: {why}"));
+                    continue;
+                }
+                Err(Invalid::TrustedButCorrupt(why)) => {
+                    return Err(Interrupt::Failed(EngineError {
+                        message: format!("recovery: {name} has the right length but {why}"),
+                    }));
+                }
+            };
+            world.note(format!(
+                "recovery: restore {name}, resume from event {}",
+                checkpoint.index
+            ));
+            self.state = checkpoint.state.clone();
+            self.stats.resume_from_index = checkpoint.index;
+            self.stats.processed_upto_index = checkpoint.index;
+            self.stats.restored = Some(checkpoint);
+            break;
         }
-        self.sink = Some(SinkConnector::open(self.config.sink, world)?);
+        if self.stats.restored.is_none() {
+            world.note("recovery: no valid checkpoint, start from event 0 with empty state");
+        }
+        self.checkpoint_files = names
+            .iter()
+            .filter_map(|name| Checkpoint::index_from_file_name(name))
+            .collect();
+        self.sink = Some(SinkConnector::open(
+            self.config.sink,
+            world,
+            protocol.tail_repair(),
+        )?);
         Ok(())
     }
 
-    /// Processes the input from where recovery left off to the end, flushing at the end.
+    /// Processes the input from where recovery left off to the end, flushing at the end and
+    /// making the sink durable.
     pub fn run(&mut self, world: &mut World, events: &[Event]) -> Result<(), Interrupt> {
         let start = self.stats.resume_from_index;
         if start > events.len() as u64 {
-            return Err(failed(format!(
-                "checkpoint resumes from event {start} but the input has {} events",
-                events.len()
-            )));
+            return Err(Interrupt::Failed(EngineError {
+                message: format!(
+                    "checkpoint resumes from event {start} but the input has {} events",
+                    events.len()
+                ),
+            }));
         }
         for index in start..events.len() as u64 {
             world.sleep_until(self.config.arrival_ms(index))?;
@@ -209,10 +269,17 @@ impl Engine {
         for record in &self.state.flush(self.config.out_of_orderness) {
             self.write(world, record)?;
         }
+        self.sink_mut().sync(world)?;
         Ok(())
     }
 
-    fn write(&mut self, world: &mut World, record: &crate::record::Record) -> Result<(), Crash> {
+    fn sink_mut(&mut self) -> &mut SinkConnector {
+        self.sink
+            .as_mut()
+            .expect("recover opens the sink before run")
+    }
+
+    fn write(&mut self, world: &mut World, record: &Record) -> Result<(), Interrupt> {
         let sink = self
             .sink
             .as_mut()
@@ -223,39 +290,81 @@ impl Engine {
         Ok(())
     }
 
-    /// Writes `state-<index>.json` through a temp file, fsync, rename and fsync of the directory.
+    /// Writes and commits the checkpoint `index` by the configured protocol. `safe`: sync the
+    /// sink; write `state-<index>.json.tmp`, fsync it, rename it to `state-<index>.json`,
+    /// fsync the directory; then delete older checkpoints.
     fn checkpoint(&mut self, world: &mut World, index: u64) -> Result<(), Interrupt> {
+        let protocol = self.config.protocol;
         let checkpoint = Checkpoint {
             index,
             state: self.state.clone(),
         };
-        let name = Checkpoint::file_name(index);
-        let temp = format!("{name}.tmp");
-        let bytes = checkpoint.encode();
-        world.effect("disk.create", temp.clone(), |env| env.disk.create(&temp))?;
-        world
-            .effect("disk.write", temp.clone(), |env| {
-                env.disk.write(&temp, 0, &bytes)
-            })?
-            .map_err(disk_failed)?;
-        world
-            .effect("disk.fsync", temp.clone(), |env| env.disk.fsync(&temp))?
-            .map_err(disk_failed)?;
-        world
-            .effect("disk.rename", format!("{temp} -> {name}"), |env| {
-                env.disk.rename(&temp, &name)
-            })?
-            .map_err(disk_failed)?;
-        world.effect("disk.fsync-dir", ".", |env| env.disk.fsync_dir())?;
+        let bytes = checkpoint.encode_file(protocol.checksum());
+        if protocol.sink_sync_before_commit() {
+            self.sink_mut().sync(world)?;
+        }
+        if protocol.in_place() {
+            disk_step(world, "disk.create", IN_PLACE_FILE, |d| {
+                d.create(IN_PLACE_FILE)
+            })?;
+            disk_step(world, "disk.write", IN_PLACE_FILE, |d| {
+                d.write(IN_PLACE_FILE, 0, &bytes)
+            })?;
+        } else {
+            let name = Checkpoint::file_name(index);
+            let temp = format!("{name}.tmp");
+            let older: Vec<u64> = self.checkpoint_files.range(..index).copied().collect();
+            disk_step(world, "disk.create", &temp, |d| d.create(&temp))?;
+            disk_step(world, "disk.write", &temp, |d| d.write(&temp, 0, &bytes))?;
+            if protocol.fsync_data() {
+                disk_step(world, "disk.fsync", &temp, |d| d.fsync(&temp))?;
+            }
+            if protocol.delete_before_rename() {
+                self.remove_checkpoints(world, &older)?;
+            }
+            disk_step(world, "disk.rename", &format!("{temp} -> {name}"), |d| {
+                d.rename(&temp, &name)
+            })?;
+            if protocol.fsync_dir() {
+                disk_step(world, "disk.fsync-dir", ".", |d| d.fsync_dir())?;
+            }
+            self.checkpoint_files.insert(index);
+            if !protocol.delete_before_rename() {
+                self.remove_checkpoints(world, &older)?;
+            }
+        }
+        if !protocol.sink_sync_before_commit() {
+            self.sink_mut().sync(world)?;
+        }
         self.stats.last_committed = Some(checkpoint);
+        Ok(())
+    }
+
+    fn remove_checkpoints(&mut self, world: &mut World, indexes: &[u64]) -> Result<(), Interrupt> {
+        for &index in indexes {
+            let name = Checkpoint::file_name(index);
+            disk_step(world, "disk.remove", &name, |d| d.remove(&name))?;
+            self.checkpoint_files.remove(&index);
+        }
         Ok(())
     }
 }
 
-fn failed(message: String) -> Interrupt {
-    Interrupt::Failed(EngineError { message })
+/// The file the `in-place` protocol rewrites.
+pub const IN_PLACE_FILE: &str = "state.json";
+
+/// One disk operation as one step; an I/O error aborts the incarnation.
+fn disk_step(
+    world: &mut World,
+    op: &'static str,
+    target: &str,
+    operation: impl FnOnce(&mut keel_sim::Disk) -> Result<(), keel_sim::DiskError>,
+) -> Result<(), Interrupt> {
+    world
+        .effect(op, target, |env| operation(&mut env.disk))?
+        .map_err(|e| abort(format!("checkpoint: {op} {target}: {e}")))
 }
 
-fn disk_failed(error: keel_sim::DiskError) -> Interrupt {
-    failed(format!("checkpoint: {error}"))
+fn abort(message: String) -> Interrupt {
+    Interrupt::Abort(EngineError { message })
 }

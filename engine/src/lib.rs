@@ -7,6 +7,7 @@
 pub mod checkpoint;
 pub mod engine;
 pub mod event;
+pub mod protocol;
 pub mod record;
 pub mod sink;
 pub mod window;
@@ -14,6 +15,7 @@ pub mod window;
 pub use checkpoint::Checkpoint;
 pub use engine::{Engine, EngineConfig, EngineError, IncarnationStats, Interrupt};
 pub use event::{parse_events, Event, EventParseError};
+pub use protocol::CheckpointProtocol;
 pub use record::{Record, RecordKind};
 pub use sink::SinkKind;
 pub use window::{format_windows, OperatorState, WindowState};

@@ -1,14 +1,22 @@
-//! Sink connectors: append (at-least-once) and idempotent (deduplicates by the record's key).
+//! Sink connectors: append (at-least-once) and idempotent (the sink deduplicates by key).
 //!
-//! Both write one JSON line per record to `sink-<kind>.jsonl` on the simulated disk. The
-//! idempotent connector rebuilds the set of keys already in the sink when it opens, so a
-//! replayed record whose key is already there is skipped, not written again.
+//! Both write one JSON line per record to `sink-<kind>.jsonl` on the simulated disk through
+//! sink requests, which can fail, lose their acknowledgement or meet an outage; the engine
+//! retries with backoff on the simulated clock. The idempotent sink checks the key against
+//! its own contents when the request arrives, so a retried or replayed record whose key is
+//! already there is skipped, whoever sent it.
 
 use crate::record::Record;
-use keel_sim::{Crash, World};
+use keel_sim::{Crash, Disk, DiskError, World};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fmt;
+
+/// Attempts per record before the engine gives up and restarts (bounds the retry loop).
+pub const SINK_ATTEMPTS_MAX: u32 = 12;
+/// First retry backoff; it doubles per attempt up to [`SINK_BACKOFF_MAX_MS`].
+pub const SINK_BACKOFF_MS: u64 = 100;
+pub const SINK_BACKOFF_MAX_MS: u64 = 3_200;
 
 /// Which sink the engine writes to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -50,79 +58,202 @@ pub enum WriteOutcome {
     Skipped,
 }
 
+/// Why the connector could not do its job: the engine aborts and is restarted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SinkError {
+    Crash(Crash),
+    /// A disk error, or a sink that stayed unreachable through every attempt.
+    Fatal(String),
+}
+
+impl From<Crash> for SinkError {
+    fn from(crash: Crash) -> Self {
+        SinkError::Crash(crash)
+    }
+}
+
+/// The keys of the complete lines of the sink file, kept up to date incrementally.
+#[derive(Clone, Debug, Default)]
+struct KeyIndex {
+    /// Bytes of the file already indexed (always just after a newline).
+    indexed_len_bytes: u64,
+    keys: BTreeSet<String>,
+}
+
+impl KeyIndex {
+    fn refresh(&mut self, disk: &Disk, file: &str) -> Result<(), DiskError> {
+        let len_bytes = disk.len_bytes(file)?;
+        if len_bytes < self.indexed_len_bytes {
+            // The file was truncated (tail repair or power loss): index it again.
+            *self = KeyIndex::default();
+        }
+        let tail = disk.read_from(file, self.indexed_len_bytes)?;
+        let Some(last_newline) = tail.iter().rposition(|&b| b == b'\n') else {
+            return Ok(());
+        };
+        for line in tail[..last_newline].split(|&b| b == b'\n') {
+            if let Some(record) = std::str::from_utf8(line).ok().and_then(Record::parse_line) {
+                self.keys.insert(record.key);
+            }
+        }
+        self.indexed_len_bytes += last_newline as u64 + 1;
+        Ok(())
+    }
+}
+
+/// The length of the longest prefix of `contents` made of complete, readable record lines.
+pub fn readable_prefix_len_bytes(contents: &[u8]) -> usize {
+    let mut offset = 0;
+    while let Some(newline) = contents[offset..].iter().position(|&b| b == b'\n') {
+        let line = &contents[offset..offset + newline];
+        if std::str::from_utf8(line)
+            .ok()
+            .and_then(Record::parse_line)
+            .is_none()
+        {
+            break;
+        }
+        offset += newline + 1;
+    }
+    offset
+}
+
 /// The engine's end of a sink: the process memory part, lost on a crash.
 #[derive(Clone, Debug)]
 pub struct SinkConnector {
     kind: SinkKind,
     file: String,
-    /// Keys known to be in the sink (idempotent sink only).
-    seen_keys: BTreeSet<String>,
+    /// The idempotent sink's view of its own keys (refreshed on every request).
+    index: KeyIndex,
 }
 
 impl SinkConnector {
-    /// Opens the sink (one step), creating its file if needed. The idempotent connector reads
-    /// the keys already written; a line that is not a record carries no key and is noted.
-    pub fn open(kind: SinkKind, world: &mut World) -> Result<SinkConnector, Crash> {
+    /// Opens the sink (one step), creating its file (and syncing the directory) if needed.
+    /// With `tail_repair`, a tail
+    /// that is not whole records (a torn append) is truncated away and the cut made durable.
+    pub fn open(
+        kind: SinkKind,
+        world: &mut World,
+        tail_repair: bool,
+    ) -> Result<SinkConnector, SinkError> {
         let file = kind.file_name();
-        let contents = world.effect("sink.open", file.clone(), |env| {
-            env.disk.open_or_create(&file);
-            match kind {
-                SinkKind::Append => Vec::new(),
-                SinkKind::Idempotent => {
-                    env.disk.read(&file).expect("the sink file was just opened")
-                }
-            }
-        })?;
-        let mut seen_keys = BTreeSet::new();
-        let mut unreadable_lines = 0_u64;
-        for line in String::from_utf8_lossy(&contents).lines() {
-            match Record::parse_line(line) {
-                Some(record) => {
-                    seen_keys.insert(record.key);
-                }
-                None => unreadable_lines += 1,
-            }
+        let (created, contents) = world
+            .effect("sink.open", file.clone(), |env| {
+                let created = !env.disk.exists(&file);
+                env.disk.open_or_create(&file)?;
+                Ok((created, env.disk.read(&file)?))
+            })?
+            .map_err(|e: DiskError| SinkError::Fatal(format!("sink open: {e}")))?;
+        if created {
+            // A new file's name is durable only once its directory is synced.
+            world
+                .effect("disk.fsync-dir", ".", |env| env.disk.fsync_dir())?
+                .map_err(|e| SinkError::Fatal(format!("sink open: {e}")))?;
         }
-        if kind == SinkKind::Idempotent {
-            world.note(format!(
-                "sink {file}: {} keys already present, {unreadable_lines} unreadable lines",
-                seen_keys.len()
-            ));
+        let readable_len_bytes = readable_prefix_len_bytes(&contents);
+        if readable_len_bytes < contents.len() {
+            let dropped = contents.len() - readable_len_bytes;
+            if tail_repair {
+                world.note(format!(
+                    "sink repair: truncate {file} at byte {readable_len_bytes} ({dropped} unreadable bytes)"
+                ));
+                world
+                    .effect("disk.truncate", file.clone(), |env| {
+                        env.disk.truncate(&file, readable_len_bytes as u64)
+                    })?
+                    .map_err(|e| SinkError::Fatal(format!("sink repair: {e}")))?;
+                world
+                    .effect("disk.fsync", file.clone(), |env| env.disk.fsync(&file))?
+                    .map_err(|e| SinkError::Fatal(format!("sink repair: {e}")))?;
+            } else {
+                world.note(format!(
+                    "sink {file}: {dropped} unreadable bytes at the end left in place"
+                ));
+            }
         }
         Ok(SinkConnector {
             kind,
             file,
-            seen_keys,
+            index: KeyIndex::default(),
         })
     }
 
-    /// Writes one record (one step), or skips it if the idempotent sink already has its key.
-    /// `written` counts the records that reached the sink, even if the process then dies.
+    /// Sends one record to the sink, retrying failed requests with backoff. `written` counts
+    /// the records that reached the sink, even if the process then dies or the ack is lost.
     pub fn write(
         &mut self,
         world: &mut World,
         record: &Record,
         written: &mut u64,
-    ) -> Result<WriteOutcome, Crash> {
-        if self.kind == SinkKind::Idempotent && self.seen_keys.contains(&record.key) {
-            world.note(format!(
-                "sink {}: skip duplicate key {}",
-                self.file, record.key
-            ));
-            return Ok(WriteOutcome::Skipped);
-        }
+    ) -> Result<WriteOutcome, SinkError> {
         let mut line = record.to_json_line();
         line.push('\n');
-        let file = &self.file;
-        world.effect("sink.write", record.key.clone(), |env| {
-            env.disk
-                .append(file, line.as_bytes())
-                .expect("the sink file exists once opened");
-            *written += 1;
-        })?;
-        if self.kind == SinkKind::Idempotent {
-            self.seen_keys.insert(record.key.clone());
+        let mut backoff_ms = SINK_BACKOFF_MS;
+        for attempt in 1..=SINK_ATTEMPTS_MAX {
+            let (file, kind, index) = (&self.file, self.kind, &mut self.index);
+            let reply = world.request("sink.write", record.key.clone(), |env| {
+                if kind == SinkKind::Idempotent {
+                    index
+                        .refresh(&env.disk, file)
+                        .expect("the sink file exists once opened");
+                    if index.keys.contains(&record.key) {
+                        return WriteOutcome::Skipped;
+                    }
+                }
+                env.disk
+                    .append(file, line.as_bytes())
+                    .expect("the sink file exists once opened");
+                *written += 1;
+                WriteOutcome::Written
+            })?;
+            match reply {
+                Ok(outcome) => {
+                    if outcome == WriteOutcome::Skipped {
+                        world.note(format!(
+                            "sink {}: skip duplicate key {}",
+                            self.file, record.key
+                        ));
+                    }
+                    return Ok(outcome);
+                }
+                Err(error) => {
+                    world.note(format!(
+                        "sink {}: write {} attempt {attempt} failed ({error}), retry in {backoff_ms}ms",
+                        self.file, record.key
+                    ));
+                    world.sleep_until(world.now_ms() + backoff_ms)?;
+                    backoff_ms = (backoff_ms * 2).min(SINK_BACKOFF_MAX_MS);
+                }
+            }
         }
-        Ok(WriteOutcome::Written)
+        Err(SinkError::Fatal(format!(
+            "sink write {} failed {SINK_ATTEMPTS_MAX} times",
+            record.key
+        )))
+    }
+
+    /// Makes every record written so far durable (one step: fsync of the sink file).
+    pub fn sync(&mut self, world: &mut World) -> Result<(), SinkError> {
+        let file = &self.file;
+        world
+            .effect("disk.fsync", file.clone(), |env| env.disk.fsync(file))?
+            .map_err(|e| SinkError::Fatal(format!("sink sync: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_readable_prefix_stops_at_the_first_torn_line() {
+        let a = r#"{"key": "13:10", "window_end": 10, "sum": 55, "watermark": 10, "kind": "fire"}"#;
+        let whole = format!("{a}\n{a}\n");
+        assert_eq!(readable_prefix_len_bytes(whole.as_bytes()), whole.len());
+        let torn = format!("{a}\n{}", &a[..20]);
+        assert_eq!(readable_prefix_len_bytes(torn.as_bytes()), a.len() + 1);
+        let gap = format!("{a}\n\0\0\0\n{a}\n");
+        assert_eq!(readable_prefix_len_bytes(gap.as_bytes()), a.len() + 1);
+        assert_eq!(readable_prefix_len_bytes(b""), 0);
     }
 }

@@ -5,5 +5,8 @@
 pub mod catalogue;
 pub mod cli;
 pub mod error;
+pub mod oracle;
 pub mod report;
 pub mod runner;
+pub mod sweep;
+pub mod table;

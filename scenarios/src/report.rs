@@ -2,21 +2,26 @@
 //! text lines or as one JSON object (whose field names other tools read: keep them).
 
 use crate::error::KeelError;
+use crate::oracle::{judge, Expected, Verdict};
 use crate::runner::{self, Outcome, RunResult, RunSpec};
+use crate::sweep::sites_from_run as sites_of;
 use keel_engine::engine::{read_target, END_OF_INPUT};
 use keel_engine::{format_windows, Checkpoint, EngineConfig, Record};
-use keel_sim::{CrashPoint, Fault, FaultPlan, PlannedFault, TraceLine};
+use keel_sim::disk::POWER_LOSS_ENUMERATION_BOUND;
+use keel_sim::{CrashKind, CrashPoint, Fault, FaultPlan, PlannedFault, TraceLine};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Where `keel run` kills the process.
+/// Which fault `keel run` injects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CrashRequest {
-    /// After event C and its checkpoint, if one was due: before the read of event C + 1.
+    /// Kill after event C and its checkpoint, if one was due: before the read of event C + 1.
     AfterEvent(u64),
-    /// At simulated time T: while waiting, or before the first step at or after T.
+    /// Kill at simulated time T: while waiting, or before the first step at or after T.
     AtMs(u64),
+    /// One fault at one step, as a sweep names it.
+    AtStep(PlannedFault),
 }
 
 /// Turns a crash request into a plan by finding its step in the fault-free run.
@@ -67,6 +72,41 @@ pub fn plan_for_crash(
                 )));
             }
             return Ok(FaultPlan::kill_at_ms(at_ms));
+        }
+        CrashRequest::AtStep(planned) => {
+            let sites = sites_of(baseline);
+            let site = sites
+                .iter()
+                .find(|s| s.step == planned.step)
+                .ok_or_else(|| {
+                    KeelError::usage(format!(
+                        "--at-step {} is beyond the run: its steps are 0..={}",
+                        planned.step,
+                        sites.len().saturating_sub(1)
+                    ))
+                })?;
+            let kind = planned.fault.kind();
+            if !site.faults.contains(&kind) {
+                return Err(KeelError::usage(format!(
+                    "--fault {kind} does not apply at step {} ({} {}); `keel sites` lists where each fault applies",
+                    planned.step, site.op, site.target
+                )));
+            }
+            if let Fault::PowerLoss { state, .. } = planned.fault {
+                if let Some(count) = site
+                    .power_loss_states
+                    .filter(|&c| c <= POWER_LOSS_ENUMERATION_BOUND)
+                {
+                    if state >= count {
+                        return Err(KeelError::usage(format!(
+                            "--crash-state {state} does not exist at step {}: its crash states are 0..={}",
+                            planned.step,
+                            count - 1
+                        )));
+                    }
+                }
+            }
+            return Ok(FaultPlan::new([planned]).expect("one fault"));
         }
     };
     Ok(FaultPlan::new([PlannedFault {
@@ -146,6 +186,11 @@ impl From<&Checkpoint> for CheckpointReport {
 
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 pub struct CrashReport {
+    /// "process-crash" or "power-loss".
+    pub kind: String,
+    /// The power loss's crash state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crash_state: Option<u64>,
     /// The last event the killed process finished (null if it finished none).
     pub after_event: Option<u64>,
     /// Simulated time of the kill.
@@ -186,8 +231,14 @@ pub struct RunReport {
     pub recovery: Option<RecoveryReport>,
     pub baseline_final_windows: WindowSums,
     pub final_windows_match: bool,
+    /// The oracle's verdict, by record identity.
+    pub oracle: Verdict,
+    pub restarts: u64,
     pub fingerprint: String,
     pub reproduce: String,
+    /// The trace, one line per entry (printed by `keel run --trace`, not in the JSON).
+    #[serde(skip)]
+    pub trace: Vec<String>,
 }
 
 /// Runs the scenario fault-free and, if asked, once more with the crash; tallies the sink.
@@ -202,7 +253,7 @@ pub fn run_report(
         plan: FaultPlan::none(),
         ..spec.clone()
     };
-    let baseline = runner::run(&baseline_spec);
+    let baseline = runner::run_recording_crash_states(&baseline_spec);
     assert_eq!(
         baseline.outcome,
         Outcome::Completed,
@@ -269,7 +320,15 @@ fn build(
         .collect();
 
     let first = &result.incarnations[0];
-    let crash = first.crash.map(|crash| CrashReport {
+    let crash = first.crash().map(|crash| CrashReport {
+        kind: match crash.kind {
+            CrashKind::Process => "process-crash".to_string(),
+            CrashKind::PowerLoss { .. } => "power-loss".to_string(),
+        },
+        crash_state: match crash.kind {
+            CrashKind::Process => None,
+            CrashKind::PowerLoss { state } => Some(state),
+        },
         after_event: first.stats.processed_upto_index.checked_sub(1),
         at_ms: crash.time_ms,
         step: crash.step,
@@ -326,8 +385,17 @@ fn build(
         crash,
         recovery,
         baseline_final_windows,
+        oracle: judge(&Expected::from_baseline(baseline, config), result, config),
+        restarts: result.incarnations.len() as u64 - 1,
         fingerprint: result.world.fingerprint().to_string(),
         reproduce,
+        trace: result
+            .world
+            .trace()
+            .lines()
+            .iter()
+            .map(|line| line.to_string())
+            .collect(),
     }
 }
 
@@ -352,8 +420,12 @@ impl RunReport {
             let after = crash
                 .after_event
                 .map_or("none".to_string(), |e| e.to_string());
+            let kind = match crash.crash_state {
+                Some(state) => format!(" power_loss_state={state}"),
+                None => String::new(),
+            };
             line(format!(
-                "simulated_crash_after_index={after} at_ms={} written={}",
+                "simulated_crash_after_index={after} at_ms={} written={}{kind}",
                 crash.at_ms, crash.written
             ));
             match &crash.checkpoint {
@@ -414,6 +486,11 @@ impl RunReport {
                 "=> DIFFERENT: recovery did not reproduce the fault-free final result".to_string()
             });
         }
+        line(format!(
+            "oracle: {} (restarts={})",
+            self.oracle.summary(),
+            self.restarts
+        ));
         line(format!("fingerprint={}", self.fingerprint));
         line(format!("reproduce: {}", self.reproduce));
         out

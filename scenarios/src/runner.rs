@@ -29,16 +29,47 @@ pub enum Outcome {
     Completed,
     /// Recovery gave up.
     RecoveryFailed(EngineError),
-    /// The engine kept crashing: more than [`RESTARTS_MAX`] restarts.
+    /// The engine kept crashing or aborting: more than [`RESTARTS_MAX`] restarts.
     RestartLimit,
+}
+
+impl Outcome {
+    pub fn describe(&self) -> String {
+        match self {
+            Outcome::Completed => "completed".to_string(),
+            Outcome::RecoveryFailed(e) => format!("recovery failed: {e}"),
+            Outcome::RestartLimit => format!("restart limit: more than {RESTARTS_MAX} restarts"),
+        }
+    }
+}
+
+/// How one process incarnation ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IncarnationEnd {
+    Completed,
+    /// Killed by the plan (process crash or power loss).
+    Crashed(Crash),
+    /// Stopped itself on an error it must not ignore; the runner restarts it.
+    Aborted(EngineError),
+    /// Recovery could not go on.
+    Failed(EngineError),
 }
 
 /// One process incarnation as the runner saw it.
 #[derive(Clone, Debug)]
 pub struct Incarnation {
     pub stats: IncarnationStats,
+    pub end: IncarnationEnd,
+}
+
+impl Incarnation {
     /// Set when this incarnation was killed.
-    pub crash: Option<Crash>,
+    pub fn crash(&self) -> Option<Crash> {
+        match self.end {
+            IncarnationEnd::Crashed(crash) => Some(crash),
+            _ => None,
+        }
+    }
 }
 
 /// The result of one run: the world as it ended, and each incarnation's story.
@@ -78,7 +109,17 @@ impl RunResult {
 
 /// Runs `spec` to the end: crash, restart after the delay, recover, until the input is done.
 pub fn run(spec: &RunSpec) -> RunResult {
-    let mut world = World::new(spec.seed, spec.plan.clone());
+    run_world(spec, World::new(spec.seed, spec.plan.clone()))
+}
+
+/// Runs `spec` fault-free, recording how many power-loss crash states each step leaves.
+pub fn run_recording_crash_states(spec: &RunSpec) -> RunResult {
+    let mut world = World::new(spec.seed, FaultPlan::none());
+    world.record_crash_states();
+    run_world(spec, world)
+}
+
+fn run_world(spec: &RunSpec, mut world: World) -> RunResult {
     let mut incarnations = Vec::new();
     for restarts in 0..=RESTARTS_MAX {
         if restarts > 0 {
@@ -89,30 +130,27 @@ pub fn run(spec: &RunSpec) -> RunResult {
             .recover(&mut world)
             .and_then(|()| engine.run(&mut world, &spec.events));
         let stats = engine.stats().clone();
-        match result {
-            Ok(()) => {
-                incarnations.push(Incarnation { stats, crash: None });
-                return RunResult {
-                    world,
-                    incarnations,
-                    outcome: Outcome::Completed,
-                    final_state: engine.state().clone(),
-                };
+        let (end, outcome) = match result {
+            Ok(()) => (IncarnationEnd::Completed, Some(Outcome::Completed)),
+            Err(Interrupt::Failed(error)) => (
+                IncarnationEnd::Failed(error.clone()),
+                Some(Outcome::RecoveryFailed(error)),
+            ),
+            // The process is gone: `engine` (its memory) is dropped; the world's disk stays.
+            Err(Interrupt::Crash(crash)) => (IncarnationEnd::Crashed(crash), None),
+            Err(Interrupt::Abort(error)) => {
+                world.note(format!("abort: {error}"));
+                (IncarnationEnd::Aborted(error), None)
             }
-            Err(Interrupt::Failed(error)) => {
-                incarnations.push(Incarnation { stats, crash: None });
-                return RunResult {
-                    world,
-                    incarnations,
-                    outcome: Outcome::RecoveryFailed(error),
-                    final_state: engine.state().clone(),
-                };
-            }
-            // The process is gone: `engine` (its memory) is dropped here; the world's disk stays.
-            Err(Interrupt::Crash(crash)) => incarnations.push(Incarnation {
-                stats,
-                crash: Some(crash),
-            }),
+        };
+        incarnations.push(Incarnation { stats, end });
+        if let Some(outcome) = outcome {
+            return RunResult {
+                world,
+                incarnations,
+                outcome,
+                final_state: engine.state().clone(),
+            };
         }
     }
     RunResult {

@@ -62,8 +62,8 @@ fn fingerprints_are_pinned() {
         SinkKind::Append,
         crash_plan(SinkKind::Append, CrashRequest::AfterEvent(14)),
     ));
-    assert_eq!(baseline.world.fingerprint().to_string(), "c921a8b2181ca3a7");
-    assert_eq!(crash.world.fingerprint().to_string(), "524baa4a3dc15bcd");
+    assert_eq!(baseline.world.fingerprint().to_string(), "f3c127574d57c011");
+    assert_eq!(crash.world.fingerprint().to_string(), "6e729f35ac5a4f24");
 }
 
 #[test]
@@ -88,11 +88,11 @@ fn the_trace_reads_as_the_chapter_tells_it() {
     assert_eq!(
         around_crash,
         vec![
-            "step 23 t=4500ms p0 source.read event 15 !process-crash before",
-            "crash t=4500ms before step 23",
+            "step 25 t=4500ms p0 source.read event 15 !process-crash before",
+            "crash t=4500ms before step 25",
             "restart t=5000ms p1",
-            "step 24 t=5000ms p1 disk.list .",
-            "step 25 t=5000ms p1 disk.read state-8.json",
+            "step 26 t=5000ms p1 disk.list .",
+            "step 27 t=5000ms p1 disk.read state-8.json",
             "note t=5000ms p1 recovery: restore state-8.json, resume from event 8",
         ]
     );

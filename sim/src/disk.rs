@@ -10,6 +10,21 @@
 //!   its last fsync) and a list of pending namespace operations since then.
 //!   - `fsync(file)` makes that file's data and size durable, not its name.
 //!   - `fsync_dir()` makes every create, rename and unlink durable, not any file's data.
+//! - **Power loss** ([`Disk::power_loss`], rules in the `power_loss` module): everything
+//!   durable stays; each pending operation is resolved on its own, so the disk wakes up in
+//!   one of many crash states, numbered so that a test can enumerate them or draw one:
+//!   1. unsynced writes, appends and truncates of a file survive in any subset;
+//!   2. fsync(file) makes data and size durable, not the name; only fsync_dir makes a
+//!      created or renamed name durable;
+//!   3. writes tear at sector boundaries ([`Disk::with_sector_size`], 512 bytes by default),
+//!      a torn sector keeping a prefix of its new bytes, and a file's new size may survive
+//!      without its new data (the gap reads as zeros);
+//!   4. create, rename and unlink are atomic and journaled in order: a prefix of the pending
+//!      ones survives, independently of file data (the zero-length file after a rename);
+//!   5. fsync can fail with EIO ([`Disk::fsync_fail`]): the pending data it covered is
+//!      dropped for good, from the page cache too; a later fsync of the file succeeds.
+//! - **Disk errors**: [`Disk::inject_error`] makes the next operation fail with EIO (a
+//!   failed fsync drops its data as above; any other operation has no effect).
 //!
 //! Bounds: file names are at most 255 bytes and a file at most 64 MiB, like a small real
 //! file system; a violation is a bug in the caller and panics.
@@ -17,8 +32,19 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+mod power_loss;
+
+pub use power_loss::{
+    DirOutcome, FileOutcome, PieceFate, PieceOutcome, PowerLossOutcome, PowerLossStates, SizeFate,
+    POWER_LOSS_ENUMERATION_BOUND,
+};
+
 const NAME_LEN_MAX_BYTES: usize = 255;
 const FILE_SIZE_MAX_BYTES: u64 = 64 * 1024 * 1024;
+/// The sector size of [`Disk::new`]: the unit a write tears at, as on most disks.
+const SECTOR_SIZE_DEFAULT_BYTES: usize = 512;
+/// The largest sector size [`Disk::with_sector_size`] accepts (a huge page).
+const SECTOR_SIZE_MAX_BYTES: usize = 1 << 21;
 
 /// An inode number: files keep their identity across renames.
 type InodeId = u64;
@@ -26,13 +52,21 @@ type InodeId = u64;
 /// A disk operation that cannot be done.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DiskError {
-    NotFound { name: String },
+    NotFound {
+        name: String,
+    },
+    /// An injected I/O error (EIO) on `op` of `name`.
+    Io {
+        op: &'static str,
+        name: String,
+    },
 }
 
 impl fmt::Display for DiskError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DiskError::NotFound { name } => write!(f, "{name}: no such file"),
+            DiskError::Io { op, name } => write!(f, "{op} {name}: input/output error (EIO)"),
         }
     }
 }
@@ -86,14 +120,7 @@ fn apply_data_op(contents: &mut Vec<u8>, op: &DataOp) {
         DataOp::Write {
             offset_bytes,
             bytes,
-        } => {
-            let offset = usize::try_from(*offset_bytes).expect("offset fits in memory");
-            let end = offset + bytes.len();
-            if contents.len() < end {
-                contents.resize(end, 0);
-            }
-            contents[offset..end].copy_from_slice(bytes);
-        }
+        } => write_at(contents, *offset_bytes, bytes),
         DataOp::SetLen { len_bytes } => {
             contents.resize(
                 usize::try_from(*len_bytes).expect("length fits in memory"),
@@ -103,9 +130,21 @@ fn apply_data_op(contents: &mut Vec<u8>, op: &DataOp) {
     }
 }
 
+/// Writes `bytes` at `offset_bytes`, extending `contents` with zeros if needed.
+fn write_at(contents: &mut Vec<u8>, offset_bytes: u64, bytes: &[u8]) {
+    let offset = usize::try_from(offset_bytes).expect("offset fits in memory");
+    let end = offset + bytes.len();
+    if contents.len() < end {
+        contents.resize(end, 0);
+    }
+    contents[offset..end].copy_from_slice(bytes);
+}
+
 /// The simulated disk: one directory of files. A plain value: clone it to fork.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Disk {
+    /// The unit a write tears at on power loss.
+    sector_size_bytes: usize,
     inode_next: InodeId,
     inodes: BTreeMap<InodeId, Inode>,
     /// The directory the process sees.
@@ -114,11 +153,61 @@ pub struct Disk {
     durable_names: BTreeMap<String, InodeId>,
     /// Namespace operations since that fsync, in order.
     pending_dir: Vec<DirOp>,
+    /// The next mutating operation fails with EIO (a planned disk error).
+    io_error_armed: bool,
+}
+
+impl Default for Disk {
+    fn default() -> Self {
+        Disk::with_sector_size(SECTOR_SIZE_DEFAULT_BYTES)
+    }
 }
 
 impl Disk {
+    /// An empty disk with 512-byte sectors.
     pub fn new() -> Self {
         Disk::default()
+    }
+
+    /// An empty disk whose writes tear at `sector_size_bytes` boundaries on power loss.
+    pub fn with_sector_size(sector_size_bytes: usize) -> Self {
+        assert!(sector_size_bytes > 0);
+        assert!(sector_size_bytes <= SECTOR_SIZE_MAX_BYTES);
+        Disk {
+            sector_size_bytes,
+            inode_next: 0,
+            inodes: BTreeMap::new(),
+            names: BTreeMap::new(),
+            durable_names: BTreeMap::new(),
+            pending_dir: Vec::new(),
+            io_error_armed: false,
+        }
+    }
+
+    /// Makes the next mutating operation (create, write, truncate, fsync, rename, remove,
+    /// fsync_dir) fail with EIO instead of taking effect; a failing fsync drops its data.
+    pub fn inject_error(&mut self) {
+        self.io_error_armed = true;
+    }
+
+    /// Disarms an injected error that no operation consumed; true if there was one.
+    pub fn clear_injected_error(&mut self) -> bool {
+        std::mem::take(&mut self.io_error_armed)
+    }
+
+    /// Consumes an injected error as the failure of `op` on `name`.
+    fn injected(&mut self, op: &'static str, name: &str) -> Result<(), DiskError> {
+        if std::mem::take(&mut self.io_error_armed) {
+            return Err(DiskError::Io {
+                op,
+                name: name.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    pub fn sector_size_bytes(&self) -> usize {
+        self.sector_size_bytes
     }
 
     fn inode(&self, name: &str) -> Result<&Inode, DiskError> {
@@ -139,14 +228,15 @@ impl Disk {
     }
 
     /// Creates `name` empty, or truncates it to zero bytes if it exists (O_CREAT | O_TRUNC).
-    pub fn create(&mut self, name: &str) {
+    pub fn create(&mut self, name: &str) -> Result<(), DiskError> {
         assert!(!name.is_empty());
         assert!(name.len() <= NAME_LEN_MAX_BYTES);
+        self.injected("create", name)?;
         if self.exists(name) {
             self.inode_mut(name)
                 .expect("exists")
                 .apply(DataOp::SetLen { len_bytes: 0 });
-            return;
+            return Ok(());
         }
         let inode = self.inode_next;
         self.inode_next += 1;
@@ -156,18 +246,22 @@ impl Disk {
             name: name.to_string(),
             inode,
         });
+        Ok(())
     }
 
     /// Creates `name` empty unless it exists; never truncates (O_CREAT | O_APPEND).
-    pub fn open_or_create(&mut self, name: &str) {
-        if !self.exists(name) {
-            self.create(name);
+    pub fn open_or_create(&mut self, name: &str) -> Result<(), DiskError> {
+        if self.exists(name) {
+            return self.injected("open", name);
         }
+        self.create(name)
     }
 
     /// Writes `bytes` at `offset_bytes`, extending the file with zeros if needed.
     pub fn write(&mut self, name: &str, offset_bytes: u64, bytes: &[u8]) -> Result<(), DiskError> {
         assert!(offset_bytes + bytes.len() as u64 <= FILE_SIZE_MAX_BYTES);
+        self.inode(name)?;
+        self.injected("write", name)?;
         self.inode_mut(name)?.apply(DataOp::Write {
             offset_bytes,
             bytes: bytes.to_vec(),
@@ -184,6 +278,8 @@ impl Disk {
     /// Sets the file's length, dropping or zero-filling its tail.
     pub fn truncate(&mut self, name: &str, len_bytes: u64) -> Result<(), DiskError> {
         assert!(len_bytes <= FILE_SIZE_MAX_BYTES);
+        self.inode(name)?;
+        self.injected("truncate", name)?;
         self.inode_mut(name)?.apply(DataOp::SetLen { len_bytes });
         Ok(())
     }
@@ -193,14 +289,40 @@ impl Disk {
         Ok(self.inode(name)?.current.clone())
     }
 
+    /// The file's contents from `offset_bytes` to its end (empty past the end).
+    pub fn read_from(&self, name: &str, offset_bytes: u64) -> Result<Vec<u8>, DiskError> {
+        let current = &self.inode(name)?.current;
+        let offset = usize::try_from(offset_bytes)
+            .unwrap_or(usize::MAX)
+            .min(current.len());
+        Ok(current[offset..].to_vec())
+    }
+
     pub fn len_bytes(&self, name: &str) -> Result<u64, DiskError> {
         Ok(self.inode(name)?.current.len() as u64)
     }
 
     /// Makes the file's data and size durable (not its name: see [`Disk::fsync_dir`]).
+    /// An injected error makes it fail as [`Disk::fsync_fail`] does.
     pub fn fsync(&mut self, name: &str) -> Result<(), DiskError> {
+        self.inode(name)?;
+        if let Err(error) = self.injected("fsync", name) {
+            self.fsync_fail(name)?;
+            return Err(error);
+        }
         let inode = self.inode_mut(name)?;
         inode.durable = inode.current.clone();
+        inode.pending.clear();
+        Ok(())
+    }
+
+    /// An fsync of `name` that fails with an I/O error (EIO): the pending data it covered is
+    /// dropped for good. The kernel throws the dirty pages away, so the process reads the
+    /// durable contents again, and a later fsync succeeds with nothing to write (PostgreSQL's
+    /// "fsyncgate": retrying the fsync does not bring the data back). The name is untouched.
+    pub fn fsync_fail(&mut self, name: &str) -> Result<(), DiskError> {
+        let inode = self.inode_mut(name)?;
+        inode.current = inode.durable.clone();
         inode.pending.clear();
         Ok(())
     }
@@ -209,6 +331,8 @@ impl Disk {
     pub fn rename(&mut self, from: &str, to: &str) -> Result<(), DiskError> {
         assert!(!to.is_empty());
         assert!(to.len() <= NAME_LEN_MAX_BYTES);
+        self.inode(from)?;
+        self.injected("rename", from)?;
         let inode = self.names.remove(from).ok_or_else(|| not_found(from))?;
         self.names.insert(to.to_string(), inode);
         self.pending_dir.push(DirOp::Rename {
@@ -222,6 +346,8 @@ impl Disk {
 
     /// Removes the name `name` (unlink).
     pub fn remove(&mut self, name: &str) -> Result<(), DiskError> {
+        self.inode(name)?;
+        self.injected("remove", name)?;
         let inode = self.names.remove(name).ok_or_else(|| not_found(name))?;
         self.pending_dir.push(DirOp::Unlink {
             name: name.to_string(),
@@ -236,11 +362,14 @@ impl Disk {
         self.names.keys().cloned().collect()
     }
 
-    /// Makes every create, rename and unlink so far durable.
-    pub fn fsync_dir(&mut self) {
+    /// Makes every create, rename and unlink so far durable. An injected error makes none of
+    /// them durable (they stay pending: a later directory fsync may still succeed).
+    pub fn fsync_dir(&mut self) -> Result<(), DiskError> {
+        self.injected("fsync-dir", ".")?;
         self.durable_names = self.names.clone();
         self.pending_dir.clear();
         self.collect_unlinked();
+        Ok(())
     }
 
     /// Whether every operation so far is durable: a power loss now would change nothing.
@@ -286,7 +415,7 @@ mod tests {
     #[test]
     fn writes_appends_and_truncates_are_visible_at_once() {
         let mut disk = Disk::new();
-        disk.create("a");
+        disk.create("a").unwrap();
         disk.append("a", b"hello").unwrap();
         disk.append("a", b" world").unwrap();
         disk.write("a", 0, b"J").unwrap();
@@ -300,13 +429,13 @@ mod tests {
     #[test]
     fn fsync_makes_data_durable_and_fsync_dir_makes_names_durable() {
         let mut disk = Disk::new();
-        disk.create("tmp");
+        disk.create("tmp").unwrap();
         disk.append("tmp", b"state").unwrap();
         assert!(!disk.is_all_durable());
         disk.fsync("tmp").unwrap();
         assert!(!disk.is_all_durable(), "the name is not durable yet");
         disk.rename("tmp", "state").unwrap();
-        disk.fsync_dir();
+        disk.fsync_dir().unwrap();
         assert!(disk.is_all_durable());
         assert_eq!(disk.list(), vec!["state".to_string()]);
         assert_eq!(disk.read("state").unwrap(), b"state");
@@ -329,22 +458,22 @@ mod tests {
     #[test]
     fn create_truncates_an_existing_file_and_open_or_create_does_not() {
         let mut disk = Disk::new();
-        disk.create("f");
+        disk.create("f").unwrap();
         disk.append("f", b"abc").unwrap();
-        disk.open_or_create("f");
+        disk.open_or_create("f").unwrap();
         assert_eq!(disk.read("f").unwrap(), b"abc");
-        disk.create("f");
+        disk.create("f").unwrap();
         assert_eq!(disk.read("f").unwrap(), b"");
     }
 
     #[test]
     fn removed_files_are_collected_once_durably_gone() {
         let mut disk = Disk::new();
-        disk.create("f");
-        disk.fsync_dir();
+        disk.create("f").unwrap();
+        disk.fsync_dir().unwrap();
         disk.remove("f").unwrap();
         assert_eq!(disk.inodes.len(), 1, "the durable name still reaches it");
-        disk.fsync_dir();
+        disk.fsync_dir().unwrap();
         assert!(disk.inodes.is_empty());
     }
 }

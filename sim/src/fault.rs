@@ -1,9 +1,16 @@
 //! Fault plans: faults are data, a list of (step, fault), never `if`s scattered through the engine.
 //!
-//! Fault model (what this file can express today):
+//! Fault model (each fault is aimed at one step; `World` carries it out):
 //! - a **process crash** (kill -9) just before or just after a step's effect: the process's
 //!   memory is lost, every completed disk operation survives (the kernel's page cache is
 //!   intact), and the runner restarts a fresh engine after a restart delay.
+//! - a **power loss** just before or after a step's effect: the disk keeps only what its
+//!   crash model lets survive (`disk.rs` states the rules), resolved to one numbered crash
+//!   state so the run can be replayed; then the process restarts.
+//! - a **disk error**: the step's disk operation fails with EIO; a failed fsync drops the
+//!   pending data it covered for good (PostgreSQL's "fsyncgate").
+//! - **sink faults** at a sink request: the request fails before taking effect; it takes
+//!   effect but the acknowledgement is lost; or the sink is unavailable for a while.
 //!
 //! - a **process crash at a simulated time** T: the process is killed the moment the clock
 //!   reaches T, while it waits or just before the first step at or after T (the chapter's
@@ -38,15 +45,87 @@ impl fmt::Display for CrashPoint {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Fault {
-    /// kill -9 of the process, before or after the step's effect.
+    /// kill -9 of the process, before or after the step's effect: every completed write
+    /// survives (the page cache outlives the process).
     ProcessCrash { at: CrashPoint },
+    /// The machine loses power before or after the step's effect: the disk is resolved to
+    /// crash state number `state` (see `disk::power_loss`), then the process restarts.
+    PowerLoss { at: CrashPoint, state: u64 },
+    /// The step's disk operation fails with EIO; a failed fsync drops the data it covered.
+    DiskError,
+    /// The sink request fails before it takes effect.
+    SinkError,
+    /// The sink request takes effect but its acknowledgement is lost.
+    AckLost,
+    /// The sink becomes unavailable for `duration_ms` of simulated time, starting at this request.
+    SinkUnavailable { duration_ms: u64 },
+}
+
+impl Fault {
+    pub fn kind(&self) -> FaultKind {
+        match self {
+            Fault::ProcessCrash { .. } => FaultKind::ProcessCrash,
+            Fault::PowerLoss { .. } => FaultKind::PowerLoss,
+            Fault::DiskError => FaultKind::DiskError,
+            Fault::SinkError => FaultKind::SinkError,
+            Fault::AckLost => FaultKind::AckLost,
+            Fault::SinkUnavailable { .. } => FaultKind::SinkUnavailable,
+        }
+    }
 }
 
 impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Fault::ProcessCrash { at } => write!(f, "process-crash {at}"),
+            Fault::PowerLoss { at, state } => write!(f, "power-loss {at} state {state}"),
+            Fault::DiskError => f.write_str("disk-error"),
+            Fault::SinkError => f.write_str("sink-error"),
+            Fault::AckLost => f.write_str("ack-lost"),
+            Fault::SinkUnavailable { duration_ms } => {
+                write!(f, "sink-unavailable {duration_ms}ms")
+            }
         }
+    }
+}
+
+/// The kinds of fault, without their parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    ProcessCrash,
+    PowerLoss,
+    DiskError,
+    SinkError,
+    AckLost,
+    SinkUnavailable,
+}
+
+impl FaultKind {
+    pub const ALL: [FaultKind; 6] = [
+        FaultKind::ProcessCrash,
+        FaultKind::PowerLoss,
+        FaultKind::DiskError,
+        FaultKind::SinkError,
+        FaultKind::AckLost,
+        FaultKind::SinkUnavailable,
+    ];
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            FaultKind::ProcessCrash => "process-crash",
+            FaultKind::PowerLoss => "power-loss",
+            FaultKind::DiskError => "disk-error",
+            FaultKind::SinkError => "sink-error",
+            FaultKind::AckLost => "ack-lost",
+            FaultKind::SinkUnavailable => "sink-unavailable",
+        }
+    }
+}
+
+impl fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 

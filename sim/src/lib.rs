@@ -14,7 +14,7 @@ pub mod world;
 
 pub use clock::Clock;
 pub use disk::{Disk, DiskError};
-pub use fault::{CrashPoint, Fault, FaultPlan, PlanError, PlannedFault};
+pub use fault::{CrashPoint, Fault, FaultKind, FaultPlan, PlanError, PlannedFault};
 pub use rng::{SeedTree, Subsystem};
 pub use trace::{Fingerprint, Trace, TraceLine};
-pub use world::{Crash, Env, Site, World};
+pub use world::{Crash, CrashKind, Env, RequestError, Site, World};

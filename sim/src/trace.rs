@@ -20,11 +20,12 @@ pub enum TraceLine {
         /// The fault injected at this step, if any.
         fault: Option<Fault>,
     },
-    /// The process died at `step`.
+    /// The process died at `step` (by a power loss, when its crash state is given).
     Crash {
         step: u64,
         time_ms: u64,
         at: CrashPoint,
+        power_loss_state: Option<u64>,
     },
     /// The runner started a fresh process after a crash.
     Restart { time_ms: u64, incarnation: u32 },
@@ -53,8 +54,17 @@ impl fmt::Display for TraceLine {
                 }
                 Ok(())
             }
-            TraceLine::Crash { step, time_ms, at } => {
-                write!(f, "crash t={time_ms}ms {at} step {step}")
+            TraceLine::Crash {
+                step,
+                time_ms,
+                at,
+                power_loss_state,
+            } => {
+                write!(f, "crash t={time_ms}ms {at} step {step}")?;
+                if let Some(state) = power_loss_state {
+                    write!(f, " power-loss state {state}")?;
+                }
+                Ok(())
             }
             TraceLine::Restart {
                 time_ms,
@@ -97,6 +107,15 @@ impl Trace {
 /// A stable 64-bit hash of a trace, printed as 16 hex digits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Fingerprint(pub u64);
+
+impl Fingerprint {
+    /// The fingerprint of any bytes (e.g. a sweep's list of run fingerprints).
+    pub fn of(bytes: &[u8]) -> Fingerprint {
+        let mut hash = Fnv1a64::new();
+        hash.write(bytes);
+        Fingerprint(hash.finish())
+    }
+}
 
 impl fmt::Display for Fingerprint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -160,6 +179,7 @@ mod tests {
             step: 0,
             time_ms: 0,
             at: CrashPoint::After,
+            power_loss_state: None,
         });
         assert_eq!(trace.lines()[0].to_string(), "step 0 t=0ms p0 disk.list .");
         assert_eq!(

@@ -1,8 +1,8 @@
 //! The world a run lives in: clock, disk, fault plan, step counter and trace, as one plain value.
 //!
-//! Every effect the system under test performs goes through [`World::effect`]: it gets the
-//! next step number, consults the [`FaultPlan`] before and after the effect, and appends a
-//! line to the trace. A crash comes back as an `Err(Crash)` value that the system under test
+//! Every effect the system under test performs goes through [`World::effect`] (local disk
+//! operations) or [`World::request`] (requests to the sink): it gets the next step number,
+//! consults the [`FaultPlan`] before and after the effect, and appends a line to the trace. A crash comes back as an `Err(Crash)` value that the system under test
 //! propagates with `?`; the runner (not the system under test) then decides what survives
 //! and calls [`World::restart`].
 
@@ -29,21 +29,52 @@ impl fmt::Display for Site {
     }
 }
 
+/// How the process died.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CrashKind {
+    /// kill -9: the disk is as the process left it.
+    Process,
+    /// The machine lost power: the disk was resolved to this crash state.
+    PowerLoss { state: u64 },
+}
+
 /// The process died at `step`: a value, propagated out of the system under test with `?`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Crash {
     pub step: u64,
     pub at: CrashPoint,
     pub time_ms: u64,
+    pub kind: CrashKind,
 }
 
 impl fmt::Display for Crash {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "process crash {} step {} at t={}ms",
-            self.at, self.step, self.time_ms
-        )
+        match self.kind {
+            CrashKind::Process => f.write_str("process crash")?,
+            CrashKind::PowerLoss { state } => write!(f, "power loss (crash state {state})")?,
+        }
+        write!(f, " {} step {} at t={}ms", self.at, self.step, self.time_ms)
+    }
+}
+
+/// Why a sink request did not succeed, as the process sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RequestError {
+    /// The sink refused the request; it did not take effect.
+    Refused,
+    /// No reply came: the request may or may not have taken effect.
+    Timeout,
+    /// The sink is down; try again later.
+    Unavailable,
+}
+
+impl fmt::Display for RequestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RequestError::Refused => "refused",
+            RequestError::Timeout => "timeout",
+            RequestError::Unavailable => "unavailable",
+        })
     }
 }
 
@@ -52,6 +83,8 @@ impl fmt::Display for Crash {
 pub struct Env {
     pub clock: Clock,
     pub disk: Disk,
+    /// The sink refuses every request until this time (a sink outage).
+    pub sink_down_until_ms: u64,
 }
 
 /// The simulated world. Clone it to fork a run at any point.
@@ -65,6 +98,8 @@ pub struct World {
     trace: Trace,
     /// Whether the plan's kill by the clock has happened (it happens once).
     kill_done: bool,
+    /// When recording: the number of power-loss crash states after each step's effect.
+    crash_state_counts: Option<Vec<Option<u64>>>,
 }
 
 impl World {
@@ -77,6 +112,7 @@ impl World {
             incarnation: 0,
             trace: Trace::default(),
             kill_done: false,
+            crash_state_counts: None,
         }
     }
 
@@ -111,6 +147,25 @@ impl World {
         self.trace.fingerprint()
     }
 
+    /// Records, after each step's effect, how many crash states a power loss there could
+    /// leave the disk in (a sweep reads them off the fault-free run).
+    pub fn record_crash_states(&mut self) {
+        self.crash_state_counts = Some(Vec::new());
+    }
+
+    /// Per step: the number of power-loss crash states after its effect (`None`: more than
+    /// u64 can count). Empty unless [`World::record_crash_states`] was called.
+    pub fn crash_state_counts(&self) -> &[Option<u64>] {
+        self.crash_state_counts.as_deref().unwrap_or(&[])
+    }
+
+    fn record_crash_state_count(&mut self, step: u64) {
+        if let Some(counts) = &mut self.crash_state_counts {
+            assert_eq!(counts.len() as u64, step);
+            counts.push(self.env.disk.power_loss_states().count());
+        }
+    }
+
     /// Waits in simulated time; waiting is not an effect and takes no step, but the process
     /// can be killed while it waits (a plan's kill by the clock).
     pub fn sleep_until(&mut self, deadline_ms: u64) -> Result<(), Crash> {
@@ -132,25 +187,15 @@ impl World {
     fn kill_by_clock(&mut self) -> Crash {
         assert!(!self.kill_done);
         self.kill_done = true;
-        self.crash(self.step_next, CrashPoint::Before)
+        self.crash(self.step_next, CrashPoint::Before, CrashKind::Process)
     }
 
-    /// Records a decision of the system under test in the trace (not a step: no fault applies).
-    pub fn note(&mut self, text: impl Into<String>) {
-        self.trace.push(TraceLine::Note {
-            time_ms: self.now_ms(),
-            incarnation: self.incarnation,
-            text: text.into(),
-        });
-    }
-
-    /// Performs one effect as one numbered step, injecting the plan's fault for that step.
-    pub fn effect<T>(
+    /// Numbers the next step, traces it and returns the fault the plan aims at it.
+    fn begin_step(
         &mut self,
         op: &'static str,
-        target: impl Into<String>,
-        effect: impl FnOnce(&mut Env) -> T,
-    ) -> Result<T, Crash> {
+        target: String,
+    ) -> Result<(u64, Option<Fault>), Crash> {
         if self
             .pending_kill_ms()
             .is_some_and(|kill_ms| self.now_ms() >= kill_ms)
@@ -166,33 +211,118 @@ impl World {
             time_ms: self.now_ms(),
             incarnation: self.incarnation,
             op,
-            target: target.into(),
+            target,
             fault,
         });
-        if let Some(Fault::ProcessCrash {
-            at: CrashPoint::Before,
-        }) = fault
-        {
-            return Err(self.crash(step, CrashPoint::Before));
+        Ok((step, fault))
+    }
+
+    /// Carries out a crash the plan puts at `at` of this step, if any.
+    fn crash_if_planned(
+        &mut self,
+        step: u64,
+        fault: Option<Fault>,
+        at: CrashPoint,
+    ) -> Result<(), Crash> {
+        match fault {
+            Some(Fault::ProcessCrash { at: planned }) if planned == at => {
+                Err(self.crash(step, at, CrashKind::Process))
+            }
+            Some(Fault::PowerLoss { at: planned, state }) if planned == at => {
+                let outcome = self.env.disk.power_loss(state);
+                self.note(format!("power loss: {outcome}"));
+                Err(self.crash(step, at, CrashKind::PowerLoss { state }))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Records a decision of the system under test in the trace (not a step: no fault applies).
+    pub fn note(&mut self, text: impl Into<String>) {
+        self.trace.push(TraceLine::Note {
+            time_ms: self.now_ms(),
+            incarnation: self.incarnation,
+            text: text.into(),
+        });
+    }
+
+    /// Performs one local effect (a disk operation, an input read) as one numbered step,
+    /// injecting the plan's fault for that step. A planned disk error makes the step's disk
+    /// operation fail with EIO.
+    pub fn effect<T>(
+        &mut self,
+        op: &'static str,
+        target: impl Into<String>,
+        effect: impl FnOnce(&mut Env) -> T,
+    ) -> Result<T, Crash> {
+        let (step, fault) = self.begin_step(op, target.into())?;
+        self.crash_if_planned(step, fault, CrashPoint::Before)?;
+        if fault == Some(Fault::DiskError) {
+            self.env.disk.inject_error();
         }
         let output = effect(&mut self.env);
-        if let Some(Fault::ProcessCrash {
-            at: CrashPoint::After,
-        }) = fault
-        {
-            return Err(self.crash(step, CrashPoint::After));
+        if self.env.disk.clear_injected_error() {
+            self.note("disk-error: the step did no disk operation it could fail");
         }
+        self.record_crash_state_count(step);
+        self.crash_if_planned(step, fault, CrashPoint::After)?;
         Ok(output)
     }
 
-    fn crash(&mut self, step: u64, at: CrashPoint) -> Crash {
+    /// Sends one request to the sink as one numbered step. The plan can make it fail before
+    /// it takes effect, lose its acknowledgement after it took effect, or start an outage.
+    pub fn request<T>(
+        &mut self,
+        op: &'static str,
+        target: impl Into<String>,
+        effect: impl FnOnce(&mut Env) -> T,
+    ) -> Result<Result<T, RequestError>, Crash> {
+        let (step, fault) = self.begin_step(op, target.into())?;
+        self.crash_if_planned(step, fault, CrashPoint::Before)?;
+        let now_ms = self.now_ms();
+        if let Some(Fault::SinkUnavailable { duration_ms }) = fault {
+            let until_ms = now_ms.saturating_add(duration_ms);
+            self.env.sink_down_until_ms = self.env.sink_down_until_ms.max(until_ms);
+        }
+        let outcome = if now_ms < self.env.sink_down_until_ms {
+            Err(RequestError::Unavailable)
+        } else if fault == Some(Fault::SinkError) {
+            Err(RequestError::Refused)
+        } else {
+            let output = effect(&mut self.env);
+            if fault == Some(Fault::AckLost) {
+                Err(RequestError::Timeout)
+            } else {
+                Ok(output)
+            }
+        };
+        self.record_crash_state_count(step);
+        self.crash_if_planned(step, fault, CrashPoint::After)?;
+        Ok(outcome)
+    }
+
+    fn crash(&mut self, step: u64, at: CrashPoint, kind: CrashKind) -> Crash {
         let time_ms = self.now_ms();
-        self.trace.push(TraceLine::Crash { step, time_ms, at });
-        Crash { step, at, time_ms }
+        let power_loss_state = match kind {
+            CrashKind::Process => None,
+            CrashKind::PowerLoss { state } => Some(state),
+        };
+        self.trace.push(TraceLine::Crash {
+            step,
+            time_ms,
+            at,
+            power_loss_state,
+        });
+        Crash {
+            step,
+            at,
+            time_ms,
+            kind,
+        }
     }
 
     /// After a crash: the process is gone; `restart_delay_ms` later a new one starts.
-    /// A process crash leaves the disk as it was (the page cache survives kill -9).
+    /// The disk is as the crash left it (a power loss has already resolved it).
     pub fn restart(&mut self, restart_delay_ms: u64) {
         self.env.clock.advance(restart_delay_ms);
         self.incarnation += 1;
@@ -209,7 +339,7 @@ mod tests {
     use crate::fault::PlannedFault;
 
     fn write_three(world: &mut World) -> Result<(), Crash> {
-        world.effect("disk.create", "f", |env| env.disk.create("f"))?;
+        world.effect("disk.create", "f", |env| env.disk.create("f").unwrap())?;
         world.effect("disk.append", "f", |env| {
             env.disk.append("f", b"a").unwrap()
         })?;

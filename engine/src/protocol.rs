@@ -1,0 +1,107 @@
+//! Checkpoint protocols: the safe one and the classic unsafe variants, for teaching and to
+//! prove the oracle catches them. Each variant differs from `safe` in exactly one decision.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// How the engine writes, commits and recovers checkpoints.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum CheckpointProtocol {
+    /// Sync the sink; unique name, checksummed header, temp file, fsync, rename, fsync of the
+    /// directory; only then delete the previous checkpoint. Recovery takes the newest
+    /// checkpoint that validates and repairs a torn sink tail.
+    #[default]
+    Safe,
+    /// Rewrite one `state.json` in place, no fsync at all.
+    InPlace,
+    /// Temp file and rename, but the temp file's data is never fsynced.
+    NoFsyncRename,
+    /// The rename is never made durable by an fsync of the directory.
+    NoDirFsync,
+    /// Delete the previous checkpoint before renaming the new one into place.
+    DeleteThenRename,
+    /// No checksum and no data fsync: a file whose length matches its header is trusted.
+    SizeOnly,
+    /// Commit the checkpoint first, make the sink's writes durable after.
+    CheckpointBeforeSinkSync,
+    /// Recovery appends after whatever a power loss left at the end of the sink file.
+    NoTailRepair,
+}
+
+impl CheckpointProtocol {
+    pub const ALL: [CheckpointProtocol; 8] = [
+        CheckpointProtocol::Safe,
+        CheckpointProtocol::InPlace,
+        CheckpointProtocol::NoFsyncRename,
+        CheckpointProtocol::NoDirFsync,
+        CheckpointProtocol::DeleteThenRename,
+        CheckpointProtocol::SizeOnly,
+        CheckpointProtocol::CheckpointBeforeSinkSync,
+        CheckpointProtocol::NoTailRepair,
+    ];
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            CheckpointProtocol::Safe => "safe",
+            CheckpointProtocol::InPlace => "in-place",
+            CheckpointProtocol::NoFsyncRename => "no-fsync-rename",
+            CheckpointProtocol::NoDirFsync => "no-dir-fsync",
+            CheckpointProtocol::DeleteThenRename => "delete-then-rename",
+            CheckpointProtocol::SizeOnly => "size-only",
+            CheckpointProtocol::CheckpointBeforeSinkSync => "checkpoint-before-sink-sync",
+            CheckpointProtocol::NoTailRepair => "no-tail-repair",
+        }
+    }
+
+    /// One checkpoint file rewritten in place instead of a new file per checkpoint.
+    pub fn in_place(&self) -> bool {
+        *self == CheckpointProtocol::InPlace
+    }
+
+    /// fsync of the checkpoint's data before it is renamed into place.
+    pub fn fsync_data(&self) -> bool {
+        !matches!(
+            self,
+            CheckpointProtocol::InPlace
+                | CheckpointProtocol::NoFsyncRename
+                | CheckpointProtocol::SizeOnly
+        )
+    }
+
+    /// fsync of the directory after the rename.
+    pub fn fsync_dir(&self) -> bool {
+        !matches!(
+            self,
+            CheckpointProtocol::InPlace | CheckpointProtocol::NoDirFsync
+        )
+    }
+
+    /// A CRC-32 of the body in the header, checked on recovery.
+    pub fn checksum(&self) -> bool {
+        *self != CheckpointProtocol::SizeOnly
+    }
+
+    /// The previous checkpoint is deleted before the new one is renamed into place.
+    pub fn delete_before_rename(&self) -> bool {
+        *self == CheckpointProtocol::DeleteThenRename
+    }
+
+    /// The sink's pending writes are made durable before the checkpoint is committed.
+    pub fn sink_sync_before_commit(&self) -> bool {
+        *self != CheckpointProtocol::CheckpointBeforeSinkSync
+    }
+
+    /// Recovery truncates the sink file at its first unreadable line.
+    pub fn tail_repair(&self) -> bool {
+        *self != CheckpointProtocol::NoTailRepair
+    }
+}
+
+impl fmt::Display for CheckpointProtocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -1,0 +1,1033 @@
+//! Power loss: the crash states a [`Disk`] can wake up in, and resolving it to one of them.
+//!
+//! A power loss keeps everything durable and resolves each pending operation on its own, by
+//! these rules (after ALICE, OSDI'14; FoundationDB's simulated files; LazyFS; fsync(2)):
+//!
+//! 1. Unsynced writes, appends and truncates of a file may survive in any subset, with no
+//!    order among them. Everything before the file's last fsync is already in `durable`, so
+//!    only `pending` is at risk. The surviving operations are applied in issue order (the
+//!    page cache writes back the newest bytes, so an older write never lands over a newer).
+//! 2. fsync(file) makes data and size durable, not the name: a created or renamed name is
+//!    durable only after fsync_dir.
+//! 3. Writes tear. A pending write is cut into sector pieces aligned on the file offset
+//!    ([`Disk::sector_size_bytes`], 512 by default). Each piece survives or not on its own,
+//!    with 3 outcomes: lost, torn (keeps the first half of its new bytes, rounded down: at
+//!    least 1), kept; a 1-byte piece has 2: lost, kept. Bytes a torn piece does not keep
+//!    read as they were before the write. A file's new size may survive without its new
+//!    data: a file the process grew (`current` longer than `durable`) has one more choice,
+//!    "size survives". If yes, its length is the one the process saw and any byte no
+//!    surviving operation wrote reads as zero, or as the durable byte where `durable`
+//!    covers it. If no, its length is what the surviving operations give: with writes
+//!    only, the max of the durable length and the end of every surviving (part of a) piece.
+//!    A pending truncate survives or not as a whole (2 outcomes).
+//! 4. create, rename and unlink are each atomic; an unsynced one may be undone; they persist
+//!    independently of file data (a rename can survive while the renamed file's data does
+//!    not: the zero-length file after a rename). The directory is an ordered metadata
+//!    journal: the surviving pending namespace operations are a prefix of `pending_dir`
+//!    (n + 1 outcomes for n operations), applied on top of `durable_names`. A file's data
+//!    survives on its inode whatever happens to its name; an inode no surviving name
+//!    reaches is gone.
+//! 5. fsync can fail ([`Disk::fsync_fail`]): the pending data it covered is dropped for good
+//!    (from the page cache too), so it is no longer pending and offers no choice.
+//!
+//! Numbering. The choices come in a fixed order: files in inode order (creation order),
+//! within a file its pending operations in issue order, within a write its sector pieces in
+//! offset order, then the file's size choice; after every file, the directory prefix. A
+//! choice's digit puts "nothing survived" at 0 and "everything survived" at radix - 1: a
+//! piece is lost = 0, torn = 1, kept = 2 (lost = 0, kept = 1 for a 1-byte piece); a
+//! truncate and the size are lost = 0, kept = 1; the directory digit is the number of
+//! namespace operations kept. When there are at most [`POWER_LOSS_ENUMERATION_BOUND`]
+//! states, a state number is the mixed-radix number of these digits, the first choice
+//! being the least significant digit: state 0 is "nothing pending survived" and state
+//! count - 1 is "everything survived" (the process's view). With more states, the state number is a seed: each digit in the same order is
+//! `next_u64() % radix` of `ChaCha8Rng::seed_from_u64(state)`. Either way the same disk and
+//! state number always give the same crash state.
+//!
+//! The count is the number of combinations of choices; some combinations can give the same
+//! disk (say, a write whose inode no surviving name reaches).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
+
+use super::{write_at, DataOp, DirOp, Disk, InodeId};
+
+/// Up to this many crash states, a state number is an index a test can enumerate; above it,
+/// a seed.
+pub const POWER_LOSS_ENUMERATION_BOUND: u64 = 1 << 12;
+
+/// At most this many details (torn sectors, undone operations) per part of a description.
+const DESCRIPTION_DETAILS_MAX: usize = 4;
+
+/// How many crash states a power loss can leave the disk in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PowerLossStates {
+    count: Option<u64>,
+}
+
+impl PowerLossStates {
+    /// The number of crash states, or `None` if it does not fit in a u64.
+    pub fn count(&self) -> Option<u64> {
+        self.count
+    }
+
+    /// Whether there are at most `bound` states, so that a test can try each of them.
+    pub fn is_enumerable(&self, bound: u64) -> bool {
+        self.count.is_some_and(|count| count <= bound)
+    }
+}
+
+impl fmt::Display for PowerLossStates {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.count {
+            Some(count) => write!(f, "{count}"),
+            None => write!(f, "more than 2^64"),
+        }
+    }
+}
+
+/// What became of one sector piece of a pending write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PieceFate {
+    Lost,
+    /// Only the first `kept_bytes` of the piece's new bytes reached the disk.
+    Torn {
+        kept_bytes: u64,
+    },
+    Kept,
+}
+
+/// One sector piece of a pending write and its fate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PieceOutcome {
+    /// Which of the file's pending writes (0 = the first one issued) the piece belongs to.
+    pub write_index: usize,
+    /// The sector of the file the piece lies in (its offset divided by the sector size).
+    pub sector: u64,
+    pub offset_bytes: u64,
+    pub len_bytes: u64,
+    pub fate: PieceFate,
+}
+
+/// What became of a grown file's new size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SizeFate {
+    /// The file did not grow: there was no choice to make.
+    Unchanged,
+    Lost,
+    Kept,
+}
+
+/// What a power loss did to one file with pending data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileOutcome {
+    /// The file's name as the process last saw it (else a name it had, else `inode N`).
+    pub name: String,
+    /// The pending writes with at least one byte, and how many kept at least a piece.
+    pub writes_total: usize,
+    pub writes_kept: usize,
+    /// Every sector piece of those writes, in numbering order.
+    pub pieces: Vec<PieceOutcome>,
+    pub truncates_total: usize,
+    pub truncates_kept: usize,
+    pub size: SizeFate,
+    /// The file's length after the power loss.
+    pub len_bytes: u64,
+    /// Whether a surviving name still reaches the file (if not, it is gone).
+    pub reachable: bool,
+}
+
+/// What a power loss did to the directory's pending namespace operations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirOutcome {
+    pub ops_total: usize,
+    /// The surviving operations: the first `ops_kept` of them.
+    pub ops_kept: usize,
+    /// The operations undone, in issue order, e.g. `rename a -> b`.
+    pub undone: Vec<String>,
+}
+
+/// The crash state a power loss chose, for a trace to show.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PowerLossOutcome {
+    /// The state number: an index when `seeded` is false, else a seed.
+    pub state: u64,
+    pub states: PowerLossStates,
+    /// Whether there were too many states to enumerate, so that `state` was used as a seed.
+    pub seeded: bool,
+    /// The files that had pending data or a failed fsync, in inode order.
+    pub files: Vec<FileOutcome>,
+    pub dir: DirOutcome,
+}
+
+impl fmt::Display for PowerLossOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.seeded {
+            write!(f, "seed {} of {} states:", self.state, self.states)?;
+        } else {
+            write!(f, "state {}/{}:", self.state, self.states)?;
+        }
+        let mut parts: Vec<String> = self.files.iter().map(describe_file).collect();
+        if self.dir.ops_total > 0 {
+            let mut part = format!("dir: {}/{} ops kept", self.dir.ops_kept, self.dir.ops_total);
+            if !self.dir.undone.is_empty() {
+                part.push_str(&format!(" (undone: {})", capped_list(&self.dir.undone)));
+            }
+            parts.push(part);
+        }
+        if parts.is_empty() {
+            return write!(f, " nothing pending");
+        }
+        write!(f, " {}", parts.join("; "))
+    }
+}
+
+fn describe_file(file: &FileOutcome) -> String {
+    let mut facts: Vec<String> = Vec::new();
+    if file.writes_total > 0 {
+        let mut fact = format!("{}/{} writes kept", file.writes_kept, file.writes_total);
+        let details = piece_details(file);
+        if !details.is_empty() {
+            fact.push_str(&format!(" ({})", capped_list(&details)));
+        }
+        facts.push(fact);
+    }
+    if file.truncates_total > 0 {
+        facts.push(format!(
+            "{}/{} truncates kept",
+            file.truncates_kept, file.truncates_total
+        ));
+    }
+    match file.size {
+        SizeFate::Unchanged => {}
+        SizeFate::Lost => facts.push("size lost".to_string()),
+        SizeFate::Kept => facts.push("size kept".to_string()),
+    }
+    if !file.reachable {
+        facts.push("no name survived".to_string());
+    }
+    format!("{}: {}", file.name, facts.join(", "))
+}
+
+/// The torn pieces, and the lost pieces of writes that kept another piece.
+fn piece_details(file: &FileOutcome) -> Vec<String> {
+    let write_survived = |write_index: usize| {
+        file.pieces
+            .iter()
+            .any(|p| p.write_index == write_index && p.fate != PieceFate::Lost)
+    };
+    let mut details = Vec::new();
+    for piece in &file.pieces {
+        let at = if file.writes_total > 1 {
+            format!("write {} sector {}", piece.write_index, piece.sector)
+        } else {
+            format!("sector {}", piece.sector)
+        };
+        match piece.fate {
+            PieceFate::Torn { kept_bytes } => {
+                details.push(format!("{at} torn to {kept_bytes} bytes"));
+            }
+            PieceFate::Lost if write_survived(piece.write_index) => {
+                details.push(format!("{at} lost"));
+            }
+            PieceFate::Lost | PieceFate::Kept => {}
+        }
+    }
+    details
+}
+
+/// `items` joined by ", ", the tail past [`DESCRIPTION_DETAILS_MAX`] summed up as a count.
+fn capped_list(items: &[String]) -> String {
+    let shown = &items[..items.len().min(DESCRIPTION_DETAILS_MAX)];
+    let mut list = shown.join(", ");
+    if items.len() > shown.len() {
+        list.push_str(&format!(", {} more", items.len() - shown.len()));
+    }
+    list
+}
+
+/// One choice a power loss makes, in numbering order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Choice {
+    /// A sector piece of the pending write `op_index` of `inode`: lost, (torn,) kept.
+    Piece {
+        inode: InodeId,
+        op_index: usize,
+        offset_bytes: u64,
+        len_bytes: u64,
+    },
+    /// The pending truncate `op_index` of `inode`: lost, kept.
+    SetLen { inode: InodeId, op_index: usize },
+    /// Whether the grown size of `inode` survives: lost, kept.
+    Size { inode: InodeId },
+    /// How many of the `ops` pending namespace operations survive: 0..=ops.
+    DirPrefix { ops: usize },
+}
+
+impl Choice {
+    fn radix(&self) -> u64 {
+        match self {
+            Choice::Piece { len_bytes: 1, .. } => 2,
+            Choice::Piece { .. } => 3,
+            Choice::SetLen { .. } | Choice::Size { .. } => 2,
+            Choice::DirPrefix { ops } => *ops as u64 + 1,
+        }
+    }
+}
+
+/// The fate of a piece from its digit.
+fn piece_fate(len_bytes: u64, digit: u64) -> PieceFate {
+    match (len_bytes, digit) {
+        (_, 0) => PieceFate::Lost,
+        (1, 1) | (_, 2) => PieceFate::Kept,
+        (_, 1) => PieceFate::Torn {
+            kept_bytes: len_bytes / 2,
+        },
+        _ => unreachable!("a piece's digit is below its radix"),
+    }
+}
+
+/// The sector pieces of a write of `len_bytes` at `offset_bytes`: (offset, length) pairs.
+fn sector_pieces(offset_bytes: u64, len_bytes: u64, sector_size_bytes: u64) -> Vec<(u64, u64)> {
+    if len_bytes == 0 {
+        return Vec::new();
+    }
+    let end_bytes = offset_bytes + len_bytes;
+    let sector_first = offset_bytes / sector_size_bytes;
+    let sector_last = (end_bytes - 1) / sector_size_bytes;
+    (sector_first..=sector_last)
+        .map(|sector| {
+            let start = offset_bytes.max(sector * sector_size_bytes);
+            let end = end_bytes.min((sector + 1) * sector_size_bytes);
+            (start, end - start)
+        })
+        .collect()
+}
+
+/// The choices a power loss makes on this disk, in numbering order.
+fn choices(disk: &Disk) -> Vec<Choice> {
+    let sector_size_bytes = disk.sector_size_bytes as u64;
+    let mut choices = Vec::new();
+    for (&inode, file) in &disk.inodes {
+        for (op_index, op) in file.pending.iter().enumerate() {
+            match op {
+                DataOp::Write {
+                    offset_bytes,
+                    bytes,
+                } => {
+                    let pieces =
+                        sector_pieces(*offset_bytes, bytes.len() as u64, sector_size_bytes);
+                    choices.extend(pieces.into_iter().map(|(offset_bytes, len_bytes)| {
+                        Choice::Piece {
+                            inode,
+                            op_index,
+                            offset_bytes,
+                            len_bytes,
+                        }
+                    }));
+                }
+                DataOp::SetLen { .. } => choices.push(Choice::SetLen { inode, op_index }),
+            }
+        }
+        if file.current.len() > file.durable.len() {
+            choices.push(Choice::Size { inode });
+        }
+    }
+    if !disk.pending_dir.is_empty() {
+        choices.push(Choice::DirPrefix {
+            ops: disk.pending_dir.len(),
+        });
+    }
+    choices
+}
+
+fn count(choices: &[Choice]) -> Option<u64> {
+    choices
+        .iter()
+        .try_fold(1u64, |count, choice| count.checked_mul(choice.radix()))
+}
+
+/// The digits of `state`, first choice least significant. `state` must be below the count.
+fn digits_of_index(choices: &[Choice], state: u64) -> Vec<u64> {
+    let mut rest = state;
+    let digits = choices
+        .iter()
+        .map(|choice| {
+            let digit = rest % choice.radix();
+            rest /= choice.radix();
+            digit
+        })
+        .collect();
+    assert_eq!(rest, 0, "the state number is below the count");
+    digits
+}
+
+/// The digits drawn from the seed `state`, in numbering order.
+fn digits_of_seed(choices: &[Choice], state: u64) -> Vec<u64> {
+    let mut rng = ChaCha8Rng::seed_from_u64(state);
+    choices
+        .iter()
+        .map(|choice| rng.next_u64() % choice.radix())
+        .collect()
+}
+
+fn describe_dir_op(op: &DirOp) -> String {
+    match op {
+        DirOp::Create { name, .. } => format!("create {name}"),
+        DirOp::Rename { from, to, .. } => format!("rename {from} -> {to}"),
+        DirOp::Unlink { name, .. } => format!("unlink {name}"),
+    }
+}
+
+fn apply_dir_op(names: &mut BTreeMap<String, InodeId>, op: &DirOp) {
+    match op {
+        DirOp::Create { name, inode } => {
+            names.insert(name.clone(), *inode);
+        }
+        DirOp::Rename { from, to, inode } => {
+            let moved = names.remove(from);
+            assert_eq!(
+                moved,
+                Some(*inode),
+                "the journal replays the process's history"
+            );
+            names.insert(to.clone(), *inode);
+        }
+        DirOp::Unlink { name, inode } => {
+            let removed = names.remove(name);
+            assert_eq!(
+                removed,
+                Some(*inode),
+                "the journal replays the process's history"
+            );
+        }
+    }
+}
+
+impl Disk {
+    /// How many crash states a power loss could leave this disk in.
+    pub fn power_loss_states(&self) -> PowerLossStates {
+        PowerLossStates {
+            count: count(&choices(self)),
+        }
+    }
+
+    /// Cuts the power and boots again: resolves the disk, in place, to crash state `state`
+    /// (see the module header for the rules and the numbering). Afterwards nothing is
+    /// pending: every file's contents and every name are durable.
+    ///
+    /// When there are at most [`POWER_LOSS_ENUMERATION_BOUND`] states, `state` is an index
+    /// and must be below [`PowerLossStates::count`]; otherwise any u64 is a seed.
+    pub fn power_loss(&mut self, state: u64) -> PowerLossOutcome {
+        let choices = choices(self);
+        let states = PowerLossStates {
+            count: count(&choices),
+        };
+        let seeded = !states.is_enumerable(POWER_LOSS_ENUMERATION_BOUND);
+        let digits = if seeded {
+            digits_of_seed(&choices, state)
+        } else {
+            let count = states.count.expect("an enumerable count fits in a u64");
+            assert!(state < count, "state {state} of {count} power-loss states");
+            digits_of_index(&choices, state)
+        };
+        let labels = self.inode_labels();
+
+        // The directory: a prefix of the journal on top of the durable names.
+        let ops_kept = choices
+            .iter()
+            .zip(&digits)
+            .find_map(|(choice, digit)| match choice {
+                Choice::DirPrefix { .. } => Some(*digit as usize),
+                _ => None,
+            })
+            .unwrap_or(0);
+        let mut names = self.durable_names.clone();
+        for op in &self.pending_dir[..ops_kept] {
+            apply_dir_op(&mut names, op);
+        }
+        let dir = DirOutcome {
+            ops_total: self.pending_dir.len(),
+            ops_kept,
+            undone: self.pending_dir[ops_kept..]
+                .iter()
+                .map(describe_dir_op)
+                .collect(),
+        };
+
+        // The digits of each file's choices, by inode.
+        let mut file_digits: BTreeMap<InodeId, Vec<(Choice, u64)>> = BTreeMap::new();
+        for (choice, digit) in choices.iter().zip(&digits) {
+            let inode = match choice {
+                Choice::Piece { inode, .. }
+                | Choice::SetLen { inode, .. }
+                | Choice::Size { inode } => *inode,
+                Choice::DirPrefix { .. } => continue,
+            };
+            file_digits
+                .entry(inode)
+                .or_default()
+                .push((*choice, *digit));
+        }
+
+        let mut files = Vec::new();
+        let mut resolved: BTreeMap<InodeId, Vec<u8>> = BTreeMap::new();
+        for &inode in self.inodes.keys() {
+            let reachable = names.values().any(|id| *id == inode);
+            let made = file_digits.get(&inode).map(Vec::as_slice).unwrap_or(&[]);
+            let (contents, outcome) = self.resolve_file(inode, made, &labels, reachable);
+            if let Some(outcome) = outcome {
+                files.push(outcome);
+            }
+            if reachable {
+                resolved.insert(inode, contents);
+            }
+        }
+
+        // Boot: what survived is all there is, and all of it is durable.
+        self.inodes.retain(|inode, _| resolved.contains_key(inode));
+        for (inode, contents) in resolved {
+            let file = self
+                .inodes
+                .get_mut(&inode)
+                .expect("resolved from a live inode");
+            file.durable = contents.clone();
+            file.current = contents;
+            file.pending.clear();
+        }
+        self.names = names.clone();
+        self.durable_names = names;
+        self.pending_dir.clear();
+
+        PowerLossOutcome {
+            state,
+            states,
+            seeded,
+            files,
+            dir,
+        }
+    }
+
+    /// The contents of `inode` after a power loss that made the choices `made` for it, and
+    /// what happened to it if it had anything at risk.
+    fn resolve_file(
+        &self,
+        inode: InodeId,
+        made: &[(Choice, u64)],
+        labels: &BTreeMap<InodeId, String>,
+        reachable: bool,
+    ) -> (Vec<u8>, Option<FileOutcome>) {
+        let file = &self.inodes[&inode];
+        if file.pending.is_empty() {
+            return (file.durable.clone(), None);
+        }
+        let mut outcome = FileOutcome {
+            name: labels[&inode].clone(),
+            writes_total: 0,
+            writes_kept: 0,
+            pieces: Vec::new(),
+            truncates_total: 0,
+            truncates_kept: 0,
+            size: SizeFate::Unchanged,
+            len_bytes: file.durable.len() as u64,
+            reachable,
+        };
+        let mut contents = file.durable.clone();
+        let mut made = made.iter().peekable();
+        let mut write_index = 0;
+        for (op_index, op) in file.pending.iter().enumerate() {
+            match op {
+                DataOp::Write {
+                    offset_bytes: write_offset_bytes,
+                    bytes,
+                } => {
+                    let mut kept = false;
+                    while let Some((choice, digit)) = made.next_if(|(choice, _)| {
+                        matches!(choice, Choice::Piece { op_index: i, .. } if *i == op_index)
+                    }) {
+                        let Choice::Piece {
+                            offset_bytes,
+                            len_bytes,
+                            ..
+                        } = choice
+                        else {
+                            unreachable!("next_if took a piece");
+                        };
+                        let fate = piece_fate(*len_bytes, *digit);
+                        let kept_bytes = match fate {
+                            PieceFate::Lost => 0,
+                            PieceFate::Torn { kept_bytes } => kept_bytes,
+                            PieceFate::Kept => *len_bytes,
+                        };
+                        let start = usize::try_from(offset_bytes - write_offset_bytes)
+                            .expect("a piece lies within its write");
+                        let end = start + usize::try_from(kept_bytes).expect("fits in memory");
+                        if kept_bytes > 0 {
+                            write_at(&mut contents, *offset_bytes, &bytes[start..end]);
+                            kept = true;
+                        }
+                        outcome.pieces.push(PieceOutcome {
+                            write_index,
+                            sector: offset_bytes / self.sector_size_bytes as u64,
+                            offset_bytes: *offset_bytes,
+                            len_bytes: *len_bytes,
+                            fate,
+                        });
+                    }
+                    if !bytes.is_empty() {
+                        outcome.writes_total += 1;
+                        outcome.writes_kept += usize::from(kept);
+                        write_index += 1;
+                    }
+                }
+                DataOp::SetLen { .. } => {
+                    let (choice, digit) = made.next().expect("a truncate has a choice");
+                    assert_eq!(*choice, Choice::SetLen { inode, op_index });
+                    outcome.truncates_total += 1;
+                    if *digit == 1 {
+                        outcome.truncates_kept += 1;
+                        super::apply_data_op(&mut contents, op);
+                    }
+                }
+            }
+        }
+        if let Some((choice, digit)) = made.next() {
+            assert_eq!(*choice, Choice::Size { inode });
+            if *digit == 1 {
+                outcome.size = SizeFate::Kept;
+                contents.resize(file.current.len(), 0);
+            } else {
+                outcome.size = SizeFate::Lost;
+            }
+        }
+        assert!(made.next().is_none(), "every choice of the file was used");
+        outcome.len_bytes = contents.len() as u64;
+        (contents, Some(outcome))
+    }
+
+    /// A name for each inode in descriptions: the process's name for it, else its durable
+    /// name, else the last name the journal gave it, else `inode N`.
+    fn inode_labels(&self) -> BTreeMap<InodeId, String> {
+        let mut labels: BTreeMap<InodeId, String> = self
+            .inodes
+            .keys()
+            .map(|inode| (*inode, format!("inode {inode}")))
+            .collect();
+        let journal = self.pending_dir.iter().map(|op| match op {
+            DirOp::Create { name, inode } | DirOp::Unlink { name, inode } => (name, inode),
+            DirOp::Rename { to, inode, .. } => (to, inode),
+        });
+        let named = journal
+            .chain(self.durable_names.iter())
+            .chain(self.names.iter());
+        for (name, inode) in named {
+            if let Some(label) = labels.get_mut(inode) {
+                label.clone_from(name);
+            }
+        }
+        labels
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The directory and every file as the process sees them.
+    fn view(disk: &Disk) -> BTreeMap<String, Vec<u8>> {
+        disk.list()
+            .into_iter()
+            .map(|name| {
+                let contents = disk.read(&name).expect("listed");
+                (name, contents)
+            })
+            .collect()
+    }
+
+    /// The disk after power loss `state`, and what was chosen.
+    fn after(disk: &Disk, state: u64) -> (Disk, PowerLossOutcome) {
+        let mut crashed = disk.clone();
+        let outcome = crashed.power_loss(state);
+        (crashed, outcome)
+    }
+
+    fn count_of(disk: &Disk) -> u64 {
+        disk.power_loss_states().count().expect("a small count")
+    }
+
+    fn one(name: &str, contents: &[u8]) -> BTreeMap<String, Vec<u8>> {
+        BTreeMap::from([(name.to_string(), contents.to_vec())])
+    }
+
+    #[test]
+    fn a_fully_synced_disk_has_one_state_that_changes_nothing() {
+        let mut disk = Disk::new();
+        disk.create("a").unwrap();
+        disk.append("a", b"alpha").unwrap();
+        disk.fsync("a").unwrap();
+        disk.create("b").unwrap();
+        disk.fsync_dir().unwrap();
+        assert!(disk.is_all_durable());
+        assert_eq!(disk.power_loss_states().count(), Some(1));
+        assert!(disk.power_loss_states().is_enumerable(1));
+        let (crashed, outcome) = after(&disk, 0);
+        assert_eq!(view(&crashed), view(&disk));
+        assert_eq!(crashed, disk);
+        assert_eq!(outcome.to_string(), "state 0/1: nothing pending");
+    }
+
+    #[test]
+    fn a_rename_without_fsync_dir_may_be_undone_but_the_synced_data_stays() {
+        let mut disk = Disk::new();
+        disk.create("state.tmp").unwrap();
+        disk.write("state.tmp", 0, b"data").unwrap();
+        disk.fsync("state.tmp").unwrap();
+        disk.rename("state.tmp", "state").unwrap();
+        assert_eq!(count_of(&disk), 3, "0, 1 or 2 of create and rename");
+        assert_eq!(view(&after(&disk, 0).0), BTreeMap::new());
+        assert_eq!(view(&after(&disk, 1).0), one("state.tmp", b"data"));
+        let (crashed, outcome) = after(&disk, 2);
+        assert_eq!(view(&crashed), one("state", b"data"));
+        assert_eq!(outcome.to_string(), "state 2/3: dir: 2/2 ops kept");
+        assert_eq!(
+            after(&disk, 1).1.to_string(),
+            "state 1/3: dir: 1/2 ops kept (undone: rename state.tmp -> state)"
+        );
+    }
+
+    #[test]
+    fn a_durable_rename_of_unsynced_data_can_leave_a_zero_length_file() {
+        let mut disk = Disk::new();
+        disk.create("state.tmp").unwrap();
+        disk.write("state.tmp", 0, b"data").unwrap();
+        disk.rename("state.tmp", "state").unwrap();
+        disk.fsync_dir().unwrap();
+        // One 4-byte piece (lost, torn, kept) times the size (lost, kept).
+        assert_eq!(count_of(&disk), 6);
+        let expected: [&[u8]; 6] = [b"", b"da", b"data", b"\0\0\0\0", b"da\0\0", b"data"];
+        for (state, contents) in (0..6).zip(expected) {
+            assert_eq!(
+                view(&after(&disk, state).0),
+                one("state", contents),
+                "state {state}"
+            );
+        }
+        let (_, outcome) = after(&disk, 0);
+        assert_eq!(
+            outcome.to_string(),
+            "state 0/6: state: 0/1 writes kept, size lost"
+        );
+        let (_, outcome) = after(&disk, 4);
+        assert_eq!(
+            outcome.to_string(),
+            "state 4/6: state: 1/1 writes kept (sector 0 torn to 2 bytes), size kept"
+        );
+        assert_eq!(outcome.files[0].len_bytes, 4);
+        assert_eq!(outcome.files[0].size, SizeFate::Kept);
+    }
+
+    #[test]
+    fn unsynced_appends_survive_in_any_subset_and_the_size_on_its_own() {
+        let mut disk = Disk::new();
+        disk.create("log").unwrap();
+        disk.fsync_dir().unwrap();
+        disk.append("log", b"ab").unwrap();
+        disk.append("log", b"cd").unwrap();
+        // Two 2-byte pieces (3 outcomes each) times the size.
+        assert_eq!(count_of(&disk), 18);
+        // Only the second append kept: digits lost = 0, kept = 2, then the size.
+        let second_only_size_kept = 2 * 3 + 3 * 3;
+        let (crashed, outcome) = after(&disk, second_only_size_kept);
+        assert_eq!(view(&crashed), one("log", b"\0\0cd"));
+        assert_eq!(
+            outcome.to_string(),
+            "state 15/18: log: 1/2 writes kept, size kept"
+        );
+        let second_only_size_lost = 2 * 3;
+        assert_eq!(
+            view(&after(&disk, second_only_size_lost).0),
+            one("log", b"\0\0cd")
+        );
+        // Only the first kept: the size decides whether the gap is there.
+        let first_only_size_kept = 2 + 9;
+        assert_eq!(
+            view(&after(&disk, first_only_size_kept).0),
+            one("log", b"ab\0\0")
+        );
+        let first_only_size_lost = 2;
+        assert_eq!(
+            view(&after(&disk, first_only_size_lost).0),
+            one("log", b"ab")
+        );
+    }
+
+    #[test]
+    fn a_write_tears_at_sector_boundaries() {
+        let mut disk = Disk::new();
+        assert_eq!(disk.sector_size_bytes(), 512);
+        disk.create("f").unwrap();
+        disk.fsync_dir().unwrap();
+        let bytes: Vec<u8> = (0..1000u32).map(|i| (i % 251) as u8 + 1).collect();
+        disk.write("f", 0, &bytes).unwrap();
+        // Pieces [0, 512) and [512, 1000): 3 * 3 outcomes, times the size.
+        assert_eq!(count_of(&disk), 3 * 3 * 2);
+        // Sector 0 torn (digit 1), sector 1 kept (digit 2), size lost.
+        let (crashed, outcome) = after(&disk, 1 + 3 * 2);
+        let mut expected = bytes.clone();
+        expected[256..512].fill(0);
+        assert_eq!(crashed.read("f").unwrap(), expected);
+        assert_eq!(
+            outcome.files[0].pieces[0].fate,
+            PieceFate::Torn { kept_bytes: 256 }
+        );
+        assert_eq!(outcome.files[0].pieces[1].len_bytes, 488);
+        assert_eq!(
+            outcome.to_string(),
+            "state 7/18: f: 1/1 writes kept (sector 0 torn to 256 bytes), size lost"
+        );
+        // Sector 0 kept, sector 1 torn to 244 bytes: the size decides the tail.
+        let (crashed, outcome) = after(&disk, 2 + 3);
+        assert_eq!(crashed.read("f").unwrap(), &bytes[..512 + 244]);
+        assert_eq!(outcome.files[0].len_bytes, 756);
+        let (crashed, _) = after(&disk, 2 + 3 + 9);
+        let mut expected = bytes.clone();
+        expected[756..].fill(0);
+        assert_eq!(crashed.read("f").unwrap(), expected);
+        // Sector 0 lost, sector 1 kept.
+        let (crashed, outcome) = after(&disk, 3 * 2);
+        let mut expected = bytes.clone();
+        expected[..512].fill(0);
+        assert_eq!(crashed.read("f").unwrap(), expected);
+        assert_eq!(
+            outcome.to_string(),
+            "state 6/18: f: 1/1 writes kept (sector 0 lost), size lost"
+        );
+    }
+
+    #[test]
+    fn a_torn_sector_keeps_the_old_bytes_past_its_prefix() {
+        let mut disk = Disk::with_sector_size(4);
+        disk.create("f").unwrap();
+        disk.write("f", 0, b"AAAAAAAA").unwrap();
+        disk.fsync("f").unwrap();
+        disk.fsync_dir().unwrap();
+        // Offset 3, 6 bytes: pieces [3, 4) of 1 byte, [4, 8) of 4, [8, 9) of 1.
+        disk.write("f", 3, b"bbbbbc").unwrap();
+        assert_eq!(count_of(&disk), 2 * 3 * 2 * 2);
+        // Lost, torn (2 bytes), kept; size lost. Radices 2, 3, 2, 2.
+        let (crashed, outcome) = after(&disk, 2 + 2 * 3);
+        assert_eq!(crashed.read("f").unwrap(), b"AAAAbbAAc");
+        assert_eq!(outcome.files[0].pieces.len(), 3);
+        assert_eq!(
+            outcome.to_string(),
+            "state 8/24: f: 1/1 writes kept (sector 0 lost, sector 1 torn to 2 bytes), size lost"
+        );
+        // Everything lost but the size.
+        let (crashed, _) = after(&disk, 2 * 3 * 2);
+        assert_eq!(crashed.read("f").unwrap(), b"AAAAAAAA\0");
+    }
+
+    #[test]
+    fn a_truncate_survives_or_not_as_a_whole() {
+        let mut disk = Disk::new();
+        disk.create("f").unwrap();
+        disk.append("f", b"hello").unwrap();
+        disk.fsync("f").unwrap();
+        disk.fsync_dir().unwrap();
+        disk.create("f").unwrap(); // O_TRUNC: a truncate to zero.
+        disk.append("f", b"hi").unwrap();
+        // The truncate (2) times the 2-byte piece (3); the file did not grow: no size choice.
+        assert_eq!(count_of(&disk), 6);
+        let expected: [&[u8]; 6] = [b"hello", b"", b"hello", b"h", b"hillo", b"hi"];
+        for (state, contents) in (0..6).zip(expected) {
+            assert_eq!(
+                view(&after(&disk, state).0),
+                one("f", contents),
+                "state {state}"
+            );
+        }
+        assert_eq!(
+            after(&disk, 4).1.to_string(),
+            "state 4/6: f: 1/1 writes kept, 0/1 truncates kept"
+        );
+    }
+
+    #[test]
+    fn an_undone_unlink_brings_the_file_back_and_a_lost_create_drops_the_inode() {
+        let mut disk = Disk::new();
+        disk.create("old").unwrap();
+        disk.append("old", b"kept").unwrap();
+        disk.fsync("old").unwrap();
+        disk.fsync_dir().unwrap();
+        disk.remove("old").unwrap();
+        disk.create("new").unwrap();
+        disk.fsync("new").unwrap();
+        assert_eq!(count_of(&disk), 3);
+        let (crashed, outcome) = after(&disk, 0);
+        assert_eq!(view(&crashed), one("old", b"kept"));
+        assert_eq!(crashed.inodes.len(), 1);
+        assert_eq!(
+            outcome.to_string(),
+            "state 0/3: dir: 0/2 ops kept (undone: unlink old, create new)"
+        );
+        let (crashed, _) = after(&disk, 1);
+        assert_eq!(view(&crashed), BTreeMap::new());
+        assert!(crashed.inodes.is_empty());
+        let (crashed, _) = after(&disk, 2);
+        assert_eq!(view(&crashed), one("new", b""));
+    }
+
+    #[test]
+    fn data_of_a_file_whose_name_is_lost_is_gone() {
+        let mut disk = Disk::new();
+        disk.create("f").unwrap();
+        disk.append("f", b"x").unwrap();
+        // The 1-byte piece (2), the size (2), the create (2).
+        assert_eq!(count_of(&disk), 8);
+        let (crashed, outcome) = after(&disk, 3);
+        assert!(crashed.list().is_empty());
+        assert!(crashed.inodes.is_empty());
+        assert_eq!(
+            outcome.to_string(),
+            "state 3/8: f: 1/1 writes kept, size kept, no name survived; dir: 0/1 ops kept (undone: create f)"
+        );
+        let (crashed, _) = after(&disk, 7);
+        assert_eq!(view(&crashed), one("f", b"x"));
+    }
+
+    #[test]
+    fn a_failed_fsync_drops_the_pending_data_for_good() {
+        let mut disk = Disk::new();
+        disk.create("f").unwrap();
+        disk.append("f", b"old").unwrap();
+        disk.fsync("f").unwrap();
+        disk.fsync_dir().unwrap();
+        disk.append("f", b"new").unwrap();
+        disk.fsync_fail("f").unwrap();
+        assert_eq!(disk.read("f").unwrap(), b"old", "the dirty pages are gone");
+        assert!(disk.is_all_durable());
+        assert_eq!(count_of(&disk), 1);
+        // A later fsync succeeds; the dropped bytes never come back.
+        disk.append("f", b"!").unwrap();
+        disk.fsync("f").unwrap();
+        let (crashed, _) = after(&disk, 0);
+        assert_eq!(crashed.read("f").unwrap(), b"old!");
+        assert!(disk.fsync_fail("missing").is_err());
+    }
+
+    #[test]
+    fn state_zero_loses_everything_pending_and_the_last_state_keeps_it_all() {
+        let mut disk = Disk::with_sector_size(8);
+        disk.create("a").unwrap();
+        disk.append("a", b"0123456789").unwrap();
+        disk.fsync("a").unwrap();
+        disk.create("b").unwrap();
+        disk.append("b", b"bee").unwrap();
+        disk.fsync("b").unwrap();
+        disk.fsync_dir().unwrap();
+        let durable_view = view(&disk);
+        disk.write("a", 6, b"xy").unwrap();
+        disk.truncate("a", 7).unwrap();
+        disk.rename("b", "c").unwrap();
+        disk.append("c", b"s").unwrap();
+        disk.create("d").unwrap();
+        disk.remove("a").unwrap();
+        disk.create("a").unwrap();
+        disk.append("a", b"fresh").unwrap();
+        let process_view = view(&disk);
+        let count = count_of(&disk);
+        // a: piece, truncate; c: piece, size; new a: piece, size; dir: 4 ops.
+        assert_eq!(count, 3 * 2 * 2 * 2 * 3 * 2 * 5);
+        assert!(disk
+            .power_loss_states()
+            .is_enumerable(POWER_LOSS_ENUMERATION_BOUND));
+        let (crashed, outcome) = after(&disk, 0);
+        assert_eq!(view(&crashed), durable_view);
+        assert!(!outcome.seeded);
+        let (crashed, outcome) = after(&disk, count - 1);
+        assert_eq!(view(&crashed), process_view);
+        assert_eq!(outcome.dir.ops_kept, outcome.dir.ops_total);
+        assert!(outcome.dir.undone.is_empty());
+        // Every state boots a disk with nothing pending.
+        for state in 0..count {
+            let (crashed, _) = after(&disk, state);
+            assert!(crashed.is_all_durable(), "state {state}");
+            assert_eq!(count_of(&crashed), 1);
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "power-loss states")]
+    fn an_enumerable_state_must_be_below_the_count() {
+        let mut disk = Disk::new();
+        disk.create("f").unwrap();
+        disk.power_loss(2);
+    }
+
+    #[test]
+    fn more_states_than_the_bound_are_drawn_from_the_state_as_a_seed() {
+        let mut disk = Disk::with_sector_size(4);
+        disk.create("f").unwrap();
+        disk.fsync_dir().unwrap();
+        // 8 pieces of 4 bytes and the size: 3^8 * 2 = 13122 states.
+        disk.append("f", &[7; 32]).unwrap();
+        let states = disk.power_loss_states();
+        assert_eq!(states.count(), Some(13122));
+        assert!(!states.is_enumerable(POWER_LOSS_ENUMERATION_BOUND));
+        let (first, outcome) = after(&disk, 99_999);
+        let (again, outcome_again) = after(&disk, 99_999);
+        assert_eq!(first, again);
+        assert_eq!(outcome, outcome_again);
+        assert!(outcome.seeded);
+        assert!(outcome
+            .to_string()
+            .starts_with("seed 99999 of 13122 states: f: "));
+    }
+
+    #[test]
+    fn an_overflowing_count_still_resolves_by_seed_and_seeds_differ() {
+        let mut disk = Disk::new();
+        disk.create("big").unwrap();
+        disk.fsync_dir().unwrap();
+        // 128 sector pieces: 3^128 states.
+        let bytes: Vec<u8> = (0..64 * 1024u32).map(|i| (i % 255) as u8 + 1).collect();
+        disk.write("big", 0, &bytes).unwrap();
+        let states = disk.power_loss_states();
+        assert_eq!(states.count(), None);
+        assert!(!states.is_enumerable(u64::MAX));
+        let (first, outcome) = after(&disk, 7);
+        let (again, _) = after(&disk, 7);
+        let (other, _) = after(&disk, 8);
+        assert_eq!(first, again);
+        assert_ne!(first.read("big").unwrap(), other.read("big").unwrap());
+        assert_eq!(outcome.files[0].pieces.len(), 128);
+        assert!(outcome
+            .to_string()
+            .starts_with("seed 7 of more than 2^64 states: big: "));
+        assert!(
+            outcome.to_string().contains(" more)"),
+            "long lists are cut short"
+        );
+    }
+
+    #[test]
+    fn a_process_crash_changes_nothing_and_clone_forks_the_disk() {
+        let mut disk = Disk::new();
+        disk.create("f").unwrap();
+        disk.append("f", b"x").unwrap();
+        let fork = disk.clone();
+        disk.power_loss(0);
+        assert_eq!(fork.read("f").unwrap(), b"x");
+        assert!(disk.list().is_empty());
+    }
+
+    #[test]
+    fn sector_pieces_are_aligned_on_the_file_offset() {
+        assert_eq!(sector_pieces(0, 1000, 512), vec![(0, 512), (512, 488)]);
+        assert_eq!(sector_pieces(500, 100, 512), vec![(500, 12), (512, 88)]);
+        assert_eq!(sector_pieces(1024, 512, 512), vec![(1024, 512)]);
+        assert_eq!(sector_pieces(3, 0, 512), vec![]);
+    }
+}
