@@ -4,7 +4,7 @@
 use crate::catalogue::{events_from_text, Scenario};
 use crate::error::KeelError;
 use crate::report::{run_report, CrashRequest};
-use crate::runner::{RunSpec, RESTART_DELAY_MS_DEFAULT};
+use crate::runner::{RunSpec, RESTART_DELAY_MS_DEFAULT, SECTOR_SIZE_BYTES_DEFAULT};
 use crate::sweep::{sites, sites_table, sweep, SweepSpec};
 use crate::table::TableFormat;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -81,6 +81,10 @@ pub struct ScenarioArgs {
     /// Seed of the run's random streams (drawn crash states, later swarm plans).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+
+    /// The simulated disk's sector: the unit a write tears at on power loss.
+    #[arg(long, value_name = "BYTES", default_value_t = SECTOR_SIZE_BYTES_DEFAULT as u64, value_parser = clap::value_parser!(u64).range(1..=2_097_152))]
+    pub sector_size_bytes: u64,
 }
 
 /// A checkpoint protocol (see the README's protocol table).
@@ -320,6 +324,9 @@ fn reproduce_prefix(s: &ScenarioArgs) -> String {
         "--checkpoint-protocol {}",
         CheckpointProtocol::from(s.checkpoint_protocol)
     ));
+    if s.sector_size_bytes != SECTOR_SIZE_BYTES_DEFAULT as u64 {
+        parts.push(format!("--sector-size-bytes {}", s.sector_size_bytes));
+    }
     parts.push(format!("--seed {}", s.seed));
     parts.join(" ")
 }
@@ -407,6 +414,7 @@ fn cmd_run(args: &RunArgs) -> Result<String, KeelError> {
         plan: FaultPlan::none(),
         seed: args.scenario.seed,
         restart_delay_ms: args.scenario.restart_delay_ms,
+        sector_size_bytes: args.scenario.sector_size_bytes as usize,
     };
     let report = run_report(&scenario, &spec, run_fault(args), reproduce_command(args))?;
     Ok(match args.format {
@@ -438,6 +446,7 @@ fn cmd_sites(args: &SitesArgs) -> Result<String, KeelError> {
         plan: FaultPlan::none(),
         seed: args.scenario.seed,
         restart_delay_ms: args.scenario.restart_delay_ms,
+        sector_size_bytes: args.scenario.sector_size_bytes as usize,
     };
     let (_, rows) = sites(&spec);
     Ok(match table_format(args.format) {
@@ -460,6 +469,7 @@ fn cmd_sweep(args: &SweepArgs) -> Result<String, KeelError> {
         faults,
         seed: args.scenario.seed,
         restart_delay_ms: args.scenario.restart_delay_ms,
+        sector_size_bytes: args.scenario.sector_size_bytes as usize,
         outage_ms: args.outage_ms,
         reproduce_prefix: reproduce_prefix(&args.scenario),
     };

@@ -209,6 +209,8 @@ pub struct RecoveryReport {
     pub watermark: Option<i64>,
     pub written: u64,
     pub skipped: u64,
+    /// Checkpoint files recovery found damaged and skipped, with the reason.
+    pub rejected_checkpoints: Vec<String>,
 }
 
 /// Everything `keel run` reports.
@@ -349,6 +351,7 @@ fn build(
             .and_then(|c| c.state.watermark(config.out_of_orderness)),
         written: second.stats.written,
         skipped: second.stats.skipped,
+        rejected_checkpoints: second.stats.rejected_checkpoints.clone(),
     });
     let last = result
         .incarnations
@@ -446,6 +449,9 @@ impl RunReport {
                 "resume_from_index={} watermark={watermark}",
                 recovery.resume_from_index
             ));
+            for rejected in &recovery.rejected_checkpoints {
+                line(format!("rejected_checkpoint: {rejected}"));
+            }
             line(format!(
                 "recovered: written={} skipped={}",
                 recovery.written, recovery.skipped

@@ -4,7 +4,7 @@
 use keel_engine::{
     Engine, EngineConfig, EngineError, Event, IncarnationStats, Interrupt, OperatorState, Record,
 };
-use keel_sim::{Crash, FaultPlan, World};
+use keel_sim::{Crash, Disk, FaultPlan, World};
 
 /// More restarts than this means recovery loops: an outcome, not a hang.
 pub const RESTARTS_MAX: u32 = 64;
@@ -20,7 +20,12 @@ pub struct RunSpec {
     pub plan: FaultPlan,
     pub seed: u64,
     pub restart_delay_ms: u64,
+    /// The unit a write tears at on power loss.
+    pub sector_size_bytes: usize,
 }
+
+/// Default sector size of the simulated disk.
+pub const SECTOR_SIZE_BYTES_DEFAULT: usize = 512;
 
 /// How a run ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -109,14 +114,22 @@ impl RunResult {
 
 /// Runs `spec` to the end: crash, restart after the delay, recover, until the input is done.
 pub fn run(spec: &RunSpec) -> RunResult {
-    run_world(spec, World::new(spec.seed, spec.plan.clone()))
+    run_world(spec, new_world(spec, spec.plan.clone()))
 }
 
 /// Runs `spec` fault-free, recording how many power-loss crash states each step leaves.
 pub fn run_recording_crash_states(spec: &RunSpec) -> RunResult {
-    let mut world = World::new(spec.seed, FaultPlan::none());
+    let mut world = new_world(spec, FaultPlan::none());
     world.record_crash_states();
     run_world(spec, world)
+}
+
+fn new_world(spec: &RunSpec, plan: FaultPlan) -> World {
+    World::with_disk(
+        spec.seed,
+        plan,
+        Disk::with_sector_size(spec.sector_size_bytes),
+    )
 }
 
 fn run_world(spec: &RunSpec, mut world: World) -> RunResult {

@@ -207,6 +207,7 @@ pub struct SweepSpec {
     pub faults: Vec<FaultKind>,
     pub seed: u64,
     pub restart_delay_ms: u64,
+    pub sector_size_bytes: usize,
     pub outage_ms: u64,
     /// The `keel run ...` command line with the scenario's options, without sink and fault.
     pub reproduce_prefix: String,
@@ -252,6 +253,7 @@ pub fn sweep(scenario: &str, spec: &SweepSpec) -> SweepReport {
             plan: FaultPlan::none(),
             seed: spec.seed,
             restart_delay_ms: spec.restart_delay_ms,
+            sector_size_bytes: spec.sector_size_bytes,
         };
         let (baseline, site_rows) = sites(&run_spec);
         let expected = Expected::from_baseline(&baseline, &run_spec.config);

@@ -16,6 +16,7 @@ fn spec(sink: SinkKind, plan: FaultPlan) -> RunSpec {
         plan,
         seed: 0,
         restart_delay_ms: 500,
+        sector_size_bytes: 512,
     }
 }
 

@@ -11,7 +11,13 @@ fn keel(args: &[&str]) -> String {
 }
 
 fn sweep_json(protocol: &str, extra: &[&str]) -> Value {
-    let mut args = vec!["sweep", "--checkpoint-protocol", protocol, "--format", "json"];
+    let mut args = vec![
+        "sweep",
+        "--checkpoint-protocol",
+        protocol,
+        "--format",
+        "json",
+    ];
     args.extend_from_slice(extra);
     serde_json::from_str(&keel(&args)).unwrap()
 }
@@ -75,7 +81,14 @@ fn safe_idempotent_is_exactly_once_at_every_point_of_every_fault() {
     for fault in FAULTS {
         let r = row(&report, "idempotent", fault);
         assert!(n(&r["points"]) > 0, "{fault}: no point tried");
-        for field in ["duplicates", "lost", "wrong", "corrupt", "rolled_back", "failed_recoveries"] {
+        for field in [
+            "duplicates",
+            "lost",
+            "wrong",
+            "corrupt",
+            "rolled_back",
+            "failed_recoveries",
+        ] {
             assert_eq!(n(&r[field]), 0, "{fault}: {field}");
         }
         assert!(r["first_failure"].is_null(), "{fault}");
@@ -88,7 +101,13 @@ fn safe_append_duplicates_but_never_loses() {
     let mut duplicate_points = 0;
     for fault in FAULTS {
         let r = row(&report, "append", fault);
-        for field in ["lost", "wrong", "corrupt", "rolled_back", "failed_recoveries"] {
+        for field in [
+            "lost",
+            "wrong",
+            "corrupt",
+            "rolled_back",
+            "failed_recoveries",
+        ] {
             assert_eq!(n(&r[field]), 0, "{fault}: {field}");
         }
         duplicate_points += n(&r["points_with_duplicates"]);
@@ -96,9 +115,23 @@ fn safe_append_duplicates_but_never_loses() {
     // Exact figures, read off the sweep and checked by hand against the trace of a few points:
     // a crash between a record's write and the next checkpoint replays it.
     let crash = row(&report, "append", "process-crash");
-    assert_eq!((n(&crash["points"]), n(&crash["points_with_duplicates"]), n(&crash["duplicates"])), (59, 17, 27));
+    assert_eq!(
+        (
+            n(&crash["points"]),
+            n(&crash["points_with_duplicates"]),
+            n(&crash["duplicates"])
+        ),
+        (59, 17, 27)
+    );
     let ack = row(&report, "append", "ack-lost");
-    assert_eq!((n(&ack["points"]), n(&ack["points_with_duplicates"]), n(&ack["duplicates"])), (4, 4, 4));
+    assert_eq!(
+        (
+            n(&ack["points"]),
+            n(&ack["points_with_duplicates"]),
+            n(&ack["duplicates"])
+        ),
+        (4, 4, 4)
+    );
     let refused = row(&report, "append", "sink-error");
     assert_eq!((n(&refused["points"]), n(&refused["duplicates"])), (4, 0));
     assert!(duplicate_points > 0);
@@ -107,7 +140,10 @@ fn safe_append_duplicates_but_never_loses() {
 #[test]
 fn ack_lost_duplicates_with_append_and_not_with_idempotent() {
     let report = sweep_json("safe", &["--faults", "ack-lost"]);
-    assert_eq!(n(&row(&report, "append", "ack-lost")["points_with_duplicates"]), 4);
+    assert_eq!(
+        n(&row(&report, "append", "ack-lost")["points_with_duplicates"]),
+        4
+    );
     assert_eq!(n(&row(&report, "idempotent", "ack-lost")["duplicates"]), 0);
 }
 
@@ -128,23 +164,34 @@ fn every_unsafe_protocol_is_caught_and_its_first_failure_replays_alone() {
         let caught: Vec<&Value> = rows(&report)
             .iter()
             .filter(|r| {
-                n(&r["lost"]) + n(&r["wrong"]) + n(&r["rolled_back"]) + n(&r["failed_recoveries"]) > 0
+                n(&r["lost"]) + n(&r["wrong"]) + n(&r["rolled_back"]) + n(&r["failed_recoveries"])
+                    > 0
             })
             .collect();
         assert!(!caught.is_empty(), "{protocol}: the oracle caught nothing");
         for r in caught {
             let first = &r["first_failure"];
-            assert!(first.is_object(), "{protocol}: a caught row names its first failure");
+            assert!(
+                first.is_object(),
+                "{protocol}: a caught row names its first failure"
+            );
             let outcome = first["outcome"].as_str().unwrap();
             let reproduce = first["reproduce"].as_str().unwrap();
-            assert_eq!(summary(&replay(reproduce)), outcome, "{protocol}: {reproduce}");
+            assert_eq!(
+                summary(&replay(reproduce)),
+                outcome,
+                "{protocol}: {reproduce}"
+            );
         }
     }
 }
 
 #[test]
 fn checkpoint_before_sink_sync_loses_records_even_with_the_idempotent_sink() {
-    let report = sweep_json("checkpoint-before-sink-sync", &["--sinks", "idempotent", "--faults", "power-loss"]);
+    let report = sweep_json(
+        "checkpoint-before-sink-sync",
+        &["--sinks", "idempotent", "--faults", "power-loss"],
+    );
     let r = row(&report, "idempotent", "power-loss");
     assert!(n(&r["points_with_loss"]) > 0);
     assert_eq!(n(&r["duplicates"]), 0);
@@ -164,14 +211,32 @@ fn sweep_tables_of_every_protocol() {
 
 #[test]
 fn a_sweep_run_twice_is_identical() {
-    let first = keel(&["sweep", "--checkpoint-protocol", "no-tail-repair", "--format", "json"]);
-    let second = keel(&["sweep", "--checkpoint-protocol", "no-tail-repair", "--format", "json"]);
+    let first = keel(&[
+        "sweep",
+        "--checkpoint-protocol",
+        "no-tail-repair",
+        "--format",
+        "json",
+    ]);
+    let second = keel(&[
+        "sweep",
+        "--checkpoint-protocol",
+        "no-tail-repair",
+        "--format",
+        "json",
+    ]);
     assert_eq!(first, second);
     let fingerprint = |s: &str| serde_json::from_str::<Value>(s).unwrap()["fingerprint"].clone();
     assert_eq!(fingerprint(&first), fingerprint(&second));
     assert_ne!(
         fingerprint(&first),
-        fingerprint(&keel(&["sweep", "--checkpoint-protocol", "safe", "--format", "json"]))
+        fingerprint(&keel(&[
+            "sweep",
+            "--checkpoint-protocol",
+            "safe",
+            "--format",
+            "json"
+        ]))
     );
 }
 
@@ -188,7 +253,13 @@ fn sites_list_every_step_and_the_faults_that_apply() {
     assert_eq!(write["target"], "13:10");
     assert_eq!(
         write["faults"],
-        serde_json::json!(["process-crash", "power-loss", "sink-error", "ack-lost", "sink-unavailable"])
+        serde_json::json!([
+            "process-crash",
+            "power-loss",
+            "sink-error",
+            "ack-lost",
+            "sink-unavailable"
+        ])
     );
 }
 
@@ -198,10 +269,24 @@ fn a_rename_without_data_fsync_leaves_a_zero_length_checkpoint() {
     // 15), crash state 0: nothing pending survives, so the renamed name survives without its
     // data. Recovery must reject the empty file and start again from event 0.
     let out = keel(&[
-        "run", "--checkpoint-protocol", "no-fsync-rename", "--fault", "power-loss", "--at-step", "15",
-        "--crash-state", "0", "--trace",
+        "run",
+        "--checkpoint-protocol",
+        "no-fsync-rename",
+        "--fault",
+        "power-loss",
+        "--at-step",
+        "15",
+        "--crash-state",
+        "0",
+        "--trace",
     ]);
-    assert!(out.contains("step 15 t=2100ms p0 disk.fsync-dir . !power-loss after state 0"), "{out}");
-    assert!(out.contains("recovery: skip state-8.json: empty file"), "{out}");
+    assert!(
+        out.contains("step 15 t=2100ms p0 disk.fsync-dir . !power-loss after state 0"),
+        "{out}"
+    );
+    assert!(
+        out.contains("recovery: skip state-8.json: empty file"),
+        "{out}"
+    );
     assert!(out.contains("resume_from_index=0 watermark=none"), "{out}");
 }

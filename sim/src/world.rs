@@ -104,8 +104,16 @@ pub struct World {
 
 impl World {
     pub fn new(seed: u64, plan: FaultPlan) -> Self {
+        World::with_disk(seed, plan, Disk::new())
+    }
+
+    /// A world whose disk is `disk` (e.g. one with another sector size).
+    pub fn with_disk(seed: u64, plan: FaultPlan, disk: Disk) -> Self {
         World {
-            env: Env::default(),
+            env: Env {
+                disk,
+                ..Env::default()
+            },
             seeds: SeedTree::new(seed),
             plan,
             step_next: 0,
