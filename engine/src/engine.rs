@@ -131,6 +131,8 @@ pub struct IncarnationStats {
     pub skipped: u64,
     /// Checkpoint files recovery found damaged and skipped, with the reason.
     pub rejected_checkpoints: Vec<String>,
+    /// Whether recovery chose where to resume (false if the process died before it did).
+    pub resume_decided: bool,
     /// The newest checkpoint this incarnation committed.
     pub last_committed: Option<Checkpoint>,
     /// Events consumed so far (the next index to read).
@@ -210,6 +212,15 @@ impl Engine {
                     }));
                 }
             };
+            // What recovery builds on must itself be durable: a checkpoint seen in the page
+            // cache after a failed fsync may still vanish in a power loss (PostgreSQL syncs
+            // its data directory at startup for the same reason).
+            if protocol.fsync_data() {
+                disk_step(world, "disk.fsync", name, |d| d.fsync(name))?;
+            }
+            if protocol.fsync_dir() {
+                disk_step(world, "disk.fsync-dir", ".", |d| d.fsync_dir())?;
+            }
             world.note(format!(
                 "recovery: restore {name}, resume from event {}",
                 checkpoint.index
@@ -223,6 +234,7 @@ impl Engine {
         if self.stats.restored.is_none() {
             world.note("recovery: no valid checkpoint, start from event 0 with empty state");
         }
+        self.stats.resume_decided = true;
         self.checkpoint_files = names
             .iter()
             .filter_map(|name| Checkpoint::index_from_file_name(name))
@@ -362,7 +374,7 @@ fn disk_step(
 ) -> Result<(), Interrupt> {
     world
         .effect(op, target, |env| operation(&mut env.disk))?
-        .map_err(|e| abort(format!("checkpoint: {op} {target}: {e}")))
+        .map_err(|e| abort(format!("{op} {target}: {e}")))
 }
 
 fn abort(message: String) -> Interrupt {

@@ -3,14 +3,30 @@
 
 use crate::catalogue::{events_from_text, Scenario};
 use crate::error::KeelError;
+use crate::explore::{
+    explore_one, replay_plan_command, report as explore_report, target_class, Baseline,
+    ExploreReport, ExploreRow, ExploreSpec, MAX_FAULTS_DEFAULT, OUTAGE_MS_DEFAULT,
+};
+use crate::oracle::{judge, Expectation};
+use crate::parallel::{default_jobs, par_map};
 use crate::report::{run_report, CrashRequest};
-use crate::runner::{RunSpec, RESTART_DELAY_MS_DEFAULT, SECTOR_SIZE_BYTES_DEFAULT};
-use crate::sweep::{sites, sites_table, sweep, SweepSpec};
+use crate::runner::{run, RunResult, RunSpec, RESTART_DELAY_MS_DEFAULT, SECTOR_SIZE_BYTES_DEFAULT};
+use crate::shrink::shrink;
+use crate::spec::ScenarioSpec;
+use crate::sweep::{
+    aggregate, baselines, run_point, sites, sites_table, sweep_points, PointRecord, SweepPoint,
+    SweepReport, SweepSpec,
+};
 use crate::table::TableFormat;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use keel_engine::{CheckpointProtocol, EngineConfig, Event, SinkKind};
-use keel_sim::{CrashPoint, Fault, FaultKind, FaultPlan, PlannedFault};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use keel_engine::{CheckpointProtocol, Event, SinkKind};
+use keel_sim::fault::PlanFile;
+use keel_sim::{CrashPoint, Fault, FaultKind, FaultPlan, PlannedFault, TraceLine};
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// keel: deterministic simulation testing for a small stream-processing engine.
 ///
@@ -31,6 +47,253 @@ pub enum Command {
     Sites(SitesArgs),
     /// Inject every single fault at every step where it applies, and tally what the sink got.
     Sweep(SweepArgs),
+    /// Run thousands of seeds, each a swarm-drawn fault plan; tally per seed and per sink.
+    Explore(ExploreArgs),
+    /// Replay one seed (or a plan file) step by step: the whole trace, tallies, fingerprint.
+    Replay(ReplayArgs),
+    /// Reduce a failing seed's plan (or a plan file) to a minimal one that fails the same way.
+    Shrink(ShrinkArgs),
+    /// Combine `--shard` output files into exactly the report an unsharded run prints.
+    Merge(MergeArgs),
+}
+
+/// How a long job runs: threads, a slice of it, progress.
+#[derive(Debug, Args)]
+pub struct JobArgs {
+    /// Independent simulations run on this many threads; the output is the same for any N
+    /// (default: the machine's cores).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub jobs: Option<u64>,
+
+    /// Run only the i-th of n disjoint slices (0-based, e.g. 0/4) and print JSON lines for
+    /// `keel merge`.
+    #[arg(long, value_name = "i/n", value_parser = parse_shard)]
+    pub shard: Option<Shard>,
+
+    /// No progress bar (it is also hidden when stderr is not a terminal).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// The i-th of n slices of a job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Shard {
+    pub index: u64,
+    pub count: u64,
+}
+
+fn parse_shard(text: &str) -> Result<Shard, String> {
+    let (index, count) = text
+        .split_once('/')
+        .ok_or_else(|| format!("expected i/n (e.g. 0/4), got '{text}'"))?;
+    let index: u64 = index
+        .parse()
+        .map_err(|_| format!("'{index}' is not a shard number"))?;
+    let count: u64 = count
+        .parse()
+        .map_err(|_| format!("'{count}' is not a shard count"))?;
+    if count == 0 || index >= count {
+        return Err(format!("shard {index}/{count}: need 0 <= i < n"));
+    }
+    Ok(Shard { index, count })
+}
+
+impl Shard {
+    /// This shard's contiguous slice of `len` items.
+    pub fn range(&self, len: usize) -> std::ops::Range<usize> {
+        let (i, n) = (self.index as usize, self.count as usize);
+        (i * len / n)..((i + 1) * len / n)
+    }
+}
+
+/// A half-open seed range `a..b`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SeedRange {
+    pub start: u64,
+    pub end: u64,
+}
+
+fn parse_seed_range(text: &str) -> Result<SeedRange, String> {
+    let (start, end) = text
+        .split_once("..")
+        .ok_or_else(|| format!("expected a range a..b (e.g. 0..1000), got '{text}'"))?;
+    let start: u64 = start
+        .parse()
+        .map_err(|_| format!("'{start}' is not a seed"))?;
+    let end: u64 = end.parse().map_err(|_| format!("'{end}' is not a seed"))?;
+    if start >= end {
+        return Err(format!("the range {start}..{end} is empty"));
+    }
+    if end - start > SEEDS_MAX {
+        return Err(format!(
+            "at most {SEEDS_MAX} seeds at once (shard bigger ranges)"
+        ));
+    }
+    Ok(SeedRange { start, end })
+}
+
+/// Seeds one `keel explore` may run (bounds memory: one row per seed and sink).
+const SEEDS_MAX: u64 = 10_000_000;
+
+/// What a run must hold; a violation exits with status 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ExpectArg {
+    /// No duplicates, no loss, no wrong result, no corruption, recovered.
+    ExactlyOnce,
+    /// Nothing of the fault-free run lost, and recovery completed.
+    NoLoss,
+}
+
+impl From<ExpectArg> for Expectation {
+    fn from(expect: ExpectArg) -> Self {
+        match expect {
+            ExpectArg::ExactlyOnce => Expectation::ExactlyOnce,
+            ExpectArg::NoLoss => Expectation::NoLoss,
+        }
+    }
+}
+
+/// How seeds draw their plans (explore, replay and shrink must agree on these).
+#[derive(Debug, Args)]
+pub struct SeedPlanArgs {
+    /// The fault kinds a seed may draw from.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "process-crash,power-loss,disk-error,sink-error,ack-lost,sink-unavailable"
+    )]
+    pub faults: Vec<FaultArg>,
+
+    /// At most this many faults per seed.
+    #[arg(long, value_name = "N", default_value_t = MAX_FAULTS_DEFAULT as u64, value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub max_faults: u64,
+
+    /// Length of a sink outage, in simulated milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = OUTAGE_MS_DEFAULT)]
+    pub outage_ms: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct ExploreArgs {
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
+
+    #[command(flatten)]
+    pub plans: SeedPlanArgs,
+
+    /// The seeds, a half-open range.
+    #[arg(long, value_name = "A..B", value_parser = parse_seed_range, default_value = "0..1000")]
+    pub seeds: SeedRange,
+
+    /// The sinks to explore.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "append,idempotent"
+    )]
+    pub sinks: Vec<SinkArg>,
+
+    /// Exit 1 if any seed breaks this (and print how to replay it).
+    #[arg(long, value_enum)]
+    pub expect: Option<ExpectArg>,
+
+    /// Do not shrink the first failing seed.
+    #[arg(long)]
+    pub no_shrink: bool,
+
+    /// Print the summary and failing seeds, not one row per seed.
+    #[arg(long)]
+    pub summary_only: bool,
+
+    #[command(flatten)]
+    pub job: JobArgs,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = TableFormatArg::Table)]
+    pub format: TableFormatArg,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
+
+    #[command(flatten)]
+    pub plans: SeedPlanArgs,
+
+    /// The sink.
+    #[arg(long, value_enum, default_value_t = SinkArg::Append)]
+    pub sink: SinkArg,
+
+    /// Replay this plan file instead of the plan of --seed.
+    #[arg(long, value_name = "FILE.json")]
+    pub plan: Option<String>,
+
+    /// Run twice and fail loudly, with the first differing step, if the traces differ.
+    #[arg(long)]
+    pub check_determinism: bool,
+
+    /// Write the faults that took effect to this plan file.
+    #[arg(long, value_name = "FILE.json")]
+    pub save_plan: Option<String>,
+
+    /// Exit 1 if the run breaks this.
+    #[arg(long, value_enum)]
+    pub expect: Option<ExpectArg>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = RunFormat::Text)]
+    pub format: RunFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct ShrinkArgs {
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
+
+    #[command(flatten)]
+    pub plans: SeedPlanArgs,
+
+    /// The sink.
+    #[arg(long, value_enum, default_value_t = SinkArg::Append)]
+    pub sink: SinkArg,
+
+    /// Shrink this plan file instead of the plan of --seed.
+    #[arg(long, value_name = "FILE.json")]
+    pub plan: Option<String>,
+
+    /// Keep the failure that breaks this (default: the most serious failure shown).
+    #[arg(long, value_enum)]
+    pub expect: Option<ExpectArg>,
+
+    /// Write the shrunk plan to this file.
+    #[arg(long, value_name = "FILE.json")]
+    pub save_plan: Option<String>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = RunFormat::Text)]
+    pub format: RunFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Shard files written by `keel sweep --shard` or `keel explore --shard`.
+    #[arg(required = true, value_name = "FILES")]
+    pub files: Vec<String>,
+
+    /// Do not shrink the first failing seed (explore).
+    #[arg(long)]
+    pub no_shrink: bool,
+
+    /// Print the summary and failing seeds, not one row per seed (explore).
+    #[arg(long)]
+    pub summary_only: bool,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = TableFormatArg::Table)]
+    pub format: TableFormatArg,
 }
 
 /// Which input and which engine knobs.
@@ -212,6 +475,18 @@ pub struct SweepArgs {
     #[arg(long, value_name = "MS", default_value_t = 2_000)]
     pub outage_ms: u64,
 
+    /// 1: every single fault; 2: also a second fault at every step after the first
+    /// (recovery included).
+    #[arg(long, value_name = "D", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub depth: u8,
+
+    /// Exit 1 if any point breaks this.
+    #[arg(long, value_enum)]
+    pub expect: Option<ExpectArg>,
+
+    #[command(flatten)]
+    pub job: JobArgs,
+
     /// Output format.
     #[arg(long, value_enum, default_value_t = TableFormatArg::Table)]
     pub format: TableFormatArg,
@@ -290,45 +565,168 @@ pub struct RunArgs {
     pub trace: bool,
 }
 
-/// The input events and the name to report them under.
-fn load_events(args: &ScenarioArgs) -> Result<(String, Vec<Event>), KeelError> {
-    match &args.events {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| KeelError::usage(format!("cannot read events file {path}: {e}")))?;
-            Ok((path.clone(), events_from_text(path, &text)?))
-        }
-        None => {
-            let scenario = Scenario::by_name(args.scenario.as_deref().unwrap_or("ch04"))?;
-            Ok((scenario.name.to_string(), scenario.events()))
+/// What `keel` prints on stdout, and the status it exits with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Output {
+    pub stdout: String,
+    /// 0: held what was asked; 1: a violation of `--expect` (or of determinism) was found.
+    pub exit_code: u8,
+}
+
+impl Output {
+    fn ok(stdout: String) -> Output {
+        Output {
+            stdout,
+            exit_code: 0,
         }
     }
 }
 
-/// `keel run` with the scenario options of `args`, as a user would type it.
-fn reproduce_prefix(s: &ScenarioArgs) -> String {
-    let mut parts = vec!["keel run".to_string()];
-    match &s.events {
-        Some(path) => parts.push(format!("--events {path}")),
-        None => parts.push(format!(
-            "--scenario {}",
-            s.scenario.as_deref().unwrap_or("ch04")
-        )),
+/// Exit status 1: the run found what `--expect` forbids.
+pub const EXIT_VIOLATION: u8 = 1;
+
+fn scenario_spec(args: &ScenarioArgs) -> ScenarioSpec {
+    ScenarioSpec {
+        scenario: args.scenario.clone(),
+        events: args.events.clone(),
+        window: args.window,
+        out_of_orderness: args.out_of_orderness,
+        checkpoint_every: args.checkpoint_every,
+        event_interval_ms: args.event_interval_ms,
+        restart_delay_ms: args.restart_delay_ms,
+        protocol: args.checkpoint_protocol.into(),
+        seed: args.seed,
+        sector_size_bytes: args.sector_size_bytes as usize,
     }
-    parts.push(format!("--window {}", s.window));
-    parts.push(format!("--out-of-orderness {}", s.out_of_orderness));
-    parts.push(format!("--checkpoint-every {}", s.checkpoint_every));
-    parts.push(format!("--event-interval-ms {}", s.event_interval_ms));
-    parts.push(format!("--restart-delay-ms {}", s.restart_delay_ms));
-    parts.push(format!(
-        "--checkpoint-protocol {}",
-        CheckpointProtocol::from(s.checkpoint_protocol)
-    ));
-    if s.sector_size_bytes != SECTOR_SIZE_BYTES_DEFAULT as u64 {
-        parts.push(format!("--sector-size-bytes {}", s.sector_size_bytes));
+}
+
+/// The input events of a spec: a shipped scenario, or an events file read from disk.
+fn load_events(spec: &ScenarioSpec) -> Result<Vec<Event>, KeelError> {
+    match &spec.events {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| KeelError::usage(format!("cannot read events file {path}: {e}")))?;
+            events_from_text(path, &text)
+        }
+        None => Ok(Scenario::by_name(&spec.label())?.events()),
     }
-    parts.push(format!("--seed {}", s.seed));
-    parts.join(" ")
+}
+
+/// Checks the knobs, then loads the events.
+fn prepare(args: &ScenarioArgs) -> Result<(ScenarioSpec, Vec<Event>), KeelError> {
+    let spec = scenario_spec(args);
+    spec.config(SinkKind::Append)?;
+    let events = load_events(&spec)?;
+    Ok((spec, events))
+}
+
+fn read_plan_file(path: &str) -> Result<FaultPlan, KeelError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| KeelError::usage(format!("cannot read plan file {path}: {e}")))?;
+    let file: PlanFile = serde_json::from_str(&text).map_err(|e| {
+        KeelError::usage(format!(
+            "{path}: not a fault plan ({e}); a plan looks like {{\"faults\": [{{\"step\": 29, \"fault\": {{\"kind\": \"power-loss\", \"at\": \"after\", \"state\": 12}}}}]}}"
+        ))
+    })?;
+    FaultPlan::from_file(file).map_err(|e| KeelError::usage(format!("{path}: {e}")))
+}
+
+fn write_plan_file(path: &str, plan: &FaultPlan) -> Result<(), KeelError> {
+    let json = serde_json::to_string_pretty(&plan.to_file()).expect("plans serialize") + "\n";
+    std::fs::write(path, json)
+        .map_err(|e| KeelError::usage(format!("cannot write plan file {path}: {e}")))
+}
+
+/// A plan file must fit the run: every fault has to take effect where it is aimed.
+fn check_plan_applies(path: &str, plan: &FaultPlan, result: &RunResult) -> Result<(), KeelError> {
+    let injected = result.world.faults_injected();
+    for planned in plan.faults() {
+        if injected.iter().any(|f| f.step == planned.step) {
+            continue;
+        }
+        let site = result
+            .world
+            .trace()
+            .lines()
+            .iter()
+            .find_map(|line| match line {
+                TraceLine::Step {
+                    step, op, target, ..
+                } if *step == planned.step => Some(format!("{op} {target}")),
+                _ => None,
+            });
+        let why = match site {
+            Some(site) => format!(
+                "step {} is {site}, where {} does not apply",
+                planned.step,
+                planned.fault.kind()
+            ),
+            None => format!("the run never reached step {}", planned.step),
+        };
+        return Err(KeelError::usage(format!(
+            "{path}: the fault {} at step {} did not take effect: {why} (`keel sites` lists the steps)",
+            planned.fault, planned.step
+        )));
+    }
+    Ok(())
+}
+
+fn jobs(job: &JobArgs) -> usize {
+    job.jobs.map_or_else(default_jobs, |n| n as usize)
+}
+
+/// A progress bar on stderr (runs done, failures so far, rate, time left), hidden with
+/// `--quiet` or when stderr is not a terminal.
+struct Progress {
+    bar: Option<ProgressBar>,
+    failures: AtomicU64,
+}
+
+impl Progress {
+    fn new(len: usize, quiet: bool) -> Progress {
+        let visible = !quiet && std::io::stderr().is_terminal() && len > 1;
+        let bar = visible.then(|| {
+            let bar = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::stderr());
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{elapsed_precise} [{bar:30}] {pos}/{len} runs, {msg} failing, {per_sec}, eta {eta}",
+                )
+                .expect("a valid template")
+                .progress_chars("=> "),
+            );
+            bar.set_message("0");
+            bar
+        });
+        Progress {
+            bar,
+            failures: AtomicU64::new(0),
+        }
+    }
+
+    fn done(&self, failed: bool) {
+        if let Some(bar) = &self.bar {
+            if failed {
+                let failures = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
+                bar.set_message(failures.to_string());
+            }
+            bar.inc(1);
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn table_format(format: TableFormatArg) -> Option<TableFormat> {
+    match format {
+        TableFormatArg::Table => Some(TableFormat::Table),
+        TableFormatArg::Markdown => Some(TableFormat::Markdown),
+        TableFormatArg::Csv => Some(TableFormat::Csv),
+        TableFormatArg::Json => None,
+    }
 }
 
 /// The fault `keel run` was asked for, if any.
@@ -361,10 +759,10 @@ fn run_fault(args: &RunArgs) -> Option<CrashRequest> {
 }
 
 /// The command line that reproduces a run, as a user would type it.
-fn reproduce_command(args: &RunArgs) -> String {
+fn reproduce_command(spec: &ScenarioSpec, args: &RunArgs) -> String {
     let mut command = format!(
         "{} --sink {}",
-        reproduce_prefix(&args.scenario),
+        spec.command("run"),
         SinkKind::from(args.sink)
     );
     match run_fault(args) {
@@ -392,100 +790,650 @@ fn reproduce_command(args: &RunArgs) -> String {
     command
 }
 
-fn engine_config(args: &ScenarioArgs, sink: SinkKind) -> Result<EngineConfig, KeelError> {
-    let config = EngineConfig {
-        window_size: args.window,
-        out_of_orderness: args.out_of_orderness,
-        checkpoint_every: args.checkpoint_every,
-        sink,
-        protocol: args.checkpoint_protocol.into(),
-        event_interval_ms: args.event_interval_ms,
-    };
-    config.validate().map_err(KeelError::usage)?;
-    Ok(config)
-}
-
-fn cmd_run(args: &RunArgs) -> Result<String, KeelError> {
-    let config = engine_config(&args.scenario, args.sink.into())?;
-    let (scenario, events) = load_events(&args.scenario)?;
-    let spec = RunSpec {
-        events,
-        config,
-        plan: FaultPlan::none(),
-        seed: args.scenario.seed,
-        restart_delay_ms: args.scenario.restart_delay_ms,
-        sector_size_bytes: args.scenario.sector_size_bytes as usize,
-    };
-    let report = run_report(&scenario, &spec, run_fault(args), reproduce_command(args))?;
-    Ok(match args.format {
-        RunFormat::Text if args.trace => format!(
-            "{}trace:\n{}",
-            report.to_text(),
-            report.trace.join("\n") + "\n"
-        ),
+fn cmd_run(args: &RunArgs) -> Result<Output, KeelError> {
+    let (spec, events) = prepare(&args.scenario)?;
+    let run_spec = spec.run_spec(&events, args.sink.into(), FaultPlan::none())?;
+    let report = run_report(
+        &spec.label(),
+        &run_spec,
+        run_fault(args),
+        reproduce_command(&spec, args),
+    )?;
+    Ok(Output::ok(match args.format {
+        RunFormat::Text if args.trace => {
+            format!("{}trace:\n{}\n", report.to_text(), report.trace.join("\n"))
+        }
         RunFormat::Text => report.to_text(),
         RunFormat::Json => report.to_json() + "\n",
-    })
+    }))
 }
 
-fn table_format(format: TableFormatArg) -> Option<TableFormat> {
-    match format {
-        TableFormatArg::Table => Some(TableFormat::Table),
-        TableFormatArg::Markdown => Some(TableFormat::Markdown),
-        TableFormatArg::Csv => Some(TableFormat::Csv),
-        TableFormatArg::Json => None,
+fn cmd_sites(args: &SitesArgs) -> Result<Output, KeelError> {
+    let (spec, events) = prepare(&args.scenario)?;
+    let (_, rows) = sites(&spec.run_spec(&events, args.sink.into(), FaultPlan::none())?);
+    Ok(Output::ok(match table_format(args.format) {
+        Some(format) => sites_table(&rows).render(format),
+        None => serde_json::to_string_pretty(&rows).expect("sites serialize") + "\n",
+    }))
+}
+
+/// One line of a shard file.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+enum ShardLine {
+    SweepHeader {
+        spec: ScenarioSpec,
+        sweep: SweepSpec,
+        shard: Shard,
+        total: u64,
+        expect: Option<Expectation>,
+    },
+    ExploreHeader {
+        spec: ScenarioSpec,
+        explore: ExploreSpec,
+        shard: Shard,
+        total: u64,
+    },
+    Point(PointRecord),
+    Row(ExploreRow),
+}
+
+fn shard_output(lines: &[ShardLine]) -> String {
+    lines
+        .iter()
+        .map(|line| serde_json::to_string(line).expect("shard lines serialize") + "\n")
+        .collect()
+}
+
+fn dedup_kinds<T: PartialEq + Copy>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
+/// Renders a sweep report, with exit status 1 if a point breaks `expect`.
+fn sweep_output(
+    report: &SweepReport,
+    records: &[PointRecord],
+    expect: Option<Expectation>,
+    format: TableFormatArg,
+) -> Output {
+    let mut stdout = match table_format(format) {
+        Some(format) => report.render(format),
+        None => report.to_json(),
+    };
+    let violation = expect.and_then(|expectation| {
+        records
+            .iter()
+            .find(|r| !holds(expectation, r))
+            .map(|r| (expectation, r))
+    });
+    let exit_code = match violation {
+        Some((expectation, record)) => {
+            if format != TableFormatArg::Json {
+                stdout.push_str(&format!(
+                    "\nVIOLATION of --expect {}: {} / {}: {}\n  reproduce: {}\n",
+                    expectation.name(),
+                    record.sink,
+                    record.row,
+                    record.outcome,
+                    record.reproduce
+                ));
+            }
+            EXIT_VIOLATION
+        }
+        None => 0,
+    };
+    Output { stdout, exit_code }
+}
+
+/// Whether a sweep point holds an expectation.
+fn holds(expectation: Expectation, record: &PointRecord) -> bool {
+    let no_loss = record.lost == 0 && !record.failed_recovery;
+    match expectation {
+        Expectation::NoLoss => no_loss,
+        Expectation::ExactlyOnce => no_loss && record.outcome == "exactly-once",
     }
 }
 
-fn cmd_sites(args: &SitesArgs) -> Result<String, KeelError> {
-    let config = engine_config(&args.scenario, args.sink.into())?;
-    let (_, events) = load_events(&args.scenario)?;
-    let spec = RunSpec {
-        events,
-        config,
-        plan: FaultPlan::none(),
-        seed: args.scenario.seed,
-        restart_delay_ms: args.scenario.restart_delay_ms,
-        sector_size_bytes: args.scenario.sector_size_bytes as usize,
+fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
+    let (spec, events) = prepare(&args.scenario)?;
+    let sweep = SweepSpec {
+        sinks: dedup_kinds(args.sinks.iter().map(|&s| SinkKind::from(s))),
+        faults: dedup_kinds(args.faults.iter().map(|&f| FaultKind::from(f))),
+        depth: args.depth,
+        outage_ms: args.outage_ms,
     };
-    let (_, rows) = sites(&spec);
-    Ok(match table_format(args.format) {
-        Some(format) => sites_table(&rows).render(format),
-        None => serde_json::to_string_pretty(&rows).expect("sites serialize") + "\n",
-    })
+    let baselines = baselines(&spec, &events, &sweep.sinks)?;
+    let points = sweep_points(&spec, &sweep, &baselines);
+    let range = args
+        .job
+        .shard
+        .map_or(0..points.len(), |shard| shard.range(points.len()));
+    let indexed: Vec<(u64, &SweepPoint)> = range.clone().map(|i| (i as u64, &points[i])).collect();
+    let progress = Progress::new(indexed.len(), args.job.quiet);
+    let records = par_map(
+        &indexed,
+        jobs(&args.job),
+        |(index, point)| run_point(&spec, &baselines, *index, point),
+        &|record: &PointRecord| progress.done(record.failed),
+    );
+    progress.finish();
+    let expect = args.expect.map(Expectation::from);
+    if let Some(shard) = args.job.shard {
+        let mut lines = vec![ShardLine::SweepHeader {
+            spec,
+            sweep,
+            shard,
+            total: points.len() as u64,
+            expect,
+        }];
+        lines.extend(records.into_iter().map(ShardLine::Point));
+        return Ok(Output::ok(shard_output(&lines)));
+    }
+    let report = aggregate(&spec.label(), spec.protocol.name(), &records);
+    Ok(sweep_output(&report, &records, expect, args.format))
 }
 
-fn cmd_sweep(args: &SweepArgs) -> Result<String, KeelError> {
-    let config = engine_config(&args.scenario, SinkKind::Append)?;
-    let (scenario, events) = load_events(&args.scenario)?;
-    let mut sinks: Vec<SinkKind> = args.sinks.iter().map(|&s| s.into()).collect();
-    sinks.dedup();
-    let mut faults: Vec<FaultKind> = args.faults.iter().map(|&f| f.into()).collect();
-    faults.dedup();
-    let spec = SweepSpec {
-        events,
-        config,
-        sinks,
-        faults,
-        seed: args.scenario.seed,
-        restart_delay_ms: args.scenario.restart_delay_ms,
-        sector_size_bytes: args.scenario.sector_size_bytes as usize,
+fn explore_spec(
+    args: &SeedPlanArgs,
+    sinks: &[SinkArg],
+    seeds: SeedRange,
+    expect: Option<ExpectArg>,
+) -> ExploreSpec {
+    ExploreSpec {
+        sinks: dedup_kinds(sinks.iter().map(|&s| SinkKind::from(s))),
+        faults: dedup_kinds(args.faults.iter().map(|&f| FaultKind::from(f))),
+        max_faults: args.max_faults as usize,
         outage_ms: args.outage_ms,
-        reproduce_prefix: reproduce_prefix(&args.scenario),
-    };
-    let report = sweep(&scenario, &spec);
-    Ok(match table_format(args.format) {
-        Some(format) => report.render(format),
+        seeds_start: seeds.start,
+        seeds_end: seeds.end,
+        expect: expect.map(Expectation::from),
+    }
+}
+
+fn explore_baselines(
+    spec: &ScenarioSpec,
+    events: &[Event],
+    explore: &ExploreSpec,
+) -> Result<BTreeMap<SinkKind, Baseline>, KeelError> {
+    baselines(spec, events, &explore.sinks)
+}
+
+fn explore_output(
+    report: &ExploreReport,
+    explore: &ExploreSpec,
+    format: TableFormatArg,
+    summary_only: bool,
+) -> Output {
+    let mut stdout = match table_format(format) {
+        Some(format) => report.render(format, summary_only),
         None => report.to_json(),
-    })
+    };
+    let exit_code = match (explore.expect, report.failing.first()) {
+        (Some(expectation), Some(first)) => {
+            if format != TableFormatArg::Json {
+                stdout.push_str(&format!(
+                    "\nVIOLATION of --expect {}: seed {} {}: {}\n  reproduce: {}\n",
+                    expectation.name(),
+                    first.seed,
+                    first.sink,
+                    first.outcome,
+                    first.reproduce
+                ));
+            }
+            EXIT_VIOLATION
+        }
+        _ => 0,
+    };
+    Output { stdout, exit_code }
+}
+
+fn cmd_explore(args: &ExploreArgs) -> Result<Output, KeelError> {
+    let (spec, events) = prepare(&args.scenario)?;
+    let explore = explore_spec(&args.plans, &args.sinks, args.seeds, args.expect);
+    let baselines = explore_baselines(&spec, &events, &explore)?;
+    let points = explore.points();
+    let range = args
+        .job
+        .shard
+        .map_or(0..points.len(), |shard| shard.range(points.len()));
+    let progress = Progress::new(range.len(), args.job.quiet);
+    let rows = par_map(
+        &points[range],
+        jobs(&args.job),
+        |&(seed, sink)| explore_one(&explore, &baselines[&sink], seed),
+        &|row: &ExploreRow| progress.done(row.failed),
+    );
+    progress.finish();
+    if let Some(shard) = args.job.shard {
+        let mut lines = vec![ShardLine::ExploreHeader {
+            spec,
+            explore,
+            shard,
+            total: points.len() as u64,
+        }];
+        lines.extend(rows.into_iter().map(ShardLine::Row));
+        return Ok(Output::ok(shard_output(&lines)));
+    }
+    let command = |command: &str, seed: u64| {
+        ScenarioSpec {
+            seed,
+            ..spec.clone()
+        }
+        .command(command)
+    };
+    let report = explore_report(
+        &spec.label(),
+        spec.protocol.name(),
+        &explore,
+        &baselines,
+        rows,
+        !args.no_shrink,
+        &command,
+    );
+    Ok(explore_output(
+        &report,
+        &explore,
+        args.format,
+        args.summary_only,
+    ))
+}
+
+/// The plan to replay or shrink: a plan file, or the plan of the spec's seed.
+fn chosen_plan(
+    plan_path: &Option<String>,
+    explore: &ExploreSpec,
+    baseline: &Baseline,
+    seed: u64,
+) -> Result<(RunSpec, Option<&'static str>), KeelError> {
+    match plan_path {
+        Some(path) => {
+            let plan = read_plan_file(path)?;
+            Ok((
+                RunSpec {
+                    plan,
+                    ..baseline.spec.clone()
+                },
+                Some("plan file"),
+            ))
+        }
+        None => Ok((baseline.seed_spec(explore, seed), None)),
+    }
+}
+
+fn cmd_replay(args: &ReplayArgs) -> Result<Output, KeelError> {
+    let (spec, events) = prepare(&args.scenario)?;
+    let sink = SinkKind::from(args.sink);
+    let seeds = SeedRange {
+        start: spec.seed,
+        end: spec.seed + 1,
+    };
+    let explore = explore_spec(&args.plans, &[args.sink], seeds, args.expect);
+    let baseline = Baseline::new(spec.run_spec(&events, sink, FaultPlan::none())?);
+    let (run_spec, _) = chosen_plan(&args.plan, &explore, &baseline, spec.seed)?;
+    let result = run(&run_spec);
+    if let Some(path) = &args.plan {
+        check_plan_applies(path, &run_spec.plan, &result)?;
+    }
+    if let Some(path) = &args.save_plan {
+        let injected =
+            FaultPlan::new(result.world.faults_injected().iter().copied()).expect("distinct steps");
+        write_plan_file(path, &injected)?;
+    }
+    let verdict = judge(&baseline.expected, &result, &run_spec.config);
+    let trace: Vec<String> = result
+        .world
+        .trace()
+        .lines()
+        .iter()
+        .map(|l| l.to_string())
+        .collect();
+    let mut exit_code = 0;
+    let mut stdout = String::new();
+    let source = match &args.plan {
+        Some(path) => format!("plan={path}"),
+        None => format!("seed={}", spec.seed),
+    };
+    let plan_json = serde_json::to_string(&run_spec.plan.to_file()).expect("plans serialize");
+    let injected_json = serde_json::to_string(
+        &FaultPlan::new(result.world.faults_injected().iter().copied())
+            .expect("distinct")
+            .to_file(),
+    )
+    .expect("plans serialize");
+    if args.check_determinism {
+        let again = run(&run_spec);
+        let trace_again: Vec<String> = again
+            .world
+            .trace()
+            .lines()
+            .iter()
+            .map(|l| l.to_string())
+            .collect();
+        if let Some(i) =
+            (0..trace.len().max(trace_again.len())).find(|&i| trace.get(i) != trace_again.get(i))
+        {
+            stdout.push_str(&format!(
+                "NONDETERMINISM: the traces differ at line {i}\n  first:  {}\n  second: {}\n",
+                trace.get(i).map_or("(end)", String::as_str),
+                trace_again.get(i).map_or("(end)", String::as_str)
+            ));
+            exit_code = EXIT_VIOLATION;
+        }
+    }
+    let violated = explore.expect.filter(|e| !e.holds(&verdict));
+    match args.format {
+        RunFormat::Text => {
+            stdout.push_str(&format!(
+                "replay scenario={} protocol={} sink={sink} {source}\nplan: {plan_json}\ninjected: {injected_json}\n\n",
+                spec.label(),
+                spec.protocol
+            ));
+            for line in &trace {
+                stdout.push_str(line);
+                stdout.push('\n');
+            }
+            stdout.push_str(&format!(
+                "\noutcome: {}\nduplicates={} lost={} wrong={} corrupt={} rolled_back={} recovery={} restarts={} final_windows_match={}\nfingerprint={}\n",
+                result.outcome.describe(),
+                verdict.duplicates,
+                verdict.lost,
+                verdict.wrong,
+                verdict.corrupt,
+                verdict.rolled_back,
+                verdict.recovery,
+                verdict.restarts,
+                verdict.final_windows_match,
+                result.world.fingerprint()
+            ));
+            if args.check_determinism && exit_code == 0 {
+                stdout.push_str("determinism: two runs, identical traces\n");
+            }
+            if let Some(expectation) = violated {
+                stdout.push_str(&format!(
+                    "VIOLATION of --expect {}: {}\n",
+                    expectation.name(),
+                    verdict.summary()
+                ));
+            }
+        }
+        RunFormat::Json => {
+            let json = serde_json::json!({
+                "scenario": spec.label(),
+                "protocol": spec.protocol.name(),
+                "sink": sink.name(),
+                "seed": spec.seed,
+                "plan": run_spec.plan.to_file(),
+                "injected": FaultPlan::new(result.world.faults_injected().iter().copied()).expect("distinct").to_file(),
+                "trace": trace,
+                "oracle": verdict,
+                "fingerprint": result.world.fingerprint().to_string(),
+            });
+            stdout.push_str(&(serde_json::to_string_pretty(&json).expect("json") + "\n"));
+        }
+    }
+    if violated.is_some() {
+        exit_code = EXIT_VIOLATION;
+    }
+    Ok(Output { stdout, exit_code })
+}
+
+fn cmd_shrink(args: &ShrinkArgs) -> Result<Output, KeelError> {
+    let (spec, events) = prepare(&args.scenario)?;
+    let sink = SinkKind::from(args.sink);
+    let seeds = SeedRange {
+        start: spec.seed,
+        end: spec.seed + 1,
+    };
+    let explore = explore_spec(&args.plans, &[args.sink], seeds, args.expect);
+    let baseline = Baseline::new(spec.run_spec(&events, sink, FaultPlan::none())?);
+    let (run_spec, _) = chosen_plan(&args.plan, &explore, &baseline, spec.seed)?;
+    let result = run(&run_spec);
+    if let Some(path) = &args.plan {
+        check_plan_applies(path, &run_spec.plan, &result)?;
+    }
+    let verdict = judge(&baseline.expected, &result, &run_spec.config);
+    let Some(class) = target_class(&explore, &verdict).filter(|_| explore.fails(&verdict, sink))
+    else {
+        return Ok(Output::ok(format!(
+            "nothing to shrink: the run holds ({}) on sink {sink}\n",
+            verdict.summary()
+        )));
+    };
+    let shrunk = shrink(&run_spec, &baseline.expected, &run_spec.plan, class);
+    if let Some(path) = &args.save_plan {
+        write_plan_file(path, &shrunk.plan)?;
+    }
+    let reproduce = replay_plan_command(
+        &|command, seed| {
+            ScenarioSpec {
+                seed,
+                ..spec.clone()
+            }
+            .command(command)
+        },
+        spec.seed,
+        sink,
+        &shrunk.plan,
+    );
+    let plan_json = serde_json::to_string(&shrunk.plan.to_file()).expect("plans serialize");
+    Ok(Output::ok(match args.format {
+        RunFormat::Text => format!(
+            "shrink scenario={} protocol={} sink={sink} seed={}\nfailure: {class} ({})\nfrom {} faults to {} in {} runs\nplan: {plan_json}\noutcome: {}\nfingerprint={}\nreproduce: {reproduce}\n",
+            spec.label(),
+            spec.protocol,
+            spec.seed,
+            verdict.summary(),
+            result.world.faults_injected().len(),
+            shrunk.plan.len(),
+            shrunk.runs,
+            shrunk.verdict.summary(),
+            shrunk.fingerprint,
+        ),
+        RunFormat::Json => {
+            let json = serde_json::json!({
+                "class": class,
+                "original": verdict,
+                "plan": shrunk.plan.to_file(),
+                "oracle": shrunk.verdict,
+                "runs": shrunk.runs,
+                "fingerprint": shrunk.fingerprint,
+                "reproduce": reproduce,
+            });
+            serde_json::to_string_pretty(&json).expect("json") + "\n"
+        }
+    }))
+}
+
+fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
+    let mut header: Option<(String, ShardLine)> = None;
+    let mut shards_seen: Vec<Shard> = Vec::new();
+    let mut points: Vec<PointRecord> = Vec::new();
+    let mut rows: Vec<ExploreRow> = Vec::new();
+    for path in &args.files {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| KeelError::usage(format!("cannot read shard file {path}: {e}")))?;
+        for (i, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let parsed: ShardLine = serde_json::from_str(line).map_err(|e| {
+                KeelError::usage(format!(
+                    "{path}: line {}: not a keel shard line: {e}",
+                    i + 1
+                ))
+            })?;
+            match parsed {
+                ShardLine::Point(record) => points.push(record),
+                ShardLine::Row(row) => rows.push(row),
+                ref h @ (ShardLine::SweepHeader { shard, .. }
+                | ShardLine::ExploreHeader { shard, .. }) => {
+                    if i != 0 {
+                        return Err(KeelError::usage(format!(
+                            "{path}: line {}: a header after the first line",
+                            i + 1
+                        )));
+                    }
+                    if shards_seen.contains(&shard) {
+                        return Err(KeelError::usage(format!(
+                            "{path}: shard {}/{} given twice",
+                            shard.index, shard.count
+                        )));
+                    }
+                    shards_seen.push(shard);
+                    let key = |line: &ShardLine| match line {
+                        ShardLine::SweepHeader {
+                            spec,
+                            sweep,
+                            total,
+                            expect,
+                            shard,
+                        } => serde_json::to_string(&(spec, sweep, total, expect, shard.count))
+                            .expect("json"),
+                        ShardLine::ExploreHeader {
+                            spec,
+                            explore,
+                            total,
+                            shard,
+                        } => serde_json::to_string(&(spec, explore, total, shard.count))
+                            .expect("json"),
+                        _ => unreachable!("only headers have keys"),
+                    };
+                    match &header {
+                        None => header = Some((path.clone(), h.clone())),
+                        Some((first_path, first)) if key(first) != key(h) => {
+                            return Err(KeelError::usage(format!(
+                                "{path} is a shard of another run than {first_path} (different command, options or shard count)"
+                            )));
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
+        }
+    }
+    let Some((_, header)) = header else {
+        return Err(KeelError::usage(
+            "no shard header found: give files written with --shard i/n".to_string(),
+        ));
+    };
+    match header {
+        ShardLine::SweepHeader {
+            spec,
+            shard,
+            total,
+            expect,
+            ..
+        } => {
+            check_complete(&shards_seen, shard.count, points.len() as u64, total)?;
+            points.sort_by_key(|p| p.index);
+            if points.iter().enumerate().any(|(i, p)| p.index != i as u64) {
+                return Err(KeelError::usage(
+                    "the shard files' points are not exactly the sweep's points".to_string(),
+                ));
+            }
+            let report = aggregate(&spec.label(), spec.protocol.name(), &points);
+            Ok(sweep_output(&report, &points, expect, args.format))
+        }
+        ShardLine::ExploreHeader {
+            spec,
+            explore,
+            shard,
+            total,
+        } => {
+            check_complete(&shards_seen, shard.count, rows.len() as u64, total)?;
+            let order: BTreeMap<(u64, SinkKind), usize> = explore
+                .points()
+                .into_iter()
+                .enumerate()
+                .map(|(i, p)| (p, i))
+                .collect();
+            let mut keyed = Vec::with_capacity(rows.len());
+            for row in rows {
+                let index = *order.get(&(row.seed, row.sink)).ok_or_else(|| {
+                    KeelError::usage(format!(
+                        "seed {} on {} is not part of this exploration",
+                        row.seed, row.sink
+                    ))
+                })?;
+                keyed.push((index, row));
+            }
+            keyed.sort_by_key(|(index, _)| *index);
+            if keyed.iter().enumerate().any(|(i, (index, _))| *index != i) {
+                return Err(KeelError::usage(
+                    "the shard files' rows are not exactly the exploration's seeds".to_string(),
+                ));
+            }
+            let rows: Vec<ExploreRow> = keyed.into_iter().map(|(_, row)| row).collect();
+            let shrink_first = !args.no_shrink && rows.iter().any(|r| r.failed);
+            let baselines = if shrink_first {
+                explore_baselines(&spec, &load_events(&spec)?, &explore)?
+            } else {
+                BTreeMap::new()
+            };
+            let command = |command: &str, seed: u64| {
+                ScenarioSpec {
+                    seed,
+                    ..spec.clone()
+                }
+                .command(command)
+            };
+            let report = explore_report(
+                &spec.label(),
+                spec.protocol.name(),
+                &explore,
+                &baselines,
+                rows,
+                shrink_first,
+                &command,
+            );
+            Ok(explore_output(
+                &report,
+                &explore,
+                args.format,
+                args.summary_only,
+            ))
+        }
+        _ => unreachable!("the header is a header"),
+    }
+}
+
+fn check_complete(seen: &[Shard], count: u64, got: u64, total: u64) -> Result<(), KeelError> {
+    let mut missing: Vec<String> = (0..count)
+        .filter(|i| !seen.iter().any(|s| s.index == *i))
+        .map(|i| format!("{i}/{count}"))
+        .collect();
+    if !missing.is_empty() {
+        missing.truncate(8);
+        return Err(KeelError::usage(format!(
+            "missing shard files: {}",
+            missing.join(", ")
+        )));
+    }
+    if got != total {
+        return Err(KeelError::usage(format!(
+            "the shard files hold {got} results, the run has {total}"
+        )));
+    }
+    Ok(())
 }
 
 /// Runs a parsed command line and returns what to print on stdout.
-pub fn execute(cli: &Cli) -> Result<String, KeelError> {
+pub fn execute(cli: &Cli) -> Result<Output, KeelError> {
     match &cli.command {
         Command::Run(args) => cmd_run(args),
         Command::Sites(args) => cmd_sites(args),
         Command::Sweep(args) => cmd_sweep(args),
+        Command::Explore(args) => cmd_explore(args),
+        Command::Replay(args) => cmd_replay(args),
+        Command::Shrink(args) => cmd_shrink(args),
+        Command::Merge(args) => cmd_merge(args),
     }
 }
 
@@ -494,8 +1442,8 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match execute(&cli) {
         Ok(output) => {
-            print!("{output}");
-            ExitCode::SUCCESS
+            print!("{}", output.stdout);
+            ExitCode::from(output.exit_code)
         }
         Err(error) => {
             eprintln!("error: {error}");
@@ -512,5 +1460,24 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn shards_split_a_range_into_disjoint_covering_slices() {
+        let slices: Vec<_> = (0..3)
+            .map(|i| Shard { index: i, count: 3 }.range(10))
+            .collect();
+        assert_eq!(slices, vec![0..3, 3..6, 6..10]);
+        assert_eq!(parse_shard("1/4"), Ok(Shard { index: 1, count: 4 }));
+        assert!(parse_shard("4/4").is_err());
+        assert!(parse_shard("x").is_err());
+        assert_eq!(
+            parse_seed_range("0..1000"),
+            Ok(SeedRange {
+                start: 0,
+                end: 1000
+            })
+        );
+        assert!(parse_seed_range("5..5").is_err());
     }
 }

@@ -5,8 +5,13 @@
 pub mod catalogue;
 pub mod cli;
 pub mod error;
+pub mod explore;
 pub mod oracle;
+pub mod parallel;
 pub mod report;
 pub mod runner;
+pub mod shrink;
+pub mod spec;
+pub mod swarm;
 pub mod sweep;
 pub mod table;

@@ -188,7 +188,7 @@ pub fn judge(expected: &Expected, result: &RunResult, config: &EngineConfig) -> 
     let mut newest_committed = 0;
     for (i, incarnation) in result.incarnations.iter().enumerate() {
         let stats = &incarnation.stats;
-        if i > 0 && stats.resume_from_index < newest_committed {
+        if i > 0 && stats.resume_decided && stats.resume_from_index < newest_committed {
             rolled_back += 1;
         }
         let committed = stats.last_committed.as_ref().map_or(0, |c| c.index);
@@ -244,5 +244,31 @@ mod tests {
             Identity::of(&record("pt4500:20", RecordKind::Fire)).trigger,
             Trigger::Unknown("pt4500".to_string())
         );
+    }
+}
+
+/// What a user asks a run to hold (`--expect`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Expectation {
+    /// No duplicates, no loss, no wrong result, no corruption, recovered, same final windows.
+    ExactlyOnce,
+    /// Every record of the fault-free run reached the sink, and recovery completed.
+    NoLoss,
+}
+
+impl Expectation {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Expectation::ExactlyOnce => "exactly-once",
+            Expectation::NoLoss => "no-loss",
+        }
+    }
+
+    pub fn holds(&self, verdict: &Verdict) -> bool {
+        match self {
+            Expectation::ExactlyOnce => verdict.exactly_once,
+            Expectation::NoLoss => verdict.no_loss(),
+        }
     }
 }

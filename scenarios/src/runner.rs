@@ -117,9 +117,9 @@ pub fn run(spec: &RunSpec) -> RunResult {
     run_world(spec, new_world(spec, spec.plan.clone()))
 }
 
-/// Runs `spec` fault-free, recording how many power-loss crash states each step leaves.
+/// Runs `spec`, recording how many power-loss crash states each step leaves.
 pub fn run_recording_crash_states(spec: &RunSpec) -> RunResult {
-    let mut world = new_world(spec, FaultPlan::none());
+    let mut world = new_world(spec, spec.plan.clone());
     world.record_crash_states();
     run_world(spec, world)
 }

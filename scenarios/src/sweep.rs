@@ -2,17 +2,21 @@
 //! at every step where it applies (every crash state for a power loss, within a bound),
 //! each run to the end, judged by the oracle and tallied per sink and fault kind.
 
-use crate::oracle::{judge, Expected, Recovery, Verdict};
+use crate::error::KeelError;
+use crate::explore::{replay_plan_command, Baseline};
+use crate::oracle::{judge, Recovery, Verdict};
 use crate::runner::{run, run_recording_crash_states, RunResult, RunSpec};
+use crate::spec::ScenarioSpec;
 use crate::table::{Table, TableFormat};
-use keel_engine::{EngineConfig, Event, SinkKind};
+use keel_engine::{Event, SinkKind};
 use keel_sim::disk::POWER_LOSS_ENUMERATION_BOUND;
 use keel_sim::{
     CrashPoint, Fault, FaultKind, FaultPlan, Fingerprint, PlannedFault, SeedTree, Subsystem,
     TraceLine,
 };
 use rand_core::RngCore;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Crash states drawn per step when a power loss there has more than the enumeration bound.
 pub const POWER_LOSS_SAMPLES_PER_STEP: u64 = 32;
@@ -197,20 +201,14 @@ pub struct SweepRow {
     pub first_failure: Option<FirstFailure>,
 }
 
-/// What a sweep covers.
-#[derive(Clone, Debug)]
+/// What a sweep covers; serializable so shard files can carry it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SweepSpec {
-    pub events: Vec<Event>,
-    /// The engine; its `sink` is replaced by each of `sinks`.
-    pub config: EngineConfig,
     pub sinks: Vec<SinkKind>,
     pub faults: Vec<FaultKind>,
-    pub seed: u64,
-    pub restart_delay_ms: u64,
-    pub sector_size_bytes: usize,
+    /// 1: every single fault; 2: also a second fault at every step after the first.
+    pub depth: u8,
     pub outage_ms: u64,
-    /// The `keel run ...` command line with the scenario's options, without sink and fault.
-    pub reproduce_prefix: String,
 }
 
 /// A whole sweep's result.
@@ -240,68 +238,194 @@ pub fn reproduce_point(prefix: &str, sink: SinkKind, planned: &PlannedFault) -> 
     command
 }
 
-pub fn sweep(scenario: &str, spec: &SweepSpec) -> SweepReport {
-    let mut rows = Vec::new();
-    let mut fingerprints = String::new();
-    for &sink in &spec.sinks {
-        let run_spec = RunSpec {
-            events: spec.events.clone(),
-            config: EngineConfig {
+/// One point of a sweep: one or two faults on one sink.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SweepPoint {
+    pub sink: SinkKind,
+    /// The row it is tallied in: a fault kind, or "first+second" at depth 2.
+    pub row: String,
+    pub faults: Vec<PlannedFault>,
+}
+
+/// What one point's run came to: a line of a shard file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PointRecord {
+    pub index: u64,
+    pub sink: SinkKind,
+    pub row: String,
+    pub faults: Vec<PlannedFault>,
+    pub duplicates: u64,
+    pub lost: u64,
+    pub wrong: u64,
+    pub corrupt: u64,
+    pub rolled_back: u64,
+    pub failed_recovery: bool,
+    pub failed: bool,
+    pub outcome: String,
+    pub fingerprint: String,
+    pub reproduce: String,
+}
+
+/// The fault-free run of every sink a sweep covers.
+pub fn baselines(
+    spec: &ScenarioSpec,
+    events: &[Event],
+    sinks: &[SinkKind],
+) -> Result<BTreeMap<SinkKind, Baseline>, KeelError> {
+    sinks
+        .iter()
+        .map(|&sink| {
+            Ok((
                 sink,
-                ..spec.config
-            },
-            plan: FaultPlan::none(),
-            seed: spec.seed,
-            restart_delay_ms: spec.restart_delay_ms,
-            sector_size_bytes: spec.sector_size_bytes,
-        };
-        let (baseline, site_rows) = sites(&run_spec);
-        let expected = Expected::from_baseline(&baseline, &run_spec.config);
-        for &kind in &spec.faults {
-            let mut row = SweepRow {
-                sink: sink.name().to_string(),
-                fault: kind.name().to_string(),
-                ..SweepRow::default()
-            };
-            for planned in points(&site_rows, kind, spec.seed, spec.outage_ms) {
-                let plan = FaultPlan::new([planned]).expect("one fault");
-                let result = run(&RunSpec {
-                    plan,
-                    ..run_spec.clone()
-                });
-                let verdict = judge(&expected, &result, &run_spec.config);
-                fingerprints.push_str(&format!(
-                    "{sink} {} {}\n",
-                    planned.fault,
-                    result.world.fingerprint()
-                ));
-                row.points += 1;
-                row.points_with_duplicates += u64::from(verdict.duplicates > 0);
-                row.duplicates += verdict.duplicates;
-                row.points_with_loss += u64::from(verdict.lost > 0);
-                row.lost += verdict.lost;
-                row.wrong += verdict.wrong;
-                row.corrupt += verdict.corrupt;
-                row.rolled_back += u64::from(verdict.rolled_back > 0);
-                row.failed_recoveries += u64::from(verdict.recovery != Recovery::Ok);
-                if row.first_failure.is_none() && is_failure(&verdict, sink) {
-                    row.first_failure = Some(FirstFailure {
-                        step: planned.step,
-                        crash_state: match planned.fault {
-                            Fault::PowerLoss { state, .. } => Some(state),
-                            _ => None,
-                        },
-                        outcome: verdict.summary(),
-                        reproduce: reproduce_point(&spec.reproduce_prefix, sink, &planned),
+                Baseline::new(spec.run_spec(events, sink, FaultPlan::none())?),
+            ))
+        })
+        .collect()
+}
+
+/// Every point of the sweep, in report order (sink, row, first step, second step).
+pub fn sweep_points(
+    spec: &ScenarioSpec,
+    sweep: &SweepSpec,
+    baselines: &BTreeMap<SinkKind, Baseline>,
+) -> Vec<SweepPoint> {
+    assert!(sweep.depth == 1 || sweep.depth == 2);
+    let mut all = Vec::new();
+    for &sink in &sweep.sinks {
+        let baseline = &baselines[&sink];
+        for &first_kind in &sweep.faults {
+            let firsts = points(&baseline.sites, first_kind, spec.seed, sweep.outage_ms);
+            if sweep.depth == 1 {
+                all.extend(firsts.into_iter().map(|first| SweepPoint {
+                    sink,
+                    row: first_kind.name().to_string(),
+                    faults: vec![first],
+                }));
+                continue;
+            }
+            for &second_kind in &sweep.faults {
+                let row = format!("{first_kind}+{second_kind}");
+                for first in &firsts {
+                    // The second fault aims at the steps of the run the first one changed,
+                    // recovery included: record that run's sites.
+                    let after_first = run_recording_crash_states(&RunSpec {
+                        plan: FaultPlan::new([*first]).expect("one fault"),
+                        ..baseline.spec.clone()
                     });
+                    let later: Vec<SiteRow> = sites_from_run(&after_first)
+                        .into_iter()
+                        .filter(|site| site.step > first.step)
+                        .collect();
+                    for second in points(&later, second_kind, spec.seed, sweep.outage_ms) {
+                        all.push(SweepPoint {
+                            sink,
+                            row: row.clone(),
+                            faults: vec![*first, second],
+                        });
+                    }
                 }
             }
-            rows.push(row);
+        }
+    }
+    all
+}
+
+/// Runs one point and judges it.
+pub fn run_point(
+    spec: &ScenarioSpec,
+    baselines: &BTreeMap<SinkKind, Baseline>,
+    index: u64,
+    point: &SweepPoint,
+) -> PointRecord {
+    let baseline = &baselines[&point.sink];
+    let plan = FaultPlan::new(point.faults.iter().copied()).expect("distinct steps");
+    let result = run(&RunSpec {
+        plan: plan.clone(),
+        ..baseline.spec.clone()
+    });
+    let verdict = judge(&baseline.expected, &result, &baseline.spec.config);
+    let reproduce = match point.faults.as_slice() {
+        [only] => reproduce_point(&spec.command("run"), point.sink, only),
+        _ => replay_plan_command(
+            &|command, _| spec.command(command),
+            spec.seed,
+            point.sink,
+            &plan,
+        ),
+    };
+    PointRecord {
+        index,
+        sink: point.sink,
+        row: point.row.clone(),
+        faults: point.faults.clone(),
+        duplicates: verdict.duplicates,
+        lost: verdict.lost,
+        wrong: verdict.wrong,
+        corrupt: verdict.corrupt,
+        rolled_back: verdict.rolled_back,
+        failed_recovery: verdict.recovery != Recovery::Ok,
+        failed: is_failure(&verdict, point.sink),
+        outcome: verdict.summary(),
+        fingerprint: result.world.fingerprint().to_string(),
+        reproduce,
+    }
+}
+
+/// Tallies point records (in point order) into rows, in the order rows first appear.
+pub fn aggregate(scenario: &str, protocol: &str, records: &[PointRecord]) -> SweepReport {
+    let mut rows: Vec<SweepRow> = Vec::new();
+    let mut fingerprints = String::new();
+    for record in records {
+        let sink = record.sink.name();
+        let position = rows
+            .iter()
+            .position(|r| r.sink == sink && r.fault == record.row);
+        let row = match position {
+            Some(i) => &mut rows[i],
+            None => {
+                rows.push(SweepRow {
+                    sink: sink.to_string(),
+                    fault: record.row.clone(),
+                    ..SweepRow::default()
+                });
+                rows.last_mut().expect("just pushed")
+            }
+        };
+        let faults: Vec<String> = record
+            .faults
+            .iter()
+            .map(|f| format!("{}@{}", f.fault, f.step))
+            .collect();
+        fingerprints.push_str(&format!(
+            "{sink} {} {}\n",
+            faults.join(","),
+            record.fingerprint
+        ));
+        row.points += 1;
+        row.points_with_duplicates += u64::from(record.duplicates > 0);
+        row.duplicates += record.duplicates;
+        row.points_with_loss += u64::from(record.lost > 0);
+        row.lost += record.lost;
+        row.wrong += record.wrong;
+        row.corrupt += record.corrupt;
+        row.rolled_back += u64::from(record.rolled_back > 0);
+        row.failed_recoveries += u64::from(record.failed_recovery);
+        if row.first_failure.is_none() && record.failed {
+            let first = record.faults[0];
+            row.first_failure = Some(FirstFailure {
+                step: first.step,
+                crash_state: match first.fault {
+                    Fault::PowerLoss { state, .. } => Some(state),
+                    _ => None,
+                },
+                outcome: record.outcome.clone(),
+                reproduce: record.reproduce.clone(),
+            });
         }
     }
     SweepReport {
         scenario: scenario.to_string(),
-        protocol: spec.config.protocol.name().to_string(),
+        protocol: protocol.to_string(),
         rows,
         fingerprint: Fingerprint::of(fingerprints.as_bytes()).to_string(),
     }

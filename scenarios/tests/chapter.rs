@@ -9,14 +9,16 @@ fn run_json(args: &[&str]) -> Value {
     let mut argv = vec!["keel", "run", "--format", "json"];
     argv.extend_from_slice(args);
     let cli = Cli::try_parse_from(&argv).expect("valid command line");
-    let output = execute(&cli).expect("keel run succeeds");
+    let output = execute(&cli).expect("keel run succeeds").stdout;
     serde_json::from_str(&output).expect("keel run --format json prints one JSON object")
 }
 
 fn run_text(args: &[&str]) -> String {
     let mut argv = vec!["keel", "run"];
     argv.extend_from_slice(args);
-    execute(&Cli::try_parse_from(&argv).unwrap()).unwrap()
+    execute(&Cli::try_parse_from(&argv).unwrap())
+        .unwrap()
+        .stdout
 }
 
 /// Asserts that every field of `expected` is in `actual` with the same value (recursively
@@ -224,7 +226,8 @@ fn json_output_snapshot() {
         ])
         .unwrap(),
     )
-    .unwrap();
+    .unwrap()
+    .stdout;
     insta::with_settings!({snapshot_path => "../../snapshots", prepend_module_to_snapshot => false}, {
         insta::assert_snapshot!("run_crash_after_14_append_json", output);
     });

@@ -64,7 +64,7 @@ fn fingerprints_are_pinned() {
         crash_plan(SinkKind::Append, CrashRequest::AfterEvent(14)),
     ));
     assert_eq!(baseline.world.fingerprint().to_string(), "f3c127574d57c011");
-    assert_eq!(crash.world.fingerprint().to_string(), "6e729f35ac5a4f24");
+    assert_eq!(crash.world.fingerprint().to_string(), "8c5181a916ed86b9");
 }
 
 #[test]
@@ -83,7 +83,7 @@ fn the_trace_reads_as_the_chapter_tells_it() {
     let around_crash: Vec<&str> = lines
         .iter()
         .skip_while(|l| !l.contains("source.read event 15"))
-        .take(6)
+        .take(8)
         .map(String::as_str)
         .collect();
     assert_eq!(
@@ -94,6 +94,8 @@ fn the_trace_reads_as_the_chapter_tells_it() {
             "restart t=5000ms p1",
             "step 26 t=5000ms p1 disk.list .",
             "step 27 t=5000ms p1 disk.read state-8.json",
+            "step 28 t=5000ms p1 disk.fsync state-8.json",
+            "step 29 t=5000ms p1 disk.fsync-dir .",
             "note t=5000ms p1 recovery: restore state-8.json, resume from event 8",
         ]
     );

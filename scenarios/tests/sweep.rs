@@ -7,7 +7,9 @@ use serde_json::Value;
 fn keel(args: &[&str]) -> String {
     let mut argv = vec!["keel"];
     argv.extend_from_slice(args);
-    execute(&Cli::try_parse_from(&argv).expect("valid command line")).expect("keel succeeds")
+    execute(&Cli::try_parse_from(&argv).expect("valid command line"))
+        .expect("keel succeeds")
+        .stdout
 }
 
 fn sweep_json(protocol: &str, extra: &[&str]) -> Value {

@@ -150,6 +150,15 @@ impl fmt::Display for PlanError {
 
 impl std::error::Error for PlanError {}
 
+/// A fault plan as a file holds it (JSON): the faults in step order and the kill time.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanFile {
+    pub faults: Vec<PlannedFault>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kill_at_ms: Option<u64>,
+}
+
 /// Which fault (if any) to inject at each step. At most one fault per step.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FaultPlan {
@@ -201,6 +210,21 @@ impl FaultPlan {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The plan as a file holds it.
+    pub fn to_file(&self) -> PlanFile {
+        PlanFile {
+            faults: self.faults(),
+            kill_at_ms: self.kill_at_ms,
+        }
+    }
+
+    /// The plan a file holds; two faults at one step are an error.
+    pub fn from_file(file: PlanFile) -> Result<FaultPlan, PlanError> {
+        let mut plan = FaultPlan::new(file.faults)?;
+        plan.kill_at_ms = file.kill_at_ms;
+        Ok(plan)
     }
 
     /// The faults in step order.

@@ -10,6 +10,7 @@ pub mod disk;
 pub mod fault;
 pub mod rng;
 pub mod trace;
+pub mod txlog;
 pub mod world;
 
 pub use clock::Clock;
@@ -17,4 +18,8 @@ pub use disk::{Disk, DiskError};
 pub use fault::{CrashPoint, Fault, FaultKind, FaultPlan, PlanError, PlannedFault};
 pub use rng::{SeedTree, Subsystem};
 pub use trace::{Fingerprint, Trace, TraceLine};
+pub use txlog::{
+    AbortReason, EntryKind, LogEntry, LogError, LogRecord, OpenTransaction, Producer,
+    ResumeOutcome, TxLog, TxnStatus,
+};
 pub use world::{Crash, CrashKind, Env, RequestError, Site, World};

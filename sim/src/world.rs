@@ -8,7 +8,8 @@
 
 use crate::clock::Clock;
 use crate::disk::Disk;
-use crate::fault::{CrashPoint, Fault, FaultPlan};
+use crate::disk::POWER_LOSS_ENUMERATION_BOUND;
+use crate::fault::{CrashPoint, Fault, FaultPlan, PlannedFault};
 use crate::rng::SeedTree;
 use crate::trace::{Fingerprint, Trace, TraceLine};
 use std::fmt;
@@ -100,6 +101,9 @@ pub struct World {
     kill_done: bool,
     /// When recording: the number of power-loss crash states after each step's effect.
     crash_state_counts: Option<Vec<Option<u64>>>,
+    /// The planned faults that took effect, in order (a fault aimed at a step where it does
+    /// not apply, or at a step the run never reached, is not here).
+    injected: Vec<PlannedFault>,
 }
 
 impl World {
@@ -121,6 +125,7 @@ impl World {
             trace: Trace::default(),
             kill_done: false,
             crash_state_counts: None,
+            injected: Vec::new(),
         }
     }
 
@@ -155,6 +160,15 @@ impl World {
         self.trace.fingerprint()
     }
 
+    /// The planned faults that took effect so far, in order.
+    pub fn faults_injected(&self) -> &[PlannedFault] {
+        &self.injected
+    }
+
+    fn injected_at(&mut self, step: u64, fault: Fault) {
+        self.injected.push(PlannedFault { step, fault });
+    }
+
     /// Records, after each step's effect, how many crash states a power loss there could
     /// leave the disk in (a sweep reads them off the fault-free run).
     pub fn record_crash_states(&mut self) {
@@ -169,7 +183,8 @@ impl World {
 
     fn record_crash_state_count(&mut self, step: u64) {
         if let Some(counts) = &mut self.crash_state_counts {
-            assert_eq!(counts.len() as u64, step);
+            // A step cut short by a crash before its effect has no count of its own.
+            counts.resize(step as usize, None);
             counts.push(self.env.disk.power_loss_states().count());
         }
     }
@@ -195,6 +210,12 @@ impl World {
     fn kill_by_clock(&mut self) -> Crash {
         assert!(!self.kill_done);
         self.kill_done = true;
+        self.injected_at(
+            self.step_next,
+            Fault::ProcessCrash {
+                at: CrashPoint::Before,
+            },
+        );
         self.crash(self.step_next, CrashPoint::Before, CrashKind::Process)
     }
 
@@ -234,9 +255,17 @@ impl World {
     ) -> Result<(), Crash> {
         match fault {
             Some(Fault::ProcessCrash { at: planned }) if planned == at => {
+                self.injected_at(step, fault.expect("matched"));
                 Err(self.crash(step, at, CrashKind::Process))
             }
             Some(Fault::PowerLoss { at: planned, state }) if planned == at => {
+                // A state number beyond an enumerable count wraps, so any u64 a generator
+                // draws names a state; `keel run --crash-state` checks the range instead.
+                let state = match self.env.disk.power_loss_states().count() {
+                    Some(count) if count <= POWER_LOSS_ENUMERATION_BOUND => state % count,
+                    _ => state,
+                };
+                self.injected_at(step, Fault::PowerLoss { at, state });
                 let outcome = self.env.disk.power_loss(state);
                 self.note(format!("power loss: {outcome}"));
                 Err(self.crash(step, at, CrashKind::PowerLoss { state }))
@@ -265,12 +294,20 @@ impl World {
     ) -> Result<T, Crash> {
         let (step, fault) = self.begin_step(op, target.into())?;
         self.crash_if_planned(step, fault, CrashPoint::Before)?;
-        if fault == Some(Fault::DiskError) {
-            self.env.disk.inject_error();
+        match fault {
+            Some(Fault::DiskError) => self.env.disk.inject_error(),
+            Some(f @ (Fault::SinkError | Fault::AckLost | Fault::SinkUnavailable { .. })) => {
+                self.note(format!("{f}: does not apply to a local step"));
+            }
+            _ => {}
         }
         let output = effect(&mut self.env);
-        if self.env.disk.clear_injected_error() {
-            self.note("disk-error: the step did no disk operation it could fail");
+        if fault == Some(Fault::DiskError) {
+            if self.env.disk.clear_injected_error() {
+                self.note("disk-error: the step did no disk operation it could fail");
+            } else {
+                self.injected_at(step, Fault::DiskError);
+            }
         }
         self.record_crash_state_count(step);
         self.crash_if_planned(step, fault, CrashPoint::After)?;
@@ -288,9 +325,15 @@ impl World {
         let (step, fault) = self.begin_step(op, target.into())?;
         self.crash_if_planned(step, fault, CrashPoint::Before)?;
         let now_ms = self.now_ms();
-        if let Some(Fault::SinkUnavailable { duration_ms }) = fault {
-            let until_ms = now_ms.saturating_add(duration_ms);
-            self.env.sink_down_until_ms = self.env.sink_down_until_ms.max(until_ms);
+        match fault {
+            Some(f @ (Fault::SinkError | Fault::AckLost)) => self.injected_at(step, f),
+            Some(f @ Fault::SinkUnavailable { duration_ms }) => {
+                self.injected_at(step, f);
+                let until_ms = now_ms.saturating_add(duration_ms);
+                self.env.sink_down_until_ms = self.env.sink_down_until_ms.max(until_ms);
+            }
+            Some(Fault::DiskError) => self.note("disk-error: does not apply to a sink request"),
+            _ => {}
         }
         let outcome = if now_ms < self.env.sink_down_until_ms {
             Err(RequestError::Unavailable)

@@ -1,0 +1,85 @@
+//! `ScenarioSpec`: everything that, with a sink and a plan, determines a run. Serializable,
+//! so shard files can carry it and `keel merge` can rebuild (and shrink) what a shard ran.
+
+use crate::error::KeelError;
+use crate::runner::RunSpec;
+use keel_engine::{CheckpointProtocol, EngineConfig, Event, SinkKind};
+use keel_sim::FaultPlan;
+use serde::{Deserialize, Serialize};
+
+/// The input and every engine and world knob, as the command line gave them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScenarioSpec {
+    /// A shipped scenario's name (when `events` is not set).
+    pub scenario: Option<String>,
+    /// A path to an events file.
+    pub events: Option<String>,
+    pub window: i64,
+    pub out_of_orderness: i64,
+    pub checkpoint_every: u64,
+    pub event_interval_ms: u64,
+    pub restart_delay_ms: u64,
+    pub protocol: CheckpointProtocol,
+    pub seed: u64,
+    pub sector_size_bytes: usize,
+}
+
+impl ScenarioSpec {
+    /// The name a report shows: the scenario's, or the events file's path.
+    pub fn label(&self) -> String {
+        match (&self.events, &self.scenario) {
+            (Some(path), _) => path.clone(),
+            (None, Some(name)) => name.clone(),
+            (None, None) => "ch04".to_string(),
+        }
+    }
+
+    pub fn config(&self, sink: SinkKind) -> Result<EngineConfig, KeelError> {
+        let config = EngineConfig {
+            window_size: self.window,
+            out_of_orderness: self.out_of_orderness,
+            checkpoint_every: self.checkpoint_every,
+            sink,
+            protocol: self.protocol,
+            event_interval_ms: self.event_interval_ms,
+        };
+        config.validate().map_err(KeelError::usage)?;
+        Ok(config)
+    }
+
+    pub fn run_spec(
+        &self,
+        events: &[Event],
+        sink: SinkKind,
+        plan: FaultPlan,
+    ) -> Result<RunSpec, KeelError> {
+        Ok(RunSpec {
+            events: events.to_vec(),
+            config: self.config(sink)?,
+            plan,
+            seed: self.seed,
+            restart_delay_ms: self.restart_delay_ms,
+            sector_size_bytes: self.sector_size_bytes,
+        })
+    }
+
+    /// `keel <command>` with this spec's options, as a user would type it.
+    pub fn command(&self, command: &str) -> String {
+        let mut parts = vec![format!("keel {command}")];
+        match &self.events {
+            Some(path) => parts.push(format!("--events {path}")),
+            None => parts.push(format!("--scenario {}", self.label())),
+        }
+        parts.push(format!("--window {}", self.window));
+        parts.push(format!("--out-of-orderness {}", self.out_of_orderness));
+        parts.push(format!("--checkpoint-every {}", self.checkpoint_every));
+        parts.push(format!("--event-interval-ms {}", self.event_interval_ms));
+        parts.push(format!("--restart-delay-ms {}", self.restart_delay_ms));
+        parts.push(format!("--checkpoint-protocol {}", self.protocol));
+        if self.sector_size_bytes != crate::runner::SECTOR_SIZE_BYTES_DEFAULT {
+            parts.push(format!("--sector-size-bytes {}", self.sector_size_bytes));
+        }
+        parts.push(format!("--seed {}", self.seed));
+        parts.join(" ")
+    }
+}
