@@ -25,8 +25,33 @@ pub struct EngineConfig {
     pub checkpoint_every: u64,
     pub sink: SinkKind,
     pub protocol: CheckpointProtocol,
+    /// How records are keyed (what the idempotent sink deduplicates by).
+    pub key: KeyScheme,
     /// Event i arrives at i * event_interval_ms of simulated time.
     pub event_interval_ms: u64,
+}
+
+/// How a record's idempotency key is made.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeyScheme {
+    /// The chapter's stable key: (event index, window end); a replay makes the same keys.
+    #[default]
+    EventIndex,
+    /// (processing time, window end): a replay makes new keys and deduplication fails.
+    ProcessingTime,
 }
 
 impl Default for EngineConfig {
@@ -37,6 +62,7 @@ impl Default for EngineConfig {
             checkpoint_every: 8,
             sink: SinkKind::Append,
             protocol: CheckpointProtocol::Safe,
+            key: KeyScheme::EventIndex,
             event_interval_ms: 300,
         }
     }
@@ -263,8 +289,9 @@ impl Engine {
             world.sleep_until(self.config.arrival_ms(index))?;
             world.effect("source.read", read_target(index), |_| ())?;
             let event = events[index as usize];
+            let key_prefix = self.key_prefix(world, &index.to_string());
             let records = self.state.on_event(
-                index as usize,
+                &key_prefix,
                 event,
                 self.config.window_size,
                 self.config.out_of_orderness,
@@ -278,11 +305,21 @@ impl Engine {
             }
         }
         world.effect("source.read", END_OF_INPUT, |_| ())?;
-        for record in &self.state.flush(self.config.out_of_orderness) {
+        let key_prefix = self.key_prefix(world, "flush");
+        for record in &self.state.flush(&key_prefix, self.config.out_of_orderness) {
             self.write(world, record)?;
         }
         self.sink_mut().sync(world)?;
         Ok(())
+    }
+
+    /// The prefix of the keys of the records emitted now: the stable one (event index, or
+    /// "flush"), or the processing time, which a replay does not reproduce.
+    fn key_prefix(&self, world: &World, stable: &str) -> String {
+        match self.config.key {
+            KeyScheme::EventIndex => stable.to_string(),
+            KeyScheme::ProcessingTime => format!("pt{}", world.now_ms()),
+        }
     }
 
     fn sink_mut(&mut self) -> &mut SinkConnector {

@@ -13,7 +13,7 @@ pub mod sink;
 pub mod window;
 
 pub use checkpoint::Checkpoint;
-pub use engine::{Engine, EngineConfig, EngineError, IncarnationStats, Interrupt};
+pub use engine::{Engine, EngineConfig, EngineError, IncarnationStats, Interrupt, KeyScheme};
 pub use event::{parse_events, Event, EventParseError};
 pub use protocol::CheckpointProtocol;
 pub use record::{Record, RecordKind};

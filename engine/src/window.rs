@@ -31,10 +31,11 @@ impl OperatorState {
         self.max_ts.map(|max_ts| max_ts - out_of_orderness)
     }
 
-    /// Applies event `index` and returns the records it emits, in emission order.
+    /// Applies an event and returns the records it emits, in emission order. Their keys are
+    /// "<key_prefix>:<window end>": the chapter's stable key uses the event index as prefix.
     pub fn on_event(
         &mut self,
-        index: usize,
+        key_prefix: &str,
         event: Event,
         window_size: i64,
         out_of_orderness: i64,
@@ -53,7 +54,7 @@ impl OperatorState {
         let mut records = Vec::new();
         if late {
             records.push(Record {
-                key: format!("{index}:{end}"),
+                key: format!("{key_prefix}:{end}"),
                 window_end: end,
                 sum,
                 watermark,
@@ -66,7 +67,7 @@ impl OperatorState {
             }
             window.fired = true;
             records.push(Record {
-                key: format!("{index}:{window_end}"),
+                key: format!("{key_prefix}:{window_end}"),
                 window_end,
                 sum: window.sum,
                 watermark,
@@ -76,8 +77,9 @@ impl OperatorState {
         records
     }
 
-    /// End of input: every window that has not fired is flushed, in ascending end order.
-    pub fn flush(&mut self, out_of_orderness: i64) -> Vec<Record> {
+    /// End of input: every window that has not fired is flushed, in ascending end order,
+    /// keyed "<key_prefix>:<window end>" (the chapter's key uses "flush").
+    pub fn flush(&mut self, key_prefix: &str, out_of_orderness: i64) -> Vec<Record> {
         let Some(watermark) = self.watermark(out_of_orderness) else {
             assert!(self.windows.is_empty());
             return Vec::new();
@@ -89,7 +91,7 @@ impl OperatorState {
             }
             window.fired = true;
             records.push(Record {
-                key: format!("flush:{window_end}"),
+                key: format!("{key_prefix}:{window_end}"),
                 window_end,
                 sum: window.sum,
                 watermark,
@@ -122,9 +124,9 @@ mod tests {
         let mut state = OperatorState::default();
         let mut out = Vec::new();
         for (i, &(ts, value)) in ts_values.iter().enumerate() {
-            out.extend(state.on_event(i, Event { ts, value }, window, ooo));
+            out.extend(state.on_event(&i.to_string(), Event { ts, value }, window, ooo));
         }
-        out.extend(state.flush(ooo));
+        out.extend(state.flush("flush", ooo));
         (out.iter().map(|r| r.to_json_line()).collect(), state)
     }
 

@@ -10,7 +10,10 @@ use crate::explore::{
 use crate::oracle::{judge, Expectation};
 use crate::parallel::{default_jobs, par_map};
 use crate::report::{run_report, CrashRequest};
-use crate::runner::{run, RunResult, RunSpec, RESTART_DELAY_MS_DEFAULT, SECTOR_SIZE_BYTES_DEFAULT};
+use crate::runner::{
+    run, RunResult, RunSpec, RESTART_DELAY_MS_DEFAULT, SECTOR_SIZE_BYTES_DEFAULT,
+    TRANSACTION_TIMEOUT_MS_DEFAULT,
+};
 use crate::shrink::shrink;
 use crate::spec::ScenarioSpec;
 use crate::sweep::{
@@ -20,7 +23,7 @@ use crate::sweep::{
 use crate::table::TableFormat;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use keel_engine::{CheckpointProtocol, Event, SinkKind};
+use keel_engine::{CheckpointProtocol, Event, KeyScheme, SinkKind};
 use keel_sim::fault::PlanFile;
 use keel_sim::{CrashPoint, Fault, FaultKind, FaultPlan, PlannedFault, TraceLine};
 use std::collections::BTreeMap;
@@ -345,9 +348,36 @@ pub struct ScenarioArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
 
+    /// How records are keyed: the chapter's stable key, or processing time (the exercise
+    /// where replays make new keys and the idempotent sink stops deduplicating).
+    #[arg(long, value_enum, default_value_t = KeyArg::EventIndex)]
+    pub key: KeyArg,
+
+    /// The transactional sink's log aborts a transaction open longer than this (simulated ms).
+    #[arg(long, value_name = "MS", default_value_t = TRANSACTION_TIMEOUT_MS_DEFAULT)]
+    pub transaction_timeout_ms: u64,
+
     /// The simulated disk's sector: the unit a write tears at on power loss.
     #[arg(long, value_name = "BYTES", default_value_t = SECTOR_SIZE_BYTES_DEFAULT as u64, value_parser = clap::value_parser!(u64).range(1..=2_097_152))]
     pub sector_size_bytes: u64,
+}
+
+/// How records are keyed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum KeyArg {
+    /// (event index, window end): stable across replays.
+    EventIndex,
+    /// (processing time, window end): every replay makes new keys.
+    ProcessingTime,
+}
+
+impl From<KeyArg> for KeyScheme {
+    fn from(key: KeyArg) -> Self {
+        match key {
+            KeyArg::EventIndex => KeyScheme::EventIndex,
+            KeyArg::ProcessingTime => KeyScheme::ProcessingTime,
+        }
+    }
 }
 
 /// A checkpoint protocol (see the README's protocol table).
@@ -595,6 +625,8 @@ fn scenario_spec(args: &ScenarioArgs) -> ScenarioSpec {
         event_interval_ms: args.event_interval_ms,
         restart_delay_ms: args.restart_delay_ms,
         protocol: args.checkpoint_protocol.into(),
+        key: args.key.into(),
+        transaction_timeout_ms: args.transaction_timeout_ms,
         seed: args.seed,
         sector_size_bytes: args.sector_size_bytes as usize,
     }

@@ -4,7 +4,7 @@
 use keel_engine::{
     Engine, EngineConfig, EngineError, Event, IncarnationStats, Interrupt, OperatorState, Record,
 };
-use keel_sim::{Crash, Disk, FaultPlan, World};
+use keel_sim::{Crash, Disk, Env, FaultPlan, TxLog, World};
 
 /// More restarts than this means recovery loops: an outcome, not a hang.
 pub const RESTARTS_MAX: u32 = 64;
@@ -22,7 +22,12 @@ pub struct RunSpec {
     pub restart_delay_ms: u64,
     /// The unit a write tears at on power loss.
     pub sector_size_bytes: usize,
+    /// The transactional log aborts a transaction open longer than this.
+    pub transaction_timeout_ms: u64,
 }
+
+/// Default transaction timeout of the simulated log (Kafka's default is 60 s).
+pub const TRANSACTION_TIMEOUT_MS_DEFAULT: u64 = 60_000;
 
 /// Default sector size of the simulated disk.
 pub const SECTOR_SIZE_BYTES_DEFAULT: usize = 512;
@@ -125,10 +130,13 @@ pub fn run_recording_crash_states(spec: &RunSpec) -> RunResult {
 }
 
 fn new_world(spec: &RunSpec, plan: FaultPlan) -> World {
-    World::with_disk(
+    World::with_env(
         spec.seed,
         plan,
-        Disk::with_sector_size(spec.sector_size_bytes),
+        Env::new(
+            Disk::with_sector_size(spec.sector_size_bytes),
+            TxLog::new(spec.transaction_timeout_ms),
+        ),
     )
 }
 

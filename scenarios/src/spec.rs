@@ -3,7 +3,7 @@
 
 use crate::error::KeelError;
 use crate::runner::RunSpec;
-use keel_engine::{CheckpointProtocol, EngineConfig, Event, SinkKind};
+use keel_engine::{CheckpointProtocol, EngineConfig, Event, KeyScheme, SinkKind};
 use keel_sim::FaultPlan;
 use serde::{Deserialize, Serialize};
 
@@ -20,6 +20,8 @@ pub struct ScenarioSpec {
     pub event_interval_ms: u64,
     pub restart_delay_ms: u64,
     pub protocol: CheckpointProtocol,
+    pub key: KeyScheme,
+    pub transaction_timeout_ms: u64,
     pub seed: u64,
     pub sector_size_bytes: usize,
 }
@@ -41,6 +43,7 @@ impl ScenarioSpec {
             checkpoint_every: self.checkpoint_every,
             sink,
             protocol: self.protocol,
+            key: self.key,
             event_interval_ms: self.event_interval_ms,
         };
         config.validate().map_err(KeelError::usage)?;
@@ -60,6 +63,7 @@ impl ScenarioSpec {
             seed: self.seed,
             restart_delay_ms: self.restart_delay_ms,
             sector_size_bytes: self.sector_size_bytes,
+            transaction_timeout_ms: self.transaction_timeout_ms,
         })
     }
 
@@ -76,6 +80,15 @@ impl ScenarioSpec {
         parts.push(format!("--event-interval-ms {}", self.event_interval_ms));
         parts.push(format!("--restart-delay-ms {}", self.restart_delay_ms));
         parts.push(format!("--checkpoint-protocol {}", self.protocol));
+        if self.key == KeyScheme::ProcessingTime {
+            parts.push("--key processing-time".to_string());
+        }
+        if self.transaction_timeout_ms != crate::runner::TRANSACTION_TIMEOUT_MS_DEFAULT {
+            parts.push(format!(
+                "--transaction-timeout-ms {}",
+                self.transaction_timeout_ms
+            ));
+        }
         if self.sector_size_bytes != crate::runner::SECTOR_SIZE_BYTES_DEFAULT {
             parts.push(format!("--sector-size-bytes {}", self.sector_size_bytes));
         }

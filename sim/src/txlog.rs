@@ -122,6 +122,8 @@ pub struct LogEntry {
     pub transactional_id: String,
     pub epoch: u32,
     pub kind: EntryKind,
+    /// Simulated time the entry was appended (for visibility delays).
+    pub at_ms: u64,
 }
 
 /// One line, e.g. `7 data keel-sink e2 "{\"w\":1}"`, `8 commit keel-sink e2`,
@@ -135,6 +137,7 @@ impl fmt::Display for LogEntry {
             transactional_id,
             epoch,
             kind,
+            at_ms: _,
         } = self;
         match kind {
             EntryKind::Data { payload } => {
@@ -727,6 +730,7 @@ impl TxLog {
             transactional_id: transaction.transactional_id.clone(),
             epoch: transaction.epoch,
             kind,
+            at_ms: self.now_ms,
         });
         self.entry_txns.push(txn);
         offset

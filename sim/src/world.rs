@@ -12,6 +12,7 @@ use crate::disk::POWER_LOSS_ENUMERATION_BOUND;
 use crate::fault::{CrashPoint, Fault, FaultPlan, PlannedFault};
 use crate::rng::SeedTree;
 use crate::trace::{Fingerprint, Trace, TraceLine};
+use crate::txlog::TxLog;
 use std::fmt;
 
 /// A run that takes more steps than this is a bug (an unbounded loop), not a long run.
@@ -80,12 +81,34 @@ impl fmt::Display for RequestError {
 }
 
 /// What an effect may touch: the parts of the world that outlive a process.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Env {
     pub clock: Clock,
     pub disk: Disk,
+    /// The transactional log service (the two-phase-commit sink's broker).
+    pub txlog: TxLog,
     /// The sink refuses every request until this time (a sink outage).
     pub sink_down_until_ms: u64,
+}
+
+/// Default transaction timeout of an `Env::default()` log (Kafka's default is 60 s).
+const TRANSACTION_TIMEOUT_MS_DEFAULT: u64 = 60_000;
+
+impl Env {
+    pub fn new(disk: Disk, txlog: TxLog) -> Env {
+        Env {
+            clock: Clock::default(),
+            disk,
+            txlog,
+            sink_down_until_ms: 0,
+        }
+    }
+}
+
+impl Default for Env {
+    fn default() -> Self {
+        Env::new(Disk::new(), TxLog::new(TRANSACTION_TIMEOUT_MS_DEFAULT))
+    }
 }
 
 /// The simulated world. Clone it to fork a run at any point.
@@ -113,11 +136,17 @@ impl World {
 
     /// A world whose disk is `disk` (e.g. one with another sector size).
     pub fn with_disk(seed: u64, plan: FaultPlan, disk: Disk) -> Self {
+        World::with_env(
+            seed,
+            plan,
+            Env::new(disk, TxLog::new(TRANSACTION_TIMEOUT_MS_DEFAULT)),
+        )
+    }
+
+    /// A world whose outliving parts (disk, log) are `env`.
+    pub fn with_env(seed: u64, plan: FaultPlan, env: Env) -> Self {
         World {
-            env: Env {
-                disk,
-                ..Env::default()
-            },
+            env,
             seeds: SeedTree::new(seed),
             plan,
             step_next: 0,
