@@ -27,6 +27,16 @@ pub struct Checkpoint {
     /// The index of the next event to read after restoring this checkpoint.
     pub index: u64,
     pub state: OperatorState,
+    /// Pre-committed sink transactions that recovery must commit (two-phase-commit sink).
+    pub transactions: Vec<PendingTxn>,
+}
+
+/// A sink transaction pre-committed by a checkpoint: (transactional id, producer epoch).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PendingTxn {
+    pub id: String,
+    pub epoch: u32,
 }
 
 /// Why a checkpoint file was not restored.
@@ -44,6 +54,8 @@ struct CheckpointFile {
     index: u64,
     max_ts: Option<i64>,
     windows: Vec<WindowFile>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    transactions: Vec<PendingTxn>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -86,6 +98,7 @@ impl Checkpoint {
                     fired: w.fired,
                 })
                 .collect(),
+            transactions: self.transactions.clone(),
         };
         serde_json::to_vec(&file).expect("a checkpoint always serializes")
     }
@@ -172,6 +185,7 @@ impl Checkpoint {
                 windows,
                 max_ts: file.max_ts,
             },
+            transactions: file.transactions,
         })
     }
 }
@@ -191,7 +205,11 @@ mod tests {
             },
         );
         state.max_ts = Some(9);
-        Checkpoint { index: 8, state }
+        Checkpoint {
+            index: 8,
+            state,
+            transactions: Vec::new(),
+        }
     }
 
     #[test]

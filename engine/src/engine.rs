@@ -9,6 +9,7 @@ use crate::event::{Event, JSON_SAFE_INT_MAX};
 use crate::protocol::CheckpointProtocol;
 use crate::record::Record;
 use crate::sink::{SinkConnector, SinkError, SinkKind, WriteOutcome};
+use crate::txsink::TxSink;
 use crate::window::OperatorState;
 use keel_sim::{Crash, World};
 use std::collections::BTreeSet;
@@ -165,12 +166,21 @@ pub struct IncarnationStats {
     pub processed_upto_index: u64,
 }
 
+/// The engine's end of its sink.
+#[derive(Clone, Debug)]
+enum Sink {
+    /// Append or idempotent: a file on the simulated disk.
+    File(SinkConnector),
+    /// Two-phase commit on the transactional log.
+    Log(TxSink),
+}
+
 /// One process incarnation of the engine.
 #[derive(Clone, Debug)]
 pub struct Engine {
     config: EngineConfig,
     state: OperatorState,
-    sink: Option<SinkConnector>,
+    sink: Option<Sink>,
     /// Indexes of the numbered checkpoint files this process knows to exist.
     checkpoint_files: BTreeSet<u64>,
     stats: IncarnationStats,
@@ -265,11 +275,20 @@ impl Engine {
             .iter()
             .filter_map(|name| Checkpoint::index_from_file_name(name))
             .collect();
-        self.sink = Some(SinkConnector::open(
-            self.config.sink,
-            world,
-            protocol.tail_repair(),
-        )?);
+        self.sink = Some(if self.config.sink.is_transactional() {
+            let restored = self
+                .stats
+                .restored
+                .as_ref()
+                .map_or(&[][..], |c| &c.transactions[..]);
+            Sink::Log(TxSink::open(world, restored, self.stats.resume_from_index)?)
+        } else {
+            Sink::File(SinkConnector::open(
+                self.config.sink,
+                world,
+                protocol.tail_repair(),
+            )?)
+        });
         Ok(())
     }
 
@@ -301,7 +320,7 @@ impl Engine {
             }
             self.stats.processed_upto_index = index + 1;
             if (index + 1) % self.config.checkpoint_every == 0 {
-                self.checkpoint(world, index + 1)?;
+                self.checkpoint(world, index + 1, false)?;
             }
         }
         world.effect("source.read", END_OF_INPUT, |_| ())?;
@@ -309,7 +328,15 @@ impl Engine {
         for record in &self.state.flush(&key_prefix, self.config.out_of_orderness) {
             self.write(world, record)?;
         }
-        self.sink_mut().sync(world)?;
+        match self
+            .sink
+            .as_mut()
+            .expect("recover opens the sink before run")
+        {
+            Sink::File(file) => file.sync(world)?,
+            // A final checkpoint commits the last transaction.
+            Sink::Log(_) => self.checkpoint(world, events.len() as u64, true)?,
+        }
         Ok(())
     }
 
@@ -322,19 +349,26 @@ impl Engine {
         }
     }
 
-    fn sink_mut(&mut self) -> &mut SinkConnector {
-        self.sink
-            .as_mut()
-            .expect("recover opens the sink before run")
+    /// Makes a file sink's writes durable (the log sink's pre-commit is a no-op).
+    fn sync_file_sink(&mut self, world: &mut World) -> Result<(), Interrupt> {
+        if let Some(Sink::File(file)) = self.sink.as_mut() {
+            file.sync(world)?;
+        }
+        Ok(())
     }
 
     fn write(&mut self, world: &mut World, record: &Record) -> Result<(), Interrupt> {
-        let sink = self
+        match self
             .sink
             .as_mut()
-            .expect("recover opens the sink before run");
-        if sink.write(world, record, &mut self.stats.written)? == WriteOutcome::Skipped {
-            self.stats.skipped += 1;
+            .expect("recover opens the sink before run")
+        {
+            Sink::File(file) => {
+                if file.write(world, record, &mut self.stats.written)? == WriteOutcome::Skipped {
+                    self.stats.skipped += 1;
+                }
+            }
+            Sink::Log(log) => log.write(world, record, &mut self.stats.written)?,
         }
         Ok(())
     }
@@ -342,15 +376,20 @@ impl Engine {
     /// Writes and commits the checkpoint `index` by the configured protocol. `safe`: sync the
     /// sink; write `state-<index>.json.tmp`, fsync it, rename it to `state-<index>.json`,
     /// fsync the directory; then delete older checkpoints.
-    fn checkpoint(&mut self, world: &mut World, index: u64) -> Result<(), Interrupt> {
+    fn checkpoint(&mut self, world: &mut World, index: u64, last: bool) -> Result<(), Interrupt> {
         let protocol = self.config.protocol;
+        let transactions = match self.sink.as_ref() {
+            Some(Sink::Log(log)) => vec![log.pending()],
+            _ => Vec::new(),
+        };
         let checkpoint = Checkpoint {
             index,
             state: self.state.clone(),
+            transactions,
         };
         let bytes = checkpoint.encode_file(protocol.checksum());
         if protocol.sink_sync_before_commit() {
-            self.sink_mut().sync(world)?;
+            self.sync_file_sink(world)?;
         }
         if protocol.in_place() {
             disk_step(world, "disk.create", IN_PLACE_FILE, |d| {
@@ -383,9 +422,13 @@ impl Engine {
             }
         }
         if !protocol.sink_sync_before_commit() {
-            self.sink_mut().sync(world)?;
+            self.sync_file_sink(world)?;
         }
         self.stats.last_committed = Some(checkpoint);
+        // Phase two: the checkpoint is committed, so its transaction may be.
+        if let Some(Sink::Log(log)) = self.sink.as_mut() {
+            log.commit(world, index, !last)?;
+        }
         Ok(())
     }
 

@@ -10,9 +10,10 @@ pub mod event;
 pub mod protocol;
 pub mod record;
 pub mod sink;
+pub mod txsink;
 pub mod window;
 
-pub use checkpoint::Checkpoint;
+pub use checkpoint::{Checkpoint, PendingTxn};
 pub use engine::{Engine, EngineConfig, EngineError, IncarnationStats, Interrupt, KeyScheme};
 pub use event::{parse_events, Event, EventParseError};
 pub use protocol::CheckpointProtocol;

@@ -26,19 +26,31 @@ pub enum SinkKind {
     Append,
     /// Skips a record whose key is already in the sink.
     Idempotent,
+    /// Two-phase commit on the transactional log: one transaction per checkpoint interval.
+    Transactional,
 }
 
 impl SinkKind {
-    pub const ALL: [SinkKind; 2] = [SinkKind::Append, SinkKind::Idempotent];
+    pub const ALL: [SinkKind; 3] = [
+        SinkKind::Append,
+        SinkKind::Idempotent,
+        SinkKind::Transactional,
+    ];
 
     pub fn name(&self) -> &'static str {
         match self {
             SinkKind::Append => "append",
             SinkKind::Idempotent => "idempotent",
+            SinkKind::Transactional => "transactional",
         }
     }
 
-    /// The sink's file on the simulated disk.
+    /// Whether the sink is the transactional log (else a file on the simulated disk).
+    pub fn is_transactional(&self) -> bool {
+        *self == SinkKind::Transactional
+    }
+
+    /// The sink's file on the simulated disk (the transactional sink has none).
     pub fn file_name(&self) -> String {
         format!("sink-{}.jsonl", self.name())
     }

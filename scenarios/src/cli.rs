@@ -529,6 +529,8 @@ pub enum SinkArg {
     Append,
     /// Deduplicates by the record's key (event index, window end).
     Idempotent,
+    /// Two-phase commit on a Kafka-like transactional log, one transaction per checkpoint.
+    Transactional,
 }
 
 impl From<SinkArg> for SinkKind {
@@ -536,6 +538,7 @@ impl From<SinkArg> for SinkKind {
         match sink {
             SinkArg::Append => SinkKind::Append,
             SinkArg::Idempotent => SinkKind::Idempotent,
+            SinkArg::Transactional => SinkKind::Transactional,
         }
     }
 }
@@ -948,12 +951,15 @@ fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
         .map_or(0..points.len(), |shard| shard.range(points.len()));
     let indexed: Vec<(u64, &SweepPoint)> = range.clone().map(|i| (i as u64, &points[i])).collect();
     let progress = Progress::new(indexed.len(), args.job.quiet);
-    let records = par_map(
+    let records: Vec<PointRecord> = par_map(
         &indexed,
         jobs(&args.job),
         |(index, point)| run_point(&spec, &baselines, *index, point),
-        &|record: &PointRecord| progress.done(record.failed),
-    );
+        &|records: &Vec<PointRecord>| progress.done(records.iter().any(|r| r.failed)),
+    )
+    .into_iter()
+    .flatten()
+    .collect();
     progress.finish();
     let expect = args.expect.map(Expectation::from);
     if let Some(shard) = args.job.shard {

@@ -17,8 +17,10 @@
 //! "Rolled back" (recovery restored an older checkpoint than the newest one the engine had
 //! committed) is reported beside them: harmless for some sinks, fatal for transactional ones.
 
-use crate::runner::{Outcome, RunResult};
+use crate::runner::{run, Outcome, RunResult, RunSpec, View};
 use keel_engine::{EngineConfig, Record, RecordKind};
+use keel_engine::{KeyScheme, SinkKind};
+use keel_sim::FaultPlan;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -60,20 +62,44 @@ impl Identity {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Expected {
     pub sums: BTreeMap<Identity, i128>,
+    /// A record's content -> its identity, to identify records whose key names no event.
+    by_content: BTreeMap<(i64, RecordKind, i64, i128), Identity>,
     pub final_windows: BTreeMap<i64, i128>,
 }
 
 impl Expected {
-    pub fn from_baseline(baseline: &RunResult, config: &EngineConfig) -> Expected {
-        assert_eq!(baseline.outcome, Outcome::Completed);
-        let contents = baseline.sink_contents(config);
+    /// What the engine emits for `spec`'s input and knobs when nothing fails: the records of
+    /// its fault-free run with the chapter's stable keys on the plain append sink (what any
+    /// sink should end up holding, whatever its own keys and mechanics).
+    pub fn for_spec(spec: &RunSpec) -> Expected {
+        let reference = run(&RunSpec {
+            config: EngineConfig {
+                sink: SinkKind::Append,
+                key: KeyScheme::EventIndex,
+                ..spec.config
+            },
+            plan: FaultPlan::none(),
+            ..spec.clone()
+        });
+        assert_eq!(
+            reference.outcome,
+            Outcome::Completed,
+            "a fault-free append run completes"
+        );
+        let contents = reference.sink_contents(&reference_config(&spec.config));
         assert_eq!(
             contents.corrupt_lines, 0,
             "a fault-free run writes whole records"
         );
         let mut sums = BTreeMap::new();
+        let mut by_content = BTreeMap::new();
         for record in &contents.records {
-            let previous = sums.insert(Identity::of(record), record.sum);
+            let identity = Identity::of(record);
+            by_content.insert(
+                (record.window_end, record.kind, record.watermark, record.sum),
+                identity.clone(),
+            );
+            let previous = sums.insert(identity, record.sum);
             assert!(
                 previous.is_none(),
                 "a fault-free run emits each identity once"
@@ -81,8 +107,30 @@ impl Expected {
         }
         Expected {
             sums,
-            final_windows: baseline.final_state.sums(),
+            by_content,
+            final_windows: reference.final_state.sums(),
         }
+    }
+
+    /// A record's identity: from its key when the key names the event, else by matching its
+    /// content against the fault-free run's records.
+    pub fn identity_of(&self, record: &Record) -> Identity {
+        let identity = Identity::of(record);
+        if !matches!(identity.trigger, Trigger::Unknown(_)) {
+            return identity;
+        }
+        self.by_content
+            .get(&(record.window_end, record.kind, record.watermark, record.sum))
+            .cloned()
+            .unwrap_or(identity)
+    }
+}
+
+fn reference_config(config: &EngineConfig) -> EngineConfig {
+    EngineConfig {
+        sink: SinkKind::Append,
+        key: KeyScheme::EventIndex,
+        ..*config
     }
 }
 
@@ -125,6 +173,10 @@ pub struct Verdict {
     pub recovery: Recovery,
     pub restarts: u64,
     pub exactly_once: bool,
+    /// Transactional sink: records a read_uncommitted consumer saw that never committed.
+    pub dirty_reads: u64,
+    /// Transactional sink: the longest wait from a record's send to its commit (simulated ms).
+    pub visibility_delay_ms_max: u64,
 }
 
 impl Verdict {
@@ -161,11 +213,21 @@ impl Verdict {
 
 /// Judges `result` against the fault-free run.
 pub fn judge(expected: &Expected, result: &RunResult, config: &EngineConfig) -> Verdict {
-    let contents = result.sink_contents(config);
+    judge_view(expected, result, config, View::ReadCommitted)
+}
+
+/// Judges what a consumer of `view` sees.
+pub fn judge_view(
+    expected: &Expected,
+    result: &RunResult,
+    config: &EngineConfig,
+    view: View,
+) -> Verdict {
+    let contents = result.view_contents(config, view);
     let mut copies: BTreeMap<Identity, Vec<i128>> = BTreeMap::new();
     for record in &contents.records {
         copies
-            .entry(Identity::of(record))
+            .entry(expected.identity_of(record))
             .or_default()
             .push(record.sum);
     }
@@ -203,6 +265,8 @@ pub fn judge(expected: &Expected, result: &RunResult, config: &EngineConfig) -> 
         recovery == Recovery::Ok && result.final_state.sums() == expected.final_windows;
     let corrupt = contents.corrupt_lines;
     Verdict {
+        dirty_reads: result.dirty_reads(config),
+        visibility_delay_ms_max: result.visibility_delay_ms_max(config),
         duplicates,
         lost,
         wrong,

@@ -256,11 +256,7 @@ pub fn run_report(
         ..spec.clone()
     };
     let baseline = runner::run_recording_crash_states(&baseline_spec);
-    assert_eq!(
-        baseline.outcome,
-        Outcome::Completed,
-        "a fault-free run completes"
-    );
+    let expected = Expected::for_spec(spec);
     let result = match crash {
         None => baseline.clone(),
         Some(request) => {
@@ -275,7 +271,7 @@ pub fn run_report(
         scenario,
         &spec.config,
         spec.restart_delay_ms,
-        &baseline,
+        (&baseline, &expected),
         &result,
         reproduce,
     ))
@@ -285,7 +281,7 @@ fn build(
     scenario: &str,
     config: &EngineConfig,
     restart_delay_ms: u64,
-    baseline: &RunResult,
+    (baseline, expected): (&RunResult, &Expected),
     result: &RunResult,
     reproduce: String,
 ) -> RunReport {
@@ -388,7 +384,7 @@ fn build(
         crash,
         recovery,
         baseline_final_windows,
-        oracle: judge(&Expected::from_baseline(baseline, config), result, config),
+        oracle: judge(expected, result, config),
         restarts: result.incarnations.len() as u64 - 1,
         fingerprint: result.world.fingerprint().to_string(),
         reproduce,

@@ -4,8 +4,8 @@
 
 use crate::error::KeelError;
 use crate::explore::{replay_plan_command, Baseline};
-use crate::oracle::{judge, Recovery, Verdict};
-use crate::runner::{run, run_recording_crash_states, RunResult, RunSpec};
+use crate::oracle::{judge_view, Recovery, Verdict};
+use crate::runner::{run, run_recording_crash_states, RunResult, RunSpec, View};
 use crate::spec::ScenarioSpec;
 use crate::table::{Table, TableFormat};
 use keel_engine::{Event, SinkKind};
@@ -37,7 +37,7 @@ pub fn applies(op: &str, kind: FaultKind) -> bool {
                 | "sink.open"
         ),
         FaultKind::SinkError | FaultKind::AckLost | FaultKind::SinkUnavailable => {
-            op == "sink.write"
+            op == "sink.write" || op.starts_with("log.")
         }
     }
 }
@@ -161,7 +161,7 @@ pub fn points(sites: &[SiteRow], kind: FaultKind, seed: u64, outage_ms: u64) -> 
 }
 
 /// Does this run break what the sink promises (at-least-once for append, exactly-once for
-/// idempotent), or roll recovery back?
+/// idempotent and, in its read_committed view, transactional), or roll recovery back?
 pub fn is_failure(verdict: &Verdict, sink: SinkKind) -> bool {
     let at_least_once = verdict.lost == 0
         && verdict.wrong == 0
@@ -170,7 +170,7 @@ pub fn is_failure(verdict: &Verdict, sink: SinkKind) -> bool {
         && verdict.final_windows_match;
     let promise = match sink {
         SinkKind::Append => at_least_once,
-        SinkKind::Idempotent => at_least_once && verdict.duplicates == 0,
+        SinkKind::Idempotent | SinkKind::Transactional => at_least_once && verdict.duplicates == 0,
     };
     !promise || verdict.rolled_back > 0
 }
@@ -189,6 +189,9 @@ pub struct FirstFailure {
 pub struct SweepRow {
     pub sink: String,
     pub fault: String,
+    /// The consumer view (transactional sink only): read_committed or read_uncommitted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub view: Option<String>,
     pub points: u64,
     pub points_with_duplicates: u64,
     pub duplicates: u64,
@@ -198,6 +201,9 @@ pub struct SweepRow {
     pub corrupt: u64,
     pub rolled_back: u64,
     pub failed_recoveries: u64,
+    pub points_with_dirty_reads: u64,
+    pub dirty_reads: u64,
+    pub visibility_delay_ms_max: u64,
     pub first_failure: Option<FirstFailure>,
 }
 
@@ -253,6 +259,10 @@ pub struct PointRecord {
     pub index: u64,
     pub sink: SinkKind,
     pub row: String,
+    /// The consumer view judged (transactional sink only).
+    pub view: Option<View>,
+    pub dirty_reads: u64,
+    pub visibility_delay_ms_max: u64,
     pub faults: Vec<PlannedFault>,
     pub duplicates: u64,
     pub lost: u64,
@@ -330,20 +340,19 @@ pub fn sweep_points(
     all
 }
 
-/// Runs one point and judges it.
+/// Runs one point and judges it: once, or once per consumer view for the transactional sink.
 pub fn run_point(
     spec: &ScenarioSpec,
     baselines: &BTreeMap<SinkKind, Baseline>,
     index: u64,
     point: &SweepPoint,
-) -> PointRecord {
+) -> Vec<PointRecord> {
     let baseline = &baselines[&point.sink];
     let plan = FaultPlan::new(point.faults.iter().copied()).expect("distinct steps");
     let result = run(&RunSpec {
         plan: plan.clone(),
         ..baseline.spec.clone()
     });
-    let verdict = judge(&baseline.expected, &result, &baseline.spec.config);
     let reproduce = match point.faults.as_slice() {
         [only] => reproduce_point(&spec.command("run"), point.sink, only),
         _ => replay_plan_command(
@@ -353,22 +362,51 @@ pub fn run_point(
             &plan,
         ),
     };
-    PointRecord {
-        index,
-        sink: point.sink,
-        row: point.row.clone(),
-        faults: point.faults.clone(),
-        duplicates: verdict.duplicates,
-        lost: verdict.lost,
-        wrong: verdict.wrong,
-        corrupt: verdict.corrupt,
-        rolled_back: verdict.rolled_back,
-        failed_recovery: verdict.recovery != Recovery::Ok,
-        failed: is_failure(&verdict, point.sink),
-        outcome: verdict.summary(),
-        fingerprint: result.world.fingerprint().to_string(),
-        reproduce,
-    }
+    let views: &[Option<View>] = if point.sink.is_transactional() {
+        &[Some(View::ReadCommitted), Some(View::ReadUncommitted)]
+    } else {
+        &[None]
+    };
+    views
+        .iter()
+        .map(|&view| {
+            let verdict = judge_view(
+                &baseline.expected,
+                &result,
+                &baseline.spec.config,
+                view.unwrap_or(View::ReadCommitted),
+            );
+            PointRecord {
+                index,
+                sink: point.sink,
+                row: point.row.clone(),
+                view,
+                // A read_committed consumer never sees uncommitted data, and a
+                // read_uncommitted one sees every record at once.
+                dirty_reads: if view == Some(View::ReadUncommitted) {
+                    verdict.dirty_reads
+                } else {
+                    0
+                },
+                visibility_delay_ms_max: if view == Some(View::ReadUncommitted) {
+                    0
+                } else {
+                    verdict.visibility_delay_ms_max
+                },
+                faults: point.faults.clone(),
+                duplicates: verdict.duplicates,
+                lost: verdict.lost,
+                wrong: verdict.wrong,
+                corrupt: verdict.corrupt,
+                rolled_back: verdict.rolled_back,
+                failed_recovery: verdict.recovery != Recovery::Ok,
+                failed: is_failure(&verdict, point.sink),
+                outcome: verdict.summary(),
+                fingerprint: result.world.fingerprint().to_string(),
+                reproduce: reproduce.clone(),
+            }
+        })
+        .collect()
 }
 
 /// Tallies point records (in point order) into rows, in the order rows first appear.
@@ -377,15 +415,17 @@ pub fn aggregate(scenario: &str, protocol: &str, records: &[PointRecord]) -> Swe
     let mut fingerprints = String::new();
     for record in records {
         let sink = record.sink.name();
+        let view = record.view.map(|v| v.name().to_string());
         let position = rows
             .iter()
-            .position(|r| r.sink == sink && r.fault == record.row);
+            .position(|r| r.sink == sink && r.fault == record.row && r.view == view);
         let row = match position {
             Some(i) => &mut rows[i],
             None => {
                 rows.push(SweepRow {
                     sink: sink.to_string(),
                     fault: record.row.clone(),
+                    view,
                     ..SweepRow::default()
                 });
                 rows.last_mut().expect("just pushed")
@@ -396,11 +436,14 @@ pub fn aggregate(scenario: &str, protocol: &str, records: &[PointRecord]) -> Swe
             .iter()
             .map(|f| format!("{}@{}", f.fault, f.step))
             .collect();
-        fingerprints.push_str(&format!(
-            "{sink} {} {}\n",
-            faults.join(","),
-            record.fingerprint
-        ));
+        // One line per run: a transactional point's second view is the same run.
+        if record.view != Some(View::ReadUncommitted) {
+            fingerprints.push_str(&format!(
+                "{sink} {} {}\n",
+                faults.join(","),
+                record.fingerprint
+            ));
+        }
         row.points += 1;
         row.points_with_duplicates += u64::from(record.duplicates > 0);
         row.duplicates += record.duplicates;
@@ -410,6 +453,11 @@ pub fn aggregate(scenario: &str, protocol: &str, records: &[PointRecord]) -> Swe
         row.corrupt += record.corrupt;
         row.rolled_back += u64::from(record.rolled_back > 0);
         row.failed_recoveries += u64::from(record.failed_recovery);
+        row.points_with_dirty_reads += u64::from(record.dirty_reads > 0);
+        row.dirty_reads += record.dirty_reads;
+        row.visibility_delay_ms_max = row
+            .visibility_delay_ms_max
+            .max(record.visibility_delay_ms_max);
         if row.first_failure.is_none() && record.failed {
             let first = record.faults[0];
             row.first_failure = Some(FirstFailure {
@@ -433,9 +481,12 @@ pub fn aggregate(scenario: &str, protocol: &str, records: &[PointRecord]) -> Swe
 
 impl SweepReport {
     pub fn table(&self) -> Table {
-        let mut table = Table::new(&[
-            "sink",
-            "fault",
+        let with_views = self.rows.iter().any(|r| r.view.is_some());
+        let mut headers = vec!["sink", "fault"];
+        if with_views {
+            headers.push("view");
+        }
+        headers.extend([
             "points",
             "dup_points",
             "duplicates",
@@ -445,8 +496,12 @@ impl SweepReport {
             "corrupt",
             "rolled_back",
             "failed_recoveries",
-            "first_failure",
         ]);
+        if with_views {
+            headers.extend(["dirty_reads", "vis_delay_ms_max"]);
+        }
+        headers.push("first_failure");
+        let mut table = Table::new(&headers);
         for row in &self.rows {
             let first = row.first_failure.as_ref().map_or("-".to_string(), |f| {
                 let state = f
@@ -454,9 +509,11 @@ impl SweepReport {
                     .map_or(String::new(), |s| format!(" state {s}"));
                 format!("step {}{state}: {}", f.step, f.outcome)
             });
-            table.push(vec![
-                row.sink.clone(),
-                row.fault.clone(),
+            let mut cells = vec![row.sink.clone(), row.fault.clone()];
+            if with_views {
+                cells.push(row.view.clone().unwrap_or_else(|| "-".to_string()));
+            }
+            cells.extend([
                 row.points.to_string(),
                 row.points_with_duplicates.to_string(),
                 row.duplicates.to_string(),
@@ -466,8 +523,15 @@ impl SweepReport {
                 row.corrupt.to_string(),
                 row.rolled_back.to_string(),
                 row.failed_recoveries.to_string(),
-                first,
             ]);
+            if with_views {
+                cells.extend([
+                    row.dirty_reads.to_string(),
+                    row.visibility_delay_ms_max.to_string(),
+                ]);
+            }
+            cells.push(first);
+            table.push(cells);
         }
         table
     }
