@@ -183,6 +183,8 @@ pub struct Engine {
     sink: Option<Sink>,
     /// Indexes of the numbered checkpoint files this process knows to exist.
     checkpoint_files: BTreeSet<u64>,
+    /// The last record handed to the sink (what a zombie retries).
+    last_record: Option<Record>,
     stats: IncarnationStats,
 }
 
@@ -194,6 +196,7 @@ impl Engine {
             state: OperatorState::default(),
             sink: None,
             checkpoint_files: BTreeSet::new(),
+            last_record: None,
             stats: IncarnationStats::default(),
         }
     }
@@ -357,7 +360,31 @@ impl Engine {
         Ok(())
     }
 
+    /// A process that was cut off and replaced wakes up: it retries its last write and,
+    /// on the transactional sink, tries to commit its transaction, all with its old identity.
+    pub fn wake_as_zombie(&mut self, world: &mut World) -> Result<(), Interrupt> {
+        let Some(record) = self.last_record.clone() else {
+            return Ok(());
+        };
+        let written = self.write(world, &record);
+        world.note(format!(
+            "zombie: retry of {}: {}",
+            record.key,
+            describe(&written)
+        ));
+        if let Err(Interrupt::Crash(crash)) = written {
+            return Err(Interrupt::Crash(crash));
+        }
+        if let Some(Sink::Log(log)) = self.sink.as_mut() {
+            let committed = log.commit(world, 0, false).map_err(Interrupt::from);
+            world.note(format!("zombie: commit: {}", describe(&committed)));
+            committed?;
+        }
+        written
+    }
+
     fn write(&mut self, world: &mut World, record: &Record) -> Result<(), Interrupt> {
+        self.last_record = Some(record.clone());
         match self
             .sink
             .as_mut()
@@ -455,6 +482,14 @@ fn disk_step(
     world
         .effect(op, target, |env| operation(&mut env.disk))?
         .map_err(|e| abort(format!("{op} {target}: {e}")))
+}
+
+fn describe(result: &Result<(), Interrupt>) -> String {
+    match result {
+        Ok(()) => "accepted".to_string(),
+        Err(Interrupt::Crash(crash)) => format!("{crash}"),
+        Err(Interrupt::Abort(e) | Interrupt::Failed(e)) => format!("rejected ({e})"),
+    }
 }
 
 fn abort(message: String) -> Interrupt {

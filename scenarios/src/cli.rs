@@ -431,6 +431,9 @@ pub enum FaultArg {
     AckLost,
     /// The sink is unavailable for --outage-ms of simulated time.
     SinkUnavailable,
+    /// The process is cut off after a sink request and replaced; it wakes up later as a
+    /// zombie and retries its last write and its commit (not in the default sets).
+    Zombie,
 }
 
 impl From<FaultArg> for FaultKind {
@@ -442,6 +445,7 @@ impl From<FaultArg> for FaultKind {
             FaultArg::SinkError => FaultKind::SinkError,
             FaultArg::AckLost => FaultKind::AckLost,
             FaultArg::SinkUnavailable => FaultKind::SinkUnavailable,
+            FaultArg::Zombie => FaultKind::Zombie,
         }
     }
 }
@@ -789,6 +793,7 @@ fn run_fault(args: &RunArgs) -> Option<CrashRequest> {
         FaultArg::SinkUnavailable => Fault::SinkUnavailable {
             duration_ms: args.outage_ms,
         },
+        FaultArg::Zombie => Fault::Zombie,
     };
     Some(CrashRequest::AtStep(PlannedFault { step, fault }))
 }

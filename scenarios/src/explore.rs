@@ -36,7 +36,7 @@ impl ExploreSpec {
     /// The options `keel replay` and `keel shrink` need to draw the same plan from a seed.
     pub fn plan_options(&self) -> String {
         let mut options = String::new();
-        if self.faults != FaultKind::ALL.to_vec() {
+        if self.faults != FaultKind::DEFAULT.to_vec() {
             let names: Vec<&str> = self.faults.iter().map(|k| k.name()).collect();
             options.push_str(&format!(" --faults {}", names.join(",")));
         }

@@ -322,9 +322,10 @@ fn build(
         kind: match crash.kind {
             CrashKind::Process => "process-crash".to_string(),
             CrashKind::PowerLoss { .. } => "power-loss".to_string(),
+            CrashKind::Zombie => "zombie".to_string(),
         },
         crash_state: match crash.kind {
-            CrashKind::Process => None,
+            CrashKind::Process | CrashKind::Zombie => None,
             CrashKind::PowerLoss { state } => Some(state),
         },
         after_event: first.stats.processed_upto_index.checked_sub(1),

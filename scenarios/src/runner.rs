@@ -5,10 +5,13 @@ use keel_engine::{
     Engine, EngineConfig, EngineError, Event, IncarnationStats, Interrupt, OperatorState, Record,
 };
 use keel_sim::txlog::{EntryKind, TxnStatus};
-use keel_sim::{Crash, Disk, Env, FaultPlan, TxLog, World};
+use keel_sim::{Crash, CrashKind, Disk, Env, FaultPlan, TxLog, World};
 
 /// More restarts than this means recovery loops: an outcome, not a hang.
 pub const RESTARTS_MAX: u32 = 64;
+
+/// Steps a zombie may take once it wakes up (bounds its afterlife).
+pub const ZOMBIE_STEPS_MAX: u64 = 8;
 
 /// Default pause between a crash and the new process, in simulated milliseconds.
 pub const RESTART_DELAY_MS_DEFAULT: u64 = 500;
@@ -218,14 +221,30 @@ fn new_world(spec: &RunSpec, plan: FaultPlan) -> World {
 
 fn run_world(spec: &RunSpec, mut world: World) -> RunResult {
     let mut incarnations = Vec::new();
+    // A process that was cut off but lives on, waiting to wake up.
+    let mut zombie: Option<(u32, Engine)> = None;
     for restarts in 0..=RESTARTS_MAX {
         if restarts > 0 {
             world.restart(spec.restart_delay_ms);
         }
         let mut engine = Engine::new(spec.config);
-        let result = engine
-            .recover(&mut world)
-            .and_then(|()| engine.run(&mut world, &spec.events));
+        let result = engine.recover(&mut world).and_then(|()| {
+            // The zombie wakes up once its replacement has recovered: the moment it does
+            // the most harm, when the new process already owns the sink.
+            if let Some((incarnation, mut old)) = zombie.take() {
+                world.begin_zombie(incarnation, ZOMBIE_STEPS_MAX);
+                let outcome = match old.wake_as_zombie(&mut world) {
+                    Ok(()) => "its writes were accepted".to_string(),
+                    Err(Interrupt::Crash(_)) => "it died for good".to_string(),
+                    Err(Interrupt::Abort(e) | Interrupt::Failed(e)) => {
+                        format!("it was stopped: {e}")
+                    }
+                };
+                world.end_zombie();
+                world.note(format!("zombie: p{incarnation} is gone ({outcome})"));
+            }
+            engine.run(&mut world, &spec.events)
+        });
         let stats = engine.stats().clone();
         let (end, outcome) = match result {
             Ok(()) => (IncarnationEnd::Completed, Some(Outcome::Completed)),
@@ -233,6 +252,11 @@ fn run_world(spec: &RunSpec, mut world: World) -> RunResult {
                 IncarnationEnd::Failed(error.clone()),
                 Some(Outcome::RecoveryFailed(error)),
             ),
+            // Cut off, not dead: the runner keeps the process to wake it up later.
+            Err(Interrupt::Crash(crash)) if crash.kind == CrashKind::Zombie => {
+                zombie = Some((world.incarnation(), engine.clone()));
+                (IncarnationEnd::Crashed(crash), None)
+            }
             // The process is gone: `engine` (its memory) is dropped; the world's disk stays.
             Err(Interrupt::Crash(crash)) => (IncarnationEnd::Crashed(crash), None),
             Err(Interrupt::Abort(error)) => {

@@ -27,6 +27,8 @@ pub struct Swarm {
     pub sink_unavailable: bool,
     /// Favour crashes before (rather than after) a step's effect.
     pub crash_before: bool,
+    // New kinds go last: an earlier field's draw must not change when one is added.
+    pub zombie: bool,
 }
 
 impl Swarm {
@@ -38,6 +40,7 @@ impl Swarm {
             FaultKind::SinkError => self.sink_error,
             FaultKind::AckLost => self.ack_lost,
             FaultKind::SinkUnavailable => self.sink_unavailable,
+            FaultKind::Zombie => self.zombie,
         }
     }
 }
@@ -119,6 +122,7 @@ pub fn plan_from_unstructured(
             FaultKind::SinkUnavailable => Fault::SinkUnavailable {
                 duration_ms: context.outage_ms,
             },
+            FaultKind::Zombie => Fault::Zombie,
         };
         faults.push(PlannedFault { step, fault });
     }

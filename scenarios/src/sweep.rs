@@ -36,9 +36,10 @@ pub fn applies(op: &str, kind: FaultKind) -> bool {
                 | "disk.fsync-dir"
                 | "sink.open"
         ),
-        FaultKind::SinkError | FaultKind::AckLost | FaultKind::SinkUnavailable => {
-            op == "sink.write" || op.starts_with("log.")
-        }
+        FaultKind::SinkError
+        | FaultKind::AckLost
+        | FaultKind::SinkUnavailable
+        | FaultKind::Zombie => op == "sink.write" || op.starts_with("log."),
     }
 }
 
@@ -155,6 +156,7 @@ pub fn points(sites: &[SiteRow], kind: FaultKind, seed: u64, outage_ms: u64) -> 
             FaultKind::SinkUnavailable => push(Fault::SinkUnavailable {
                 duration_ms: outage_ms,
             }),
+            FaultKind::Zombie => push(Fault::Zombie),
         }
     }
     points

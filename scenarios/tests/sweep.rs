@@ -260,7 +260,8 @@ fn sites_list_every_step_and_the_faults_that_apply() {
             "power-loss",
             "sink-error",
             "ack-lost",
-            "sink-unavailable"
+            "sink-unavailable",
+            "zombie"
         ])
     );
 }

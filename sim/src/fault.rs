@@ -11,6 +11,8 @@
 //!   pending data it covered for good (PostgreSQL's "fsyncgate").
 //! - **sink faults** at a sink request: the request fails before taking effect; it takes
 //!   effect but the acknowledgement is lost; or the sink is unavailable for a while.
+//! - a **zombie**: after a sink request the process is cut off and replaced; once the new
+//!   process has recovered, the old one wakes up and retries its last write and its commit.
 //!
 //! - a **process crash at a simulated time** T: the process is killed the moment the clock
 //!   reaches T, while it waits or just before the first step at or after T (the chapter's
@@ -59,6 +61,10 @@ pub enum Fault {
     AckLost,
     /// The sink becomes unavailable for `duration_ms` of simulated time, starting at this request.
     SinkUnavailable { duration_ms: u64 },
+    /// After the request took effect the process is cut off (a long GC pause, a partition):
+    /// it is declared dead and replaced, then wakes up as a zombie and retries its last
+    /// write and its commit with its old identity.
+    Zombie,
 }
 
 impl Fault {
@@ -70,6 +76,7 @@ impl Fault {
             Fault::SinkError => FaultKind::SinkError,
             Fault::AckLost => FaultKind::AckLost,
             Fault::SinkUnavailable { .. } => FaultKind::SinkUnavailable,
+            Fault::Zombie => FaultKind::Zombie,
         }
     }
 }
@@ -85,6 +92,7 @@ impl fmt::Display for Fault {
             Fault::SinkUnavailable { duration_ms } => {
                 write!(f, "sink-unavailable {duration_ms}ms")
             }
+            Fault::Zombie => f.write_str("zombie"),
         }
     }
 }
@@ -99,10 +107,23 @@ pub enum FaultKind {
     SinkError,
     AckLost,
     SinkUnavailable,
+    Zombie,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 6] = [
+    /// Every kind.
+    pub const ALL: [FaultKind; 7] = [
+        FaultKind::ProcessCrash,
+        FaultKind::PowerLoss,
+        FaultKind::DiskError,
+        FaultKind::SinkError,
+        FaultKind::AckLost,
+        FaultKind::SinkUnavailable,
+        FaultKind::Zombie,
+    ];
+
+    /// The kinds a sweep or an exploration uses unless told otherwise.
+    pub const DEFAULT: [FaultKind; 6] = [
         FaultKind::ProcessCrash,
         FaultKind::PowerLoss,
         FaultKind::DiskError,
@@ -119,6 +140,7 @@ impl FaultKind {
             FaultKind::SinkError => "sink-error",
             FaultKind::AckLost => "ack-lost",
             FaultKind::SinkUnavailable => "sink-unavailable",
+            FaultKind::Zombie => "zombie",
         }
     }
 }

@@ -38,6 +38,9 @@ pub enum CrashKind {
     Process,
     /// The machine lost power: the disk was resolved to this crash state.
     PowerLoss { state: u64 },
+    /// The process was cut off and declared dead, but it lives on: the runner keeps it and
+    /// wakes it up as a zombie after its replacement has recovered.
+    Zombie,
 }
 
 /// The process died at `step`: a value, propagated out of the system under test with `?`.
@@ -54,6 +57,7 @@ impl fmt::Display for Crash {
         match self.kind {
             CrashKind::Process => f.write_str("process crash")?,
             CrashKind::PowerLoss { state } => write!(f, "power loss (crash state {state})")?,
+            CrashKind::Zombie => f.write_str("cut off (zombie)")?,
         }
         write!(f, " {} step {} at t={}ms", self.at, self.step, self.time_ms)
     }
@@ -127,6 +131,8 @@ pub struct World {
     /// The planned faults that took effect, in order (a fault aimed at a step where it does
     /// not apply, or at a step the run never reached, is not here).
     injected: Vec<PlannedFault>,
+    /// While a zombie runs: its incarnation (for the trace) and the steps it has left.
+    zombie: Option<(u32, u64)>,
 }
 
 impl World {
@@ -155,6 +161,7 @@ impl World {
             kill_done: false,
             crash_state_counts: None,
             injected: Vec::new(),
+            zombie: None,
         }
     }
 
@@ -267,7 +274,7 @@ impl World {
         self.trace.push(TraceLine::Step {
             step,
             time_ms: self.now_ms(),
-            incarnation: self.incarnation,
+            incarnation: self.zombie.map_or(self.incarnation, |(zombie, _)| zombie),
             op,
             target,
             fault,
@@ -325,7 +332,12 @@ impl World {
         self.crash_if_planned(step, fault, CrashPoint::Before)?;
         match fault {
             Some(Fault::DiskError) => self.env.disk.inject_error(),
-            Some(f @ (Fault::SinkError | Fault::AckLost | Fault::SinkUnavailable { .. })) => {
+            Some(
+                f @ (Fault::SinkError
+                | Fault::AckLost
+                | Fault::SinkUnavailable { .. }
+                | Fault::Zombie),
+            ) => {
                 self.note(format!("{f}: does not apply to a local step"));
             }
             _ => {}
@@ -378,15 +390,25 @@ impl World {
         };
         self.record_crash_state_count(step);
         self.crash_if_planned(step, fault, CrashPoint::After)?;
+        if fault == Some(Fault::Zombie) {
+            self.injected_at(step, Fault::Zombie);
+            return Err(self.crash(step, CrashPoint::After, CrashKind::Zombie));
+        }
         Ok(outcome)
     }
 
     fn crash(&mut self, step: u64, at: CrashPoint, kind: CrashKind) -> Crash {
         let time_ms = self.now_ms();
         let power_loss_state = match kind {
-            CrashKind::Process => None,
+            CrashKind::Process | CrashKind::Zombie => None,
             CrashKind::PowerLoss { state } => Some(state),
         };
+        if kind == CrashKind::Zombie {
+            self.note(format!(
+                "zombie: p{} is cut off and declared dead",
+                self.incarnation
+            ));
+        }
         self.trace.push(TraceLine::Crash {
             step,
             time_ms,
@@ -399,6 +421,20 @@ impl World {
             time_ms,
             kind,
         }
+    }
+
+    /// Lets the zombie `incarnation` take at most `steps_max` steps (its steps are traced
+    /// under its own incarnation); `end_zombie` gives the world back to the live process.
+    pub fn begin_zombie(&mut self, incarnation: u32, steps_max: u64) {
+        assert!(self.zombie.is_none());
+        assert!(incarnation < self.incarnation);
+        self.note(format!("zombie: p{incarnation} wakes up"));
+        self.zombie = Some((incarnation, steps_max));
+    }
+
+    pub fn end_zombie(&mut self) {
+        assert!(self.zombie.is_some());
+        self.zombie = None;
     }
 
     /// After a crash: the process is gone; `restart_delay_ms` later a new one starts.
