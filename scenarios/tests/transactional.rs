@@ -1,0 +1,184 @@
+//! The two-phase-commit sink on the transactional log: views, timeouts, zombies, and the
+//! processing-time key exercise.
+
+use clap::Parser;
+use keel_scenarios::cli::{execute, Cli};
+use serde_json::Value;
+
+fn keel(args: &[&str]) -> String {
+    let mut argv = vec!["keel"];
+    argv.extend_from_slice(args);
+    execute(&Cli::try_parse_from(&argv).expect("valid command line"))
+        .expect("keel succeeds")
+        .stdout
+}
+
+fn json(args: &[&str]) -> Value {
+    let mut args = args.to_vec();
+    args.extend_from_slice(&["--format", "json"]);
+    if args[0] == "sweep" {
+        args.push("--quiet");
+    }
+    serde_json::from_str(&keel(&args)).unwrap()
+}
+
+fn n(value: &Value) -> u64 {
+    value.as_u64().unwrap()
+}
+
+const ALL_KINDS: &str =
+    "process-crash,power-loss,disk-error,sink-error,ack-lost,sink-unavailable,zombie";
+
+fn rows_of<'a>(report: &'a Value, view: &str) -> Vec<&'a Value> {
+    report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["view"] == view)
+        .collect()
+}
+
+#[test]
+fn read_committed_is_exactly_once_at_every_single_fault_and_read_uncommitted_reads_dirty() {
+    // Timeout 60 s: longer than a checkpoint interval (8 x 300 ms) plus the restart delay.
+    let report = json(&["sweep", "--sinks", "transactional", "--faults", ALL_KINDS]);
+    let committed = rows_of(&report, "read_committed");
+    assert_eq!(committed.len(), 7);
+    for row in &committed {
+        assert!(n(&row["points"]) > 0, "{row}");
+        for field in [
+            "duplicates",
+            "lost",
+            "wrong",
+            "corrupt",
+            "rolled_back",
+            "failed_recoveries",
+            "dirty_reads",
+        ] {
+            assert_eq!(n(&row[field]), 0, "{field}: {row}");
+        }
+        assert!(row["first_failure"].is_null());
+    }
+    let uncommitted = rows_of(&report, "read_uncommitted");
+    assert_eq!(uncommitted.len(), 7);
+    let dirty: u64 = uncommitted
+        .iter()
+        .map(|r| n(&r["points_with_dirty_reads"]))
+        .sum();
+    assert!(dirty > 0);
+    let crash = uncommitted
+        .iter()
+        .find(|r| r["fault"] == "process-crash")
+        .unwrap();
+    assert_eq!(
+        (
+            n(&crash["points"]),
+            n(&crash["points_with_dirty_reads"]),
+            n(&crash["dirty_reads"])
+        ),
+        (71, 18, 32)
+    );
+}
+
+#[test]
+fn a_timeout_shorter_than_the_restart_delay_loses_records_in_read_committed() {
+    let report = json(&[
+        "sweep",
+        "--sinks",
+        "transactional",
+        "--faults",
+        "process-crash",
+        "--restart-delay-ms",
+        "5000",
+        "--transaction-timeout-ms",
+        "3000",
+    ]);
+    let committed = rows_of(&report, "read_committed");
+    let row = committed[0];
+    assert_eq!(
+        (
+            n(&row["points"]),
+            n(&row["points_with_loss"]),
+            n(&row["lost"])
+        ),
+        (71, 6, 12)
+    );
+    assert_eq!(n(&row["duplicates"]), 0);
+    let first = &row["first_failure"];
+    assert_eq!(first["outcome"], "lost=1");
+    // The trace says why: the transaction the checkpoint recorded was aborted by the timeout
+    // before recovery could commit it.
+    let reproduce = first["reproduce"].as_str().unwrap();
+    let mut args: Vec<&str> = reproduce.split_whitespace().skip(1).collect();
+    args.push("--trace");
+    let out = keel(&args);
+    assert!(out.contains("abort") && out.contains("timeout"), "{out}");
+    assert!(out.contains("the records it held are lost"), "{out}");
+}
+
+#[test]
+fn a_processing_time_key_brings_duplicates_back_to_the_idempotent_sink() {
+    let report = json(&[
+        "run",
+        "--sink",
+        "idempotent",
+        "--key",
+        "processing-time",
+        "--crash-after-event",
+        "14",
+    ]);
+    assert_eq!(n(&report["oracle"]["duplicates"]), 1);
+    // The sink sees five different keys, so it deduplicates nothing.
+    assert_eq!(n(&report["tally"]["total_records"]), 5);
+    assert_eq!(n(&report["tally"]["unique_keys"]), 5);
+    assert_eq!(report["sink"][0]["key"], "pt3900:10");
+    assert_eq!(report["sink"][1]["key"], "pt5000:10");
+    // The stable key: no duplicate.
+    let stable = json(&["run", "--sink", "idempotent", "--crash-after-event", "14"]);
+    assert_eq!(n(&stable["oracle"]["duplicates"]), 0);
+}
+
+#[test]
+fn a_zombie_producer_is_fenced() {
+    let report = json(&[
+        "sweep",
+        "--sinks",
+        "append,transactional",
+        "--faults",
+        "zombie",
+    ]);
+    let committed = rows_of(&report, "read_committed");
+    assert_eq!(n(&committed[0]["points"]), 16);
+    assert_eq!(n(&committed[0]["duplicates"]), 0);
+    assert_eq!(n(&committed[0]["lost"]), 0);
+    // Without fencing, the zombie's retried write lands: the append sink duplicates.
+    let append = report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["sink"] == "append")
+        .unwrap();
+    assert!(n(&append["duplicates"]) > 0);
+    // The trace shows both of the zombie's requests rejected for its old epoch.
+    let out = keel(&[
+        "run",
+        "--sink",
+        "transactional",
+        "--fault",
+        "zombie",
+        "--at-step",
+        "25",
+        "--trace",
+    ]);
+    assert!(
+        out.contains(
+            "zombie: retry of 13:10: rejected (log.send: producer keel-txn-8 e0 is fenced"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("zombie: commit: rejected (log.commit: producer keel-txn-8 e0 is fenced"),
+        "{out}"
+    );
+    assert!(out.contains("oracle: exactly-once"), "{out}");
+}
