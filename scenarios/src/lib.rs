@@ -15,3 +15,4 @@ pub mod spec;
 pub mod swarm;
 pub mod sweep;
 pub mod table;
+pub mod teach;

@@ -1,5 +1,7 @@
 //! Tables for reports: one value rendered as aligned text, Markdown or CSV.
 
+use unicode_width::UnicodeWidthStr;
+
 /// How a table is printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TableFormat {
@@ -45,8 +47,8 @@ impl Table {
             .map(|c| {
                 self.rows
                     .iter()
-                    .map(|r| r[c].chars().count())
-                    .chain([self.headers[c].chars().count()])
+                    .map(|r| r[c].width())
+                    .chain([self.headers[c].width()])
                     .max()
                     .unwrap_or(0)
             })
@@ -55,7 +57,8 @@ impl Table {
             let padded: Vec<String> = cells
                 .iter()
                 .zip(&widths)
-                .map(|(cell, &w)| format!("{cell:<w$}"))
+                // Pad by display width: a CJK character takes two columns.
+                .map(|(cell, &w)| format!("{cell}{}", " ".repeat(w - cell.width())))
                 .collect();
             padded.join("  ").trim_end().to_string() + "\n"
         };
@@ -104,6 +107,16 @@ impl Table {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wide_characters_take_two_columns() {
+        let mut table = Table::new(&["方案", "n"]);
+        table.push(vec!["幂等 sink".into(), "1".into()]);
+        assert_eq!(
+            table.render(TableFormat::Table),
+            "方案       n\n幂等 sink  1\n"
+        );
+    }
 
     #[test]
     fn tables_render_in_every_format() {
