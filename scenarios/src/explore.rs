@@ -71,8 +71,7 @@ pub struct Baseline {
 
 impl Baseline {
     pub fn new(spec: RunSpec) -> Baseline {
-        let (result, sites) = sites(&spec);
-        let _ = result;
+        let (_, sites) = sites(&spec);
         let expected = Expected::for_spec(&spec);
         Baseline {
             spec,

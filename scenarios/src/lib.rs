@@ -1,6 +1,7 @@
 //! keel-scenarios: the scenario catalogue, the runner, the oracle's tallies, reports and the CLI.
 //!
-//! Everything here except `cli` is pure: it builds values and strings. Only `cli` prints.
+//! Everything here except `cli` is pure: it builds values and strings. Only `cli` reads and
+//! writes files and prints.
 
 pub mod catalogue;
 pub mod cli;
