@@ -7,7 +7,7 @@ use crate::explore::{
     explore_one, replay_plan_command, report as explore_report, target_class, Baseline,
     ExploreReport, ExploreRow, ExploreSpec, MAX_FAULTS_DEFAULT, OUTAGE_MS_DEFAULT,
 };
-use crate::oracle::{judge, Expectation};
+use crate::oracle::{judge, Expectation, Verdict};
 use crate::parallel::{default_jobs, par_map};
 use crate::report::{run_report, CrashRequest};
 use crate::runner::{
@@ -255,8 +255,9 @@ pub struct ExploreArgs {
     pub format: TableFormatArg,
 }
 
+/// One seed's plan (or a plan file) on one sink: what `replay` and `shrink` work on.
 #[derive(Debug, Args)]
-pub struct ReplayArgs {
+pub struct TargetArgs {
     #[command(flatten)]
     pub scenario: ScenarioArgs,
 
@@ -267,9 +268,15 @@ pub struct ReplayArgs {
     #[arg(long, value_enum, default_value_t = SinkArg::Append)]
     pub sink: SinkArg,
 
-    /// Replay this plan file instead of the plan of --seed.
+    /// Use this plan file instead of the plan of --seed.
     #[arg(long, value_name = "FILE.json")]
     pub plan: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
 
     /// Run twice and fail loudly, with the first differing step, if the traces differ.
     #[arg(long)]
@@ -291,18 +298,7 @@ pub struct ReplayArgs {
 #[derive(Debug, Args)]
 pub struct ShrinkArgs {
     #[command(flatten)]
-    pub scenario: ScenarioArgs,
-
-    #[command(flatten)]
-    pub plans: SeedPlanArgs,
-
-    /// The sink.
-    #[arg(long, value_enum, default_value_t = SinkArg::Append)]
-    pub sink: SinkArg,
-
-    /// Shrink this plan file instead of the plan of --seed.
-    #[arg(long, value_name = "FILE.json")]
-    pub plan: Option<String>,
+    pub target: TargetArgs,
 
     /// Keep the failure that breaks this (default: the most serious failure shown).
     #[arg(long, value_enum)]
@@ -1124,48 +1120,64 @@ fn cmd_explore(args: &ExploreArgs) -> Result<Output, KeelError> {
     ))
 }
 
-/// The plan to replay or shrink: a plan file, or the plan of the spec's seed.
-fn chosen_plan(
-    plan_path: &Option<String>,
-    explore: &ExploreSpec,
-    baseline: &Baseline,
-    seed: u64,
-) -> Result<(RunSpec, Option<&'static str>), KeelError> {
-    match plan_path {
-        Some(path) => {
-            let plan = read_plan_file(path)?;
-            Ok((
-                RunSpec {
-                    plan,
-                    ..baseline.spec.clone()
-                },
-                Some("plan file"),
-            ))
-        }
-        None => Ok((baseline.seed_spec(explore, seed), None)),
-    }
+/// A seed's plan (or a plan file) on one sink, run once and judged.
+struct Target {
+    spec: ScenarioSpec,
+    sink: SinkKind,
+    explore: ExploreSpec,
+    baseline: Baseline,
+    run_spec: RunSpec,
+    result: RunResult,
+    verdict: Verdict,
 }
 
-fn cmd_replay(args: &ReplayArgs) -> Result<Output, KeelError> {
+fn load_target(args: &TargetArgs, expect: Option<ExpectArg>) -> Result<Target, KeelError> {
     let (spec, events) = prepare(&args.scenario)?;
     let sink = SinkKind::from(args.sink);
     let seeds = SeedRange {
         start: spec.seed,
         end: spec.seed + 1,
     };
-    let explore = explore_spec(&args.plans, &[args.sink], seeds, args.expect);
+    let explore = explore_spec(&args.plans, &[args.sink], seeds, expect);
     let baseline = Baseline::new(spec.run_spec(&events, sink, FaultPlan::none())?);
-    let (run_spec, _) = chosen_plan(&args.plan, &explore, &baseline, spec.seed)?;
+    let run_spec = match &args.plan {
+        Some(path) => RunSpec {
+            plan: read_plan_file(path)?,
+            ..baseline.spec.clone()
+        },
+        None => baseline.seed_spec(&explore, spec.seed),
+    };
     let result = run(&run_spec);
     if let Some(path) = &args.plan {
         check_plan_applies(path, &run_spec.plan, &result)?;
     }
+    let verdict = judge(&baseline.expected, &result, &run_spec.config);
+    Ok(Target {
+        spec,
+        sink,
+        explore,
+        baseline,
+        run_spec,
+        result,
+        verdict,
+    })
+}
+
+fn cmd_replay(args: &ReplayArgs) -> Result<Output, KeelError> {
+    let Target {
+        spec,
+        sink,
+        explore,
+        run_spec,
+        result,
+        verdict,
+        ..
+    } = load_target(&args.target, args.expect)?;
     if let Some(path) = &args.save_plan {
         let injected =
             FaultPlan::new(result.world.faults_injected().iter().copied()).expect("distinct steps");
         write_plan_file(path, &injected)?;
     }
-    let verdict = judge(&baseline.expected, &result, &run_spec.config);
     let trace: Vec<String> = result
         .world
         .trace()
@@ -1175,7 +1187,7 @@ fn cmd_replay(args: &ReplayArgs) -> Result<Output, KeelError> {
         .collect();
     let mut exit_code = 0;
     let mut stdout = String::new();
-    let source = match &args.plan {
+    let source = match &args.target.plan {
         Some(path) => format!("plan={path}"),
         None => format!("seed={}", spec.seed),
     };
@@ -1264,20 +1276,15 @@ fn cmd_replay(args: &ReplayArgs) -> Result<Output, KeelError> {
 }
 
 fn cmd_shrink(args: &ShrinkArgs) -> Result<Output, KeelError> {
-    let (spec, events) = prepare(&args.scenario)?;
-    let sink = SinkKind::from(args.sink);
-    let seeds = SeedRange {
-        start: spec.seed,
-        end: spec.seed + 1,
-    };
-    let explore = explore_spec(&args.plans, &[args.sink], seeds, args.expect);
-    let baseline = Baseline::new(spec.run_spec(&events, sink, FaultPlan::none())?);
-    let (run_spec, _) = chosen_plan(&args.plan, &explore, &baseline, spec.seed)?;
-    let result = run(&run_spec);
-    if let Some(path) = &args.plan {
-        check_plan_applies(path, &run_spec.plan, &result)?;
-    }
-    let verdict = judge(&baseline.expected, &result, &run_spec.config);
+    let Target {
+        spec,
+        sink,
+        explore,
+        baseline,
+        run_spec,
+        result,
+        verdict,
+    } = load_target(&args.target, args.expect)?;
     let Some(class) = target_class(&explore, &verdict).filter(|_| explore.fails(&verdict, sink))
     else {
         return Ok(Output::ok(format!(

@@ -8,7 +8,7 @@ use crate::sweep::sites_from_run as sites_of;
 use keel_engine::engine::{read_target, END_OF_INPUT};
 use keel_engine::{format_windows, Checkpoint, EngineConfig, Record};
 use keel_sim::disk::POWER_LOSS_ENUMERATION_BOUND;
-use keel_sim::{CrashKind, CrashPoint, Fault, FaultPlan, PlannedFault, TraceLine};
+use keel_sim::{CrashKind, CrashPoint, Fault, FaultPlan, PlannedFault};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use std::collections::{BTreeMap, BTreeSet};
@@ -30,21 +30,7 @@ pub fn plan_for_crash(
     events_len: u64,
     request: CrashRequest,
 ) -> Result<FaultPlan, KeelError> {
-    let steps = baseline
-        .world
-        .trace()
-        .lines()
-        .iter()
-        .filter_map(|line| match line {
-            TraceLine::Step {
-                step,
-                time_ms,
-                op,
-                target,
-                ..
-            } => Some((*step, *time_ms, *op, target.as_str())),
-            _ => None,
-        });
+    let sites = sites_of(baseline);
     let step = match request {
         CrashRequest::AfterEvent(after) => {
             if after >= events_len {
@@ -58,14 +44,14 @@ pub fn plan_for_crash(
             } else {
                 END_OF_INPUT.to_string()
             };
-            steps
-                .clone()
-                .find(|&(_, _, op, target)| op == "source.read" && target == next_read)
-                .map(|(step, ..)| step)
+            sites
+                .iter()
+                .find(|site| site.op == "source.read" && site.target == next_read)
+                .map(|site| site.step)
                 .expect("the fault-free run reads every event and the end of input")
         }
         CrashRequest::AtMs(at_ms) => {
-            let last_ms = steps.map(|(_, time_ms, ..)| time_ms).max().unwrap_or(0);
+            let last_ms = sites.iter().map(|site| site.time_ms).max().unwrap_or(0);
             if at_ms > last_ms {
                 return Err(KeelError::usage(format!(
                     "--crash-at-ms {at_ms} is after the run: its last step is at t={last_ms}ms"
@@ -74,7 +60,6 @@ pub fn plan_for_crash(
             return Ok(FaultPlan::kill_at_ms(at_ms));
         }
         CrashRequest::AtStep(planned) => {
-            let sites = sites_of(baseline);
             let site = sites
                 .iter()
                 .find(|s| s.step == planned.step)
@@ -93,10 +78,10 @@ pub fn plan_for_crash(
                 )));
             }
             if let Fault::PowerLoss { state, .. } = planned.fault {
-                if let Some(count) = site
+                let enumerable = site
                     .power_loss_states
-                    .filter(|&c| c <= POWER_LOSS_ENUMERATION_BOUND)
-                {
+                    .filter(|&count| count <= POWER_LOSS_ENUMERATION_BOUND);
+                if let Some(count) = enumerable {
                     if state >= count {
                         return Err(KeelError::usage(format!(
                             "--crash-state {state} does not exist at step {}: its crash states are 0..={}",
