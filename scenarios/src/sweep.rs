@@ -66,6 +66,10 @@ pub fn sites(spec: &RunSpec) -> (RunResult, Vec<SiteRow>) {
 /// The steps of a fault-free run recorded with [`run_recording_crash_states`], as sites.
 pub fn sites_from_run(baseline: &RunResult) -> Vec<SiteRow> {
     let counts = baseline.world.crash_state_counts();
+    assert!(
+        counts.len() as u64 + 1 >= baseline.world.steps_taken(),
+        "sites need a run recorded with run_recording_crash_states"
+    );
     baseline
         .world
         .trace()
@@ -87,7 +91,8 @@ pub fn sites_from_run(baseline: &RunResult) -> Vec<SiteRow> {
                     .into_iter()
                     .filter(|k| applies(op, *k))
                     .collect(),
-                power_loss_states: counts[*step as usize],
+                // A step cut short by a crash before its effect has no count.
+                power_loss_states: counts.get(*step as usize).copied().flatten(),
             }),
             _ => None,
         })

@@ -3,7 +3,7 @@
 use keel_engine::{EngineConfig, SinkKind};
 use keel_scenarios::catalogue::Scenario;
 use keel_scenarios::report::{plan_for_crash, CrashRequest};
-use keel_scenarios::runner::{run, RunSpec};
+use keel_scenarios::runner::{run, run_recording_crash_states, RunSpec};
 use keel_sim::FaultPlan;
 
 fn spec(sink: SinkKind, plan: FaultPlan) -> RunSpec {
@@ -22,7 +22,7 @@ fn spec(sink: SinkKind, plan: FaultPlan) -> RunSpec {
 }
 
 fn crash_plan(sink: SinkKind, request: CrashRequest) -> FaultPlan {
-    let baseline = run(&spec(sink, FaultPlan::none()));
+    let baseline = run_recording_crash_states(&spec(sink, FaultPlan::none()));
     plan_for_crash(&baseline, 30, request).unwrap()
 }
 
