@@ -633,6 +633,10 @@ pub struct RunArgs {
     /// Print the run's whole trace (every step, fault, crash, restart and recovery decision).
     #[arg(long)]
     pub trace: bool,
+
+    /// Write the faults that took effect to this plan file (`keel replay --plan` runs it).
+    #[arg(long, value_name = "FILE.json")]
+    pub save_plan: Option<String>,
 }
 
 /// What `keel` prints on stdout, and the status it exits with.
@@ -872,6 +876,10 @@ fn cmd_run(args: &RunArgs) -> Result<Output, KeelError> {
         run_fault(args),
         reproduce_command(&spec, args),
     )?;
+    if let Some(path) = &args.save_plan {
+        let injected = FaultPlan::from_file(report.plan.clone()).expect("a plan that ran is valid");
+        write_plan_file(path, &injected)?;
+    }
     Ok(Output::ok(match args.format {
         RunFormat::Text if args.trace => {
             format!("{}trace:\n{}\n", report.to_text(), report.trace.join("\n"))
@@ -1174,9 +1182,7 @@ fn cmd_replay(args: &ReplayArgs) -> Result<Output, KeelError> {
         ..
     } = load_target(&args.target, args.expect)?;
     if let Some(path) = &args.save_plan {
-        let injected =
-            FaultPlan::new(result.world.faults_injected().iter().copied()).expect("distinct steps");
-        write_plan_file(path, &injected)?;
+        write_plan_file(path, &result.world.plan_that_ran())?;
     }
     let trace: Vec<String> = result
         .world
@@ -1192,12 +1198,8 @@ fn cmd_replay(args: &ReplayArgs) -> Result<Output, KeelError> {
         None => format!("seed={}", spec.seed),
     };
     let plan_json = serde_json::to_string(&run_spec.plan.to_file()).expect("plans serialize");
-    let injected_json = serde_json::to_string(
-        &FaultPlan::new(result.world.faults_injected().iter().copied())
-            .expect("distinct")
-            .to_file(),
-    )
-    .expect("plans serialize");
+    let injected_json =
+        serde_json::to_string(&result.world.plan_that_ran().to_file()).expect("plans serialize");
     if args.check_determinism {
         let again = run(&run_spec);
         let trace_again: Vec<String> = again
@@ -1261,7 +1263,7 @@ fn cmd_replay(args: &ReplayArgs) -> Result<Output, KeelError> {
                 "sink": sink.name(),
                 "seed": spec.seed,
                 "plan": run_spec.plan.to_file(),
-                "injected": FaultPlan::new(result.world.faults_injected().iter().copied()).expect("distinct").to_file(),
+                "injected": result.world.plan_that_ran().to_file(),
                 "trace": trace,
                 "oracle": verdict,
                 "fingerprint": result.world.fingerprint().to_string(),

@@ -8,6 +8,7 @@ use crate::sweep::sites_from_run as sites_of;
 use keel_engine::engine::{read_target, END_OF_INPUT};
 use keel_engine::{format_windows, Checkpoint, EngineConfig, Record};
 use keel_sim::disk::POWER_LOSS_ENUMERATION_BOUND;
+use keel_sim::fault::PlanFile;
 use keel_sim::{CrashKind, CrashPoint, Fault, FaultPlan, PlannedFault};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
@@ -221,6 +222,8 @@ pub struct RunReport {
     /// The oracle's verdict, by record identity.
     pub oracle: Verdict,
     pub restarts: u64,
+    /// The faults that took effect, as a plan file holds them.
+    pub plan: PlanFile,
     pub fingerprint: String,
     pub reproduce: String,
     /// The trace, one line per entry (printed by `keel run --trace`, not in the JSON).
@@ -372,6 +375,7 @@ fn build(
         baseline_final_windows,
         oracle: judge(expected, result, config),
         restarts: result.incarnations.len() as u64 - 1,
+        plan: result.world.plan_that_ran().to_file(),
         fingerprint: result.world.fingerprint().to_string(),
         reproduce,
         trace: result

@@ -196,6 +196,21 @@ impl World {
         self.trace.fingerprint()
     }
 
+    /// The plan this world runs.
+    pub fn plan(&self) -> &FaultPlan {
+        &self.plan
+    }
+
+    /// The plan that reproduces this run: the step faults that took effect, and the kill
+    /// by the clock if the plan has one.
+    pub fn plan_that_ran(&self) -> FaultPlan {
+        FaultPlan::from_file(crate::fault::PlanFile {
+            faults: self.injected.clone(),
+            kill_at_ms: self.plan.kill_time_ms(),
+        })
+        .expect("faults take effect at distinct steps")
+    }
+
     /// The planned faults that took effect so far, in order.
     pub fn faults_injected(&self) -> &[PlannedFault] {
         &self.injected
@@ -246,12 +261,6 @@ impl World {
     fn kill_by_clock(&mut self) -> Crash {
         assert!(!self.kill_done);
         self.kill_done = true;
-        self.injected_at(
-            self.step_next,
-            Fault::ProcessCrash {
-                at: CrashPoint::Before,
-            },
-        );
         self.crash(self.step_next, CrashPoint::Before, CrashKind::Process)
     }
 
