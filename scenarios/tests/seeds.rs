@@ -351,3 +351,30 @@ fn bad_plan_files_are_rejected_with_the_file_and_the_reason() {
         "{stderr}"
     );
 }
+
+#[test]
+fn saved_plans_replay_byte_for_byte() {
+    for (name, fault) in [
+        ("after14.json", vec!["--crash-after-event", "14"]),
+        ("kill2600.json", vec!["--crash-at-ms", "2600"]),
+        (
+            "power.json",
+            vec![
+                "--fault",
+                "power-loss",
+                "--at-step",
+                "23",
+                "--crash-state",
+                "3",
+            ],
+        ),
+    ] {
+        let path = tmp(name);
+        let mut args = vec!["run", "--sink", "idempotent", "--save-plan", path.as_str()];
+        args.extend_from_slice(&fault);
+        let ran = json(&args);
+        let replayed = json(&["replay", "--sink", "idempotent", "--plan", &path]);
+        assert_eq!(ran["fingerprint"], replayed["fingerprint"], "{name}");
+        assert_eq!(ran["oracle"], replayed["oracle"], "{name}");
+    }
+}
