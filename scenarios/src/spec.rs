@@ -7,6 +7,10 @@ use keel_engine::{CheckpointProtocol, EngineConfig, Event, KeyScheme, SinkKind};
 use keel_sim::FaultPlan;
 use serde::{Deserialize, Serialize};
 
+/// The longest simulated duration an option may ask for: keeps every clock sum far from
+/// u64 overflow, whatever the input length and the number of restarts.
+pub const TIME_MS_MAX: u64 = 1_000_000_000;
+
 /// The input and every engine and world knob, as the command line gave them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScenarioSpec {
@@ -37,6 +41,17 @@ impl ScenarioSpec {
     }
 
     pub fn config(&self, sink: SinkKind) -> Result<EngineConfig, KeelError> {
+        for (option, value_ms) in [
+            ("--event-interval-ms", self.event_interval_ms),
+            ("--restart-delay-ms", self.restart_delay_ms),
+            ("--transaction-timeout-ms", self.transaction_timeout_ms),
+        ] {
+            if value_ms > TIME_MS_MAX {
+                return Err(KeelError::usage(format!(
+                    "{option} must be at most {TIME_MS_MAX} (about 11 days of simulated time), got {value_ms}"
+                )));
+            }
+        }
         let config = EngineConfig {
             window_size: self.window,
             out_of_orderness: self.out_of_orderness,
