@@ -23,7 +23,7 @@ use crate::sweep::{
 use crate::table::TableFormat;
 use crate::teach::{lessons, Lang};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use keel_engine::{CheckpointProtocol, Event, KeyScheme, SinkKind};
 use keel_sim::fault::PlanFile;
 use keel_sim::{CrashPoint, Fault, FaultKind, FaultPlan, PlannedFault, TraceLine};
@@ -765,9 +765,12 @@ impl Progress {
             let bar = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::stderr());
             bar.set_style(
                 ProgressStyle::with_template(
-                    "{elapsed_precise} [{bar:30}] {pos}/{len} runs, {msg} failing, {per_sec}, eta {eta}",
+                    "{elapsed_precise} [{bar:30}] {pos}/{len} runs, {msg} failing, {rate}, eta {eta}",
                 )
                 .expect("a valid template")
+                .with_key("rate", |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = write!(w, "{:.0} runs/s", state.per_sec());
+                })
                 .progress_chars("=> "),
             );
             bar.set_message("0");
