@@ -378,3 +378,16 @@ fn saved_plans_replay_byte_for_byte() {
         assert_eq!(ran["oracle"], replayed["oracle"], "{name}");
     }
 }
+
+#[test]
+fn bench_runs_the_same_simulations_whatever_the_jobs() {
+    let fingerprint = |jobs: &str| {
+        let out = keel(&["bench", "--seeds", "0..50", "--quiet", "--jobs", jobs]).stdout;
+        assert!(out.contains("runs=150 "), "{out}");
+        out.lines()
+            .find(|l| l.starts_with("fingerprint="))
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(fingerprint("1"), fingerprint("2"));
+}
