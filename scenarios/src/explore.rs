@@ -266,7 +266,7 @@ pub fn report(
             format!("{:.1}%", s.exactly_once as f64 * 100.0 / s.seeds as f64)
         };
     }
-    let shrunk = failing.first().filter(|_| shrink_first).map(|first| {
+    let shrunk = failing.first().filter(|_| shrink_first).and_then(|first| {
         let row = rows
             .iter()
             .find(|r| r.seed == first.seed && r.sink.name() == first.sink)
@@ -302,17 +302,17 @@ pub fn target_class(explore: &ExploreSpec, verdict: &Verdict) -> Option<FailureC
         .find(|c| wanted.is_empty() || wanted.contains(c))
 }
 
-/// Shrinks the plan of `seed` on `baseline`'s sink.
+/// Shrinks the plan of `seed` on `baseline`'s sink (`None` if it shows no failure to keep).
 pub fn shrink_seed(
     explore: &ExploreSpec,
     baseline: &Baseline,
     seed: u64,
     scenario_command: &dyn Fn(&str, u64) -> String,
-) -> ShrunkReport {
+) -> Option<ShrunkReport> {
     let seed_spec = baseline.seed_spec(explore, seed);
     let result = run(&seed_spec);
     let verdict = judge(&baseline.expected, &result, &baseline.spec.config);
-    let class = target_class(explore, &verdict).expect("a failing seed shows a failure");
+    let class = target_class(explore, &verdict)?;
     let Shrunk {
         plan,
         verdict,
@@ -320,7 +320,7 @@ pub fn shrink_seed(
         ..
     } = shrink(&seed_spec, &baseline.expected, &seed_spec.plan, class);
     let sink = baseline.spec.config.sink;
-    ShrunkReport {
+    Some(ShrunkReport {
         seed,
         sink: sink.name().to_string(),
         class,
@@ -328,7 +328,7 @@ pub fn shrink_seed(
         outcome: verdict.summary(),
         runs,
         reproduce: replay_plan_command(scenario_command, seed, sink, &plan),
-    }
+    })
 }
 
 impl ExploreReport {

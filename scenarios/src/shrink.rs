@@ -24,6 +24,8 @@ pub enum FailureClass {
     Corrupt,
     RolledBack,
     Duplicates,
+    /// Recovery completed, yet the final windows differ from the fault-free run's.
+    FinalWindows,
 }
 
 impl fmt::Display for FailureClass {
@@ -36,6 +38,7 @@ impl fmt::Display for FailureClass {
             FailureClass::Corrupt => "corrupt",
             FailureClass::RolledBack => "rolled-back",
             FailureClass::Duplicates => "duplicates",
+            FailureClass::FinalWindows => "final-windows",
         })
     }
 }
@@ -62,6 +65,9 @@ pub fn failure_classes(verdict: &Verdict) -> Vec<FailureClass> {
     }
     if verdict.duplicates > 0 {
         classes.push(FailureClass::Duplicates);
+    }
+    if verdict.recovery == Recovery::Ok && !verdict.final_windows_match {
+        classes.push(FailureClass::FinalWindows);
     }
     classes
 }
