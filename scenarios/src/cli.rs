@@ -1104,6 +1104,28 @@ fn explore_output(
     Output { stdout, exit_code }
 }
 
+/// The exploration report from its rows (shrinking the first failure if asked), rendered.
+fn finish_explore(
+    spec: &ScenarioSpec,
+    explore: &ExploreSpec,
+    baselines: &BTreeMap<SinkKind, Baseline>,
+    rows: Vec<ExploreRow>,
+    shrink_first: bool,
+    (format, summary_only): (TableFormatArg, bool),
+) -> Output {
+    let command = |command: &str, seed: u64| spec.command_with_seed(command, seed);
+    let report = explore_report(
+        &spec.label(),
+        spec.protocol.name(),
+        explore,
+        baselines,
+        rows,
+        shrink_first,
+        &command,
+    );
+    explore_output(&report, explore, format, summary_only)
+}
+
 fn cmd_explore(args: &ExploreArgs) -> Result<Output, KeelError> {
     let (spec, events) = prepare(&args.scenario)?;
     let explore = explore_spec(&args.plans, &args.sinks, args.seeds, args.expect);
@@ -1131,27 +1153,13 @@ fn cmd_explore(args: &ExploreArgs) -> Result<Output, KeelError> {
         lines.extend(rows.into_iter().map(ShardLine::Row));
         return Ok(Output::ok(shard_output(&lines)));
     }
-    let command = |command: &str, seed: u64| {
-        ScenarioSpec {
-            seed,
-            ..spec.clone()
-        }
-        .command(command)
-    };
-    let report = explore_report(
-        &spec.label(),
-        spec.protocol.name(),
+    Ok(finish_explore(
+        &spec,
         &explore,
         &baselines,
         rows,
         !args.no_shrink,
-        &command,
-    );
-    Ok(explore_output(
-        &report,
-        &explore,
-        args.format,
-        args.summary_only,
+        (args.format, args.summary_only),
     ))
 }
 
@@ -1326,13 +1334,7 @@ fn cmd_shrink(args: &ShrinkArgs) -> Result<Output, KeelError> {
         write_plan_file(path, &shrunk.plan)?;
     }
     let reproduce = replay_plan_command(
-        &|command, seed| {
-            ScenarioSpec {
-                seed,
-                ..spec.clone()
-            }
-            .command(command)
-        },
+        &|command, seed| spec.command_with_seed(command, seed),
         spec.seed,
         sink,
         &shrunk.plan,
@@ -1493,27 +1495,13 @@ fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
             } else {
                 BTreeMap::new()
             };
-            let command = |command: &str, seed: u64| {
-                ScenarioSpec {
-                    seed,
-                    ..spec.clone()
-                }
-                .command(command)
-            };
-            let report = explore_report(
-                &spec.label(),
-                spec.protocol.name(),
+            Ok(finish_explore(
+                &spec,
                 &explore,
                 &baselines,
                 rows,
                 shrink_first,
-                &command,
-            );
-            Ok(explore_output(
-                &report,
-                &explore,
-                args.format,
-                args.summary_only,
+                (args.format, args.summary_only),
             ))
         }
         _ => unreachable!("the header is a header"),

@@ -82,6 +82,15 @@ impl ScenarioSpec {
         })
     }
 
+    /// `keel <command>` with this spec's options but `seed`.
+    pub fn command_with_seed(&self, command: &str, seed: u64) -> String {
+        ScenarioSpec {
+            seed,
+            ..self.clone()
+        }
+        .command(command)
+    }
+
     /// `keel <command>` with this spec's options, as a user would type it.
     pub fn command(&self, command: &str) -> String {
         let mut parts = vec![format!("keel {command}")];
