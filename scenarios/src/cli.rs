@@ -1219,13 +1219,7 @@ fn cmd_replay(args: &ReplayArgs) -> Result<Output, KeelError> {
     if let Some(path) = &args.save_plan {
         write_plan_file(path, &result.world.plan_that_ran())?;
     }
-    let trace: Vec<String> = result
-        .world
-        .trace()
-        .lines()
-        .iter()
-        .map(|l| l.to_string())
-        .collect();
+    let trace: Vec<String> = result.world.trace().text_lines();
     let mut exit_code = 0;
     let mut stdout = String::new();
     let source = match &args.target.plan {
@@ -1237,13 +1231,7 @@ fn cmd_replay(args: &ReplayArgs) -> Result<Output, KeelError> {
         serde_json::to_string(&result.world.plan_that_ran().to_file()).expect("plans serialize");
     if args.check_determinism {
         let again = run(&run_spec);
-        let trace_again: Vec<String> = again
-            .world
-            .trace()
-            .lines()
-            .iter()
-            .map(|l| l.to_string())
-            .collect();
+        let trace_again: Vec<String> = again.world.trace().text_lines();
         if let Some(i) =
             (0..trace.len().max(trace_again.len())).find(|&i| trace.get(i) != trace_again.get(i))
         {

@@ -378,13 +378,7 @@ fn build(
         plan: result.world.plan_that_ran().to_file(),
         fingerprint: result.world.fingerprint().to_string(),
         reproduce,
-        trace: result
-            .world
-            .trace()
-            .lines()
-            .iter()
-            .map(|line| line.to_string())
-            .collect(),
+        trace: result.world.trace().text_lines(),
     }
 }
 

@@ -74,13 +74,7 @@ fn the_trace_reads_as_the_chapter_tells_it() {
         SinkKind::Append,
         crash_plan(SinkKind::Append, CrashRequest::AfterEvent(14)),
     ));
-    let lines: Vec<String> = crash
-        .world
-        .trace()
-        .lines()
-        .iter()
-        .map(|l| l.to_string())
-        .collect();
+    let lines: Vec<String> = crash.world.trace().text_lines();
     let around_crash: Vec<&str> = lines
         .iter()
         .skip_while(|l| !l.contains("source.read event 15"))

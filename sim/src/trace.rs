@@ -94,10 +94,15 @@ impl Trace {
         &self.lines
     }
 
+    /// Each line in its canonical text (what the fingerprint hashes).
+    pub fn text_lines(&self) -> Vec<String> {
+        self.lines.iter().map(TraceLine::to_string).collect()
+    }
+
     pub fn fingerprint(&self) -> Fingerprint {
         let mut hash = Fnv1a64::new();
-        for line in &self.lines {
-            hash.write(line.to_string().as_bytes());
+        for line in self.text_lines() {
+            hash.write(line.as_bytes());
             hash.write(b"\n");
         }
         Fingerprint(hash.finish())
