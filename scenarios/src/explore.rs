@@ -1,11 +1,13 @@
 //! `keel explore`: thousands of seeds, each a swarm-drawn fault plan, one row per seed and
 //! sink, a summary per sink, and the failing seeds with the command that replays each.
 
-use crate::oracle::{judge, Expectation, Expected, Verdict};
+use crate::baseline::Baseline;
+use crate::failure::is_failure;
+use crate::oracle::{judge, Expectation, Verdict};
+use crate::reproduce::replay_plan_command;
 use crate::runner::{run, RunSpec};
 use crate::shrink::{failure_classes, shrink, FailureClass, Shrunk};
 use crate::swarm::{plan_for_seed, PlanContext};
-use crate::sweep::{is_failure, sites, SiteRow};
 use crate::table::{Table, TableFormat};
 use keel_engine::SinkKind;
 use keel_sim::{FaultKind, FaultPlan};
@@ -61,25 +63,8 @@ impl ExploreSpec {
 pub const MAX_FAULTS_DEFAULT: usize = 3;
 pub const OUTAGE_MS_DEFAULT: u64 = 2_000;
 
-/// The fault-free run of one sink: sites to aim at and what the sink should get.
-#[derive(Clone, Debug)]
-pub struct Baseline {
-    pub spec: RunSpec,
-    pub sites: Vec<SiteRow>,
-    pub expected: Expected,
-}
-
+/// How an exploration draws a seed's plan on a baseline.
 impl Baseline {
-    pub fn new(spec: RunSpec) -> Baseline {
-        let (_, sites) = sites(&spec);
-        let expected = Expected::for_spec(&spec);
-        Baseline {
-            spec,
-            sites,
-            expected,
-        }
-    }
-
     /// The plan seed `seed` draws for this sink.
     pub fn plan(&self, explore: &ExploreSpec, seed: u64) -> FaultPlan {
         let context = PlanContext {
@@ -188,25 +173,6 @@ pub struct ExploreReport {
     pub summary: Vec<SinkSummary>,
     pub failing: Vec<FailingSeed>,
     pub shrunk: Option<ShrunkReport>,
-}
-
-/// One command that replays `plan` on `sink`: `keel run --fault ...` for a single step fault,
-/// else writing the plan to a file and `keel replay --plan` on it.
-pub fn replay_plan_command(
-    scenario_command: &dyn Fn(&str, u64) -> String,
-    seed: u64,
-    sink: SinkKind,
-    plan: &FaultPlan,
-) -> String {
-    let faults = plan.faults();
-    if let ([only], None) = (faults.as_slice(), plan.kill_time_ms()) {
-        return crate::sweep::reproduce_point(&scenario_command("run", seed), sink, only);
-    }
-    let json = serde_json::to_string(&plan.to_file()).expect("plans serialize");
-    format!(
-        "echo '{json}' > plan.json && {} --sink {sink} --plan plan.json",
-        scenario_command("replay", seed)
-    )
 }
 
 /// Builds the report from the rows (in point order), shrinking the first failure unless not

@@ -1,17 +1,22 @@
 //! keel-scenarios: the scenario catalogue, the runner, the oracle's tallies, reports and the CLI.
 //!
-//! Everything here except `cli` is pure: it builds values and strings. Only `cli` reads and
-//! writes files and prints.
+//! Everything here except `cli` and `commands` is pure: it builds values and strings. Only
+//! `cli` and `commands` read and write files and print.
 
+pub mod baseline;
 pub mod catalogue;
 pub mod cli;
+pub mod commands;
 pub mod error;
 pub mod explore;
+pub mod failure;
 pub mod oracle;
 pub mod parallel;
 pub mod report;
+pub mod reproduce;
 pub mod runner;
 pub mod shrink;
+pub mod sites;
 pub mod spec;
 pub mod swarm;
 pub mod sweep;

@@ -4,7 +4,7 @@
 use crate::error::KeelError;
 use crate::oracle::{judge, Expected, Verdict};
 use crate::runner::{self, Outcome, RunResult, RunSpec};
-use crate::sweep::sites_from_run as sites_of;
+use crate::sites::sites_from_run as sites_of;
 use keel_engine::engine::{read_target, END_OF_INPUT};
 use keel_engine::{format_windows, Checkpoint, EngineConfig, Record};
 use keel_sim::disk::POWER_LOSS_ENUMERATION_BOUND;

@@ -7,7 +7,7 @@
 //! swarm choice, one for the plan), so the same structured generator can be driven by a
 //! fuzzer's bytes instead.
 
-use crate::sweep::SiteRow;
+use crate::sites::SiteRow;
 use arbitrary::{Arbitrary, Unstructured};
 use keel_sim::{CrashPoint, Fault, FaultKind, FaultPlan, PlannedFault, SeedTree, Subsystem};
 use rand_core::RngCore;

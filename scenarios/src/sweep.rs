@@ -1,127 +1,31 @@
-//! `keel sites` and `keel sweep`: every step of the fault-free run, and every single fault
-//! at every step where it applies (every crash state for a power loss, within a bound),
-//! each run to the end, judged by the oracle and tallied per sink and fault kind.
+//! `keel sweep`: every single fault at every step where it applies (every crash state for a
+//! power loss, within a bound), each run to the end, judged by the oracle and tallied per
+//! sink and fault kind. The steps (sites) come from `crate::sites`.
 
-use crate::error::KeelError;
-use crate::explore::{replay_plan_command, Baseline};
-use crate::oracle::{judge_view, Recovery, Verdict};
-use crate::runner::{run, run_recording_crash_states, RunResult, RunSpec, View};
+use crate::baseline::Baseline;
+use crate::oracle::{judge_view, Recovery};
+use crate::reproduce::{replay_plan_command, reproduce_point};
+use crate::runner::{run, run_recording_crash_states, RunSpec, View};
+use crate::sites::{sites_from_run, SiteRow};
 use crate::spec::ScenarioSpec;
 use crate::table::{Table, TableFormat};
-use keel_engine::{Event, SinkKind};
+use keel_engine::SinkKind;
 use keel_sim::disk::POWER_LOSS_ENUMERATION_BOUND;
 use keel_sim::{
     CrashPoint, Fault, FaultKind, FaultPlan, Fingerprint, PlannedFault, SeedTree, Subsystem,
-    TraceLine,
 };
 use rand_core::RngCore;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+// Re-exported for `teach.rs` (and other callers) that still import them from here; new code
+// imports from `crate::baseline`, `crate::sites` and `crate::failure`.
+pub use crate::baseline::baselines;
+pub use crate::failure::is_failure;
+pub use crate::sites::sites;
+
 /// Crash states drawn per step when a power loss there has more than the enumeration bound.
 pub const POWER_LOSS_SAMPLES_PER_STEP: u64 = 32;
-
-/// Whether a fault of `kind` can be aimed at a step doing `op`.
-pub fn applies(op: &str, kind: FaultKind) -> bool {
-    match kind {
-        FaultKind::ProcessCrash | FaultKind::PowerLoss => true,
-        FaultKind::DiskError => matches!(
-            op,
-            "disk.create"
-                | "disk.write"
-                | "disk.truncate"
-                | "disk.fsync"
-                | "disk.rename"
-                | "disk.remove"
-                | "disk.fsync-dir"
-                | "sink.open"
-        ),
-        FaultKind::SinkError
-        | FaultKind::AckLost
-        | FaultKind::SinkUnavailable
-        | FaultKind::Zombie => op == "sink.write" || op.starts_with("log."),
-    }
-}
-
-/// One step of the fault-free run: where faults can be aimed.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct SiteRow {
-    pub step: u64,
-    pub time_ms: u64,
-    pub op: String,
-    pub target: String,
-    /// The fault kinds that apply here.
-    pub faults: Vec<FaultKind>,
-    /// How many disk states a power loss right after this step can leave (null: > 2^64).
-    pub power_loss_states: Option<u64>,
-}
-
-/// The fault-free run of `spec`, recording crash-state counts, and its steps as sites.
-pub fn sites(spec: &RunSpec) -> (RunResult, Vec<SiteRow>) {
-    let baseline = run_recording_crash_states(spec);
-    let rows = sites_from_run(&baseline);
-    (baseline, rows)
-}
-
-/// The steps of a fault-free run recorded with [`run_recording_crash_states`], as sites.
-pub fn sites_from_run(baseline: &RunResult) -> Vec<SiteRow> {
-    let counts = baseline.world.crash_state_counts();
-    assert!(
-        counts.len() as u64 + 1 >= baseline.world.steps_taken(),
-        "sites need a run recorded with run_recording_crash_states"
-    );
-    baseline
-        .world
-        .trace()
-        .lines()
-        .iter()
-        .filter_map(|line| match line {
-            TraceLine::Step {
-                step,
-                time_ms,
-                op,
-                target,
-                ..
-            } => Some(SiteRow {
-                step: *step,
-                time_ms: *time_ms,
-                op: op.to_string(),
-                target: target.clone(),
-                faults: FaultKind::ALL
-                    .into_iter()
-                    .filter(|k| applies(op, *k))
-                    .collect(),
-                // A step cut short by a crash before its effect has no count.
-                power_loss_states: counts.get(*step as usize).copied().flatten(),
-            }),
-            _ => None,
-        })
-        .collect()
-}
-
-pub fn sites_table(rows: &[SiteRow]) -> Table {
-    let mut table = Table::new(&[
-        "step",
-        "time_ms",
-        "op",
-        "target",
-        "faults",
-        "power_loss_states",
-    ]);
-    for row in rows {
-        let faults: Vec<&str> = row.faults.iter().map(|k| k.name()).collect();
-        table.push(vec![
-            row.step.to_string(),
-            row.time_ms.to_string(),
-            row.op.clone(),
-            row.target.clone(),
-            faults.join(","),
-            row.power_loss_states
-                .map_or(">2^64".to_string(), |c| c.to_string()),
-        ]);
-    }
-    table
-}
 
 /// Every single fault of `kind` the sweep tries, in step order.
 pub fn points(sites: &[SiteRow], kind: FaultKind, seed: u64, outage_ms: u64) -> Vec<PlannedFault> {
@@ -165,21 +69,6 @@ pub fn points(sites: &[SiteRow], kind: FaultKind, seed: u64, outage_ms: u64) -> 
         }
     }
     points
-}
-
-/// Does this run break what the sink promises (at-least-once for append, exactly-once for
-/// idempotent and, in its read_committed view, transactional), or roll recovery back?
-pub fn is_failure(verdict: &Verdict, sink: SinkKind) -> bool {
-    let at_least_once = verdict.lost == 0
-        && verdict.wrong == 0
-        && verdict.corrupt == 0
-        && verdict.recovery == Recovery::Ok
-        && verdict.final_windows_match;
-    let promise = match sink {
-        SinkKind::Append => at_least_once,
-        SinkKind::Idempotent | SinkKind::Transactional => at_least_once && verdict.duplicates == 0,
-    };
-    !promise || verdict.rolled_back > 0
 }
 
 /// The first failing point of a row, and how to replay it alone.
@@ -234,23 +123,6 @@ pub struct SweepReport {
     pub fingerprint: String,
 }
 
-/// The command line that replays one point alone.
-pub fn reproduce_point(prefix: &str, sink: SinkKind, planned: &PlannedFault) -> String {
-    let mut command = format!(
-        "{prefix} --sink {sink} --fault {} --at-step {}",
-        planned.fault.kind(),
-        planned.step
-    );
-    match planned.fault {
-        Fault::PowerLoss { state, .. } => command.push_str(&format!(" --crash-state {state}")),
-        Fault::SinkUnavailable { duration_ms } => {
-            command.push_str(&format!(" --outage-ms {duration_ms}"))
-        }
-        _ => {}
-    }
-    command
-}
-
 /// One point of a sweep: one or two faults on one sink.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SweepPoint {
@@ -281,23 +153,6 @@ pub struct PointRecord {
     pub outcome: String,
     pub fingerprint: String,
     pub reproduce: String,
-}
-
-/// The fault-free run of every sink a sweep covers.
-pub fn baselines(
-    spec: &ScenarioSpec,
-    events: &[Event],
-    sinks: &[SinkKind],
-) -> Result<BTreeMap<SinkKind, Baseline>, KeelError> {
-    sinks
-        .iter()
-        .map(|&sink| {
-            Ok((
-                sink,
-                Baseline::new(spec.run_spec(events, sink, FaultPlan::none())?),
-            ))
-        })
-        .collect()
 }
 
 /// Every point of the sweep, in report order (sink, row, first step, second step).

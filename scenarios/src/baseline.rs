@@ -1,0 +1,48 @@
+//! The fault-free run of one sink: the sites faults can be aimed at, and the output the
+//! oracle expects. (The plan a seed draws on a baseline is `explore`'s: see `explore.rs`.)
+
+use crate::error::KeelError;
+use crate::oracle::Expected;
+use crate::runner::RunSpec;
+use crate::sites::{sites, SiteRow};
+use crate::spec::ScenarioSpec;
+use keel_engine::{Event, SinkKind};
+use keel_sim::FaultPlan;
+use std::collections::BTreeMap;
+
+/// The fault-free run of one sink: sites to aim at and what the sink should get.
+#[derive(Clone, Debug)]
+pub struct Baseline {
+    pub spec: RunSpec,
+    pub sites: Vec<SiteRow>,
+    pub expected: Expected,
+}
+
+impl Baseline {
+    pub fn new(spec: RunSpec) -> Baseline {
+        let (_, sites) = sites(&spec);
+        let expected = Expected::for_spec(&spec);
+        Baseline {
+            spec,
+            sites,
+            expected,
+        }
+    }
+}
+
+/// The fault-free run of every sink a sweep or an exploration covers.
+pub fn baselines(
+    spec: &ScenarioSpec,
+    events: &[Event],
+    sinks: &[SinkKind],
+) -> Result<BTreeMap<SinkKind, Baseline>, KeelError> {
+    sinks
+        .iter()
+        .map(|&sink| {
+            Ok((
+                sink,
+                Baseline::new(spec.run_spec(events, sink, FaultPlan::none())?),
+            ))
+        })
+        .collect()
+}

@@ -1,0 +1,404 @@
+//! The argument groups and value types several commands share, and what they turn into.
+
+use crate::explore::{MAX_FAULTS_DEFAULT, OUTAGE_MS_DEFAULT};
+use crate::oracle::Expectation;
+use crate::parallel::default_jobs;
+use crate::runner::{
+    RESTART_DELAY_MS_DEFAULT, SECTOR_SIZE_BYTES_DEFAULT, TRANSACTION_TIMEOUT_MS_DEFAULT,
+};
+use crate::spec::ScenarioSpec;
+use crate::table::TableFormat;
+use clap::{Args, ValueEnum};
+use keel_engine::{CheckpointProtocol, KeyScheme, SinkKind};
+use keel_sim::FaultKind;
+
+/// How a long job runs: threads, a slice of it, progress.
+#[derive(Debug, Args)]
+pub struct JobArgs {
+    /// Independent simulations run on this many threads; the output is the same for any N
+    /// (default: the machine's cores).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub jobs: Option<u64>,
+
+    /// Run only the i-th of n disjoint slices (0-based, e.g. 0/4) and print JSON lines for
+    /// `keel merge`.
+    #[arg(long, value_name = "i/n", value_parser = parse_shard)]
+    pub shard: Option<Shard>,
+
+    /// No progress bar (it is also hidden when stderr is not a terminal).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// The i-th of n slices of a job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Shard {
+    pub index: u64,
+    pub count: u64,
+}
+
+fn parse_shard(text: &str) -> Result<Shard, String> {
+    let (index, count) = text
+        .split_once('/')
+        .ok_or_else(|| format!("expected i/n (e.g. 0/4), got '{text}'"))?;
+    let index: u64 = index
+        .parse()
+        .map_err(|_| format!("'{index}' is not a shard number"))?;
+    let count: u64 = count
+        .parse()
+        .map_err(|_| format!("'{count}' is not a shard count"))?;
+    if count == 0 || index >= count {
+        return Err(format!("shard {index}/{count}: need 0 <= i < n"));
+    }
+    Ok(Shard { index, count })
+}
+
+impl Shard {
+    /// This shard's contiguous slice of `len` items.
+    pub fn range(&self, len: usize) -> std::ops::Range<usize> {
+        let (i, n) = (self.index as usize, self.count as usize);
+        (i * len / n)..((i + 1) * len / n)
+    }
+}
+
+/// A half-open seed range `a..b`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SeedRange {
+    pub start: u64,
+    pub end: u64,
+}
+
+pub(crate) fn parse_seed_range(text: &str) -> Result<SeedRange, String> {
+    let (start, end) = text
+        .split_once("..")
+        .ok_or_else(|| format!("expected a range a..b (e.g. 0..1000), got '{text}'"))?;
+    let start: u64 = start
+        .parse()
+        .map_err(|_| format!("'{start}' is not a seed"))?;
+    let end: u64 = end.parse().map_err(|_| format!("'{end}' is not a seed"))?;
+    if start >= end {
+        return Err(format!("the range {start}..{end} is empty"));
+    }
+    if end - start > SEEDS_MAX {
+        return Err(format!(
+            "at most {SEEDS_MAX} seeds at once (shard bigger ranges)"
+        ));
+    }
+    Ok(SeedRange { start, end })
+}
+
+/// Seeds one `keel explore` may run (bounds memory: one row per seed and sink).
+const SEEDS_MAX: u64 = 10_000_000;
+
+/// What a run must hold; a violation exits with status 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ExpectArg {
+    /// No duplicates, no loss, no wrong result, no corruption, recovered.
+    ExactlyOnce,
+    /// Nothing of the fault-free run lost, and recovery completed.
+    NoLoss,
+}
+
+impl From<ExpectArg> for Expectation {
+    fn from(expect: ExpectArg) -> Self {
+        match expect {
+            ExpectArg::ExactlyOnce => Expectation::ExactlyOnce,
+            ExpectArg::NoLoss => Expectation::NoLoss,
+        }
+    }
+}
+
+/// How seeds draw their plans (explore, replay and shrink must agree on these).
+#[derive(Debug, Args)]
+pub struct SeedPlanArgs {
+    /// The fault kinds a seed may draw from.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "process-crash,power-loss,disk-error,sink-error,ack-lost,sink-unavailable"
+    )]
+    pub faults: Vec<FaultArg>,
+
+    /// At most this many faults per seed.
+    #[arg(long, value_name = "N", default_value_t = MAX_FAULTS_DEFAULT as u64, value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub max_faults: u64,
+
+    /// Length of a sink outage, in simulated milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = OUTAGE_MS_DEFAULT)]
+    pub outage_ms: u64,
+}
+
+/// One seed's plan (or a plan file) on one sink: what `replay` and `shrink` work on.
+#[derive(Debug, Args)]
+pub struct TargetArgs {
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
+
+    #[command(flatten)]
+    pub plans: SeedPlanArgs,
+
+    /// The sink.
+    #[arg(long, value_enum, default_value_t = SinkArg::Append)]
+    pub sink: SinkArg,
+
+    /// Use this plan file instead of the plan of --seed.
+    #[arg(long, value_name = "FILE.json")]
+    pub plan: Option<String>,
+}
+
+/// Which input and which engine knobs.
+#[derive(Debug, Args)]
+pub struct ScenarioArgs {
+    /// A shipped scenario (default: ch04, the chapter's stream).
+    #[arg(long, value_name = "NAME", conflicts_with = "events")]
+    pub scenario: Option<String>,
+
+    /// An events file instead: one JSON object {"ts": <int>, "value": <int>} per line.
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub events: Option<String>,
+
+    /// Tumbling window size W (event-time units).
+    #[arg(
+        long,
+        value_name = "W",
+        default_value_t = 10,
+        allow_negative_numbers = true
+    )]
+    pub window: i64,
+
+    /// Out-of-orderness D: the watermark is max_ts - D.
+    #[arg(
+        long,
+        value_name = "D",
+        default_value_t = 5,
+        allow_negative_numbers = true
+    )]
+    pub out_of_orderness: i64,
+
+    /// Checkpoint after every K events.
+    #[arg(long, value_name = "K", default_value_t = 8)]
+    pub checkpoint_every: u64,
+
+    /// Event i arrives at i * I milliseconds of simulated time.
+    #[arg(long, value_name = "I", default_value_t = 300)]
+    pub event_interval_ms: u64,
+
+    /// Simulated time between a crash and the restarted process.
+    #[arg(long, value_name = "MS", default_value_t = RESTART_DELAY_MS_DEFAULT)]
+    pub restart_delay_ms: u64,
+
+    /// How checkpoints are written and recovered: `safe`, or a classic unsafe variant.
+    #[arg(long, value_enum, value_name = "P", default_value_t = ProtocolArg::Safe)]
+    pub checkpoint_protocol: ProtocolArg,
+
+    /// Seed of the run's random streams (drawn crash states, later swarm plans).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+
+    /// How records are keyed: the chapter's stable key, or processing time (the exercise
+    /// where replays make new keys and the idempotent sink stops deduplicating).
+    #[arg(long, value_enum, default_value_t = KeyArg::EventIndex)]
+    pub key: KeyArg,
+
+    /// The transactional sink's log aborts a transaction open longer than this (simulated ms).
+    #[arg(long, value_name = "MS", default_value_t = TRANSACTION_TIMEOUT_MS_DEFAULT)]
+    pub transaction_timeout_ms: u64,
+
+    /// The simulated disk's sector: the unit a write tears at on power loss.
+    #[arg(long, value_name = "BYTES", default_value_t = SECTOR_SIZE_BYTES_DEFAULT as u64, value_parser = clap::value_parser!(u64).range(1..=2_097_152))]
+    pub sector_size_bytes: u64,
+}
+
+/// How records are keyed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum KeyArg {
+    /// (event index, window end): stable across replays.
+    EventIndex,
+    /// (processing time, window end): every replay makes new keys.
+    ProcessingTime,
+}
+
+impl From<KeyArg> for KeyScheme {
+    fn from(key: KeyArg) -> Self {
+        match key {
+            KeyArg::EventIndex => KeyScheme::EventIndex,
+            KeyArg::ProcessingTime => KeyScheme::ProcessingTime,
+        }
+    }
+}
+
+/// A checkpoint protocol (see the README's protocol table).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ProtocolArg {
+    /// Sink sync, unique name, checksum, temp file, fsync, rename, fsync dir, then delete the old.
+    Safe,
+    /// Rewrite one state.json in place, no fsync.
+    InPlace,
+    /// Temp file and rename without fsync of the data.
+    NoFsyncRename,
+    /// No fsync of the directory after the rename.
+    NoDirFsync,
+    /// Delete the old checkpoint before the rename.
+    DeleteThenRename,
+    /// No checksum, no data fsync: a file of the right size is trusted.
+    SizeOnly,
+    /// Commit the checkpoint before the sink's writes are durable.
+    CheckpointBeforeSinkSync,
+    /// Recovery appends after a torn sink tail.
+    NoTailRepair,
+}
+
+impl From<ProtocolArg> for CheckpointProtocol {
+    fn from(protocol: ProtocolArg) -> Self {
+        match protocol {
+            ProtocolArg::Safe => CheckpointProtocol::Safe,
+            ProtocolArg::InPlace => CheckpointProtocol::InPlace,
+            ProtocolArg::NoFsyncRename => CheckpointProtocol::NoFsyncRename,
+            ProtocolArg::NoDirFsync => CheckpointProtocol::NoDirFsync,
+            ProtocolArg::DeleteThenRename => CheckpointProtocol::DeleteThenRename,
+            ProtocolArg::SizeOnly => CheckpointProtocol::SizeOnly,
+            ProtocolArg::CheckpointBeforeSinkSync => CheckpointProtocol::CheckpointBeforeSinkSync,
+            ProtocolArg::NoTailRepair => CheckpointProtocol::NoTailRepair,
+        }
+    }
+}
+
+/// A kind of fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FaultArg {
+    /// kill -9: memory lost, every completed write kept.
+    ProcessCrash,
+    /// The machine stops: unsynced data survives only as a crash state allows.
+    PowerLoss,
+    /// The step's disk operation fails with EIO (a failed fsync drops its data).
+    DiskError,
+    /// The sink write fails before it takes effect.
+    SinkError,
+    /// The sink write takes effect but its acknowledgement is lost.
+    AckLost,
+    /// The sink is unavailable for --outage-ms of simulated time.
+    SinkUnavailable,
+    /// The process is cut off after a sink request and replaced; it wakes up later as a
+    /// zombie and retries its last write and its commit (not in the default sets).
+    Zombie,
+}
+
+impl From<FaultArg> for FaultKind {
+    fn from(fault: FaultArg) -> Self {
+        match fault {
+            FaultArg::ProcessCrash => FaultKind::ProcessCrash,
+            FaultArg::PowerLoss => FaultKind::PowerLoss,
+            FaultArg::DiskError => FaultKind::DiskError,
+            FaultArg::SinkError => FaultKind::SinkError,
+            FaultArg::AckLost => FaultKind::AckLost,
+            FaultArg::SinkUnavailable => FaultKind::SinkUnavailable,
+            FaultArg::Zombie => FaultKind::Zombie,
+        }
+    }
+}
+
+/// How a table report is printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TableFormatArg {
+    /// Aligned columns.
+    Table,
+    Markdown,
+    Csv,
+    /// One JSON object.
+    Json,
+}
+
+/// The sink the engine writes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SinkArg {
+    /// Non-idempotent: appends every record, replays included (at-least-once).
+    Append,
+    /// Deduplicates by the record's key (event index, window end).
+    Idempotent,
+    /// Two-phase commit on a Kafka-like transactional log, one transaction per checkpoint.
+    Transactional,
+}
+
+impl From<SinkArg> for SinkKind {
+    fn from(sink: SinkArg) -> Self {
+        match sink {
+            SinkArg::Append => SinkKind::Append,
+            SinkArg::Idempotent => SinkKind::Idempotent,
+            SinkArg::Transactional => SinkKind::Transactional,
+        }
+    }
+}
+
+/// How a report is printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum RunFormat {
+    /// The chapter's lines.
+    Text,
+    /// One JSON object.
+    Json,
+}
+
+pub(crate) fn scenario_spec(args: &ScenarioArgs) -> ScenarioSpec {
+    ScenarioSpec {
+        scenario: args.scenario.clone(),
+        events: args.events.clone(),
+        window: args.window,
+        out_of_orderness: args.out_of_orderness,
+        checkpoint_every: args.checkpoint_every,
+        event_interval_ms: args.event_interval_ms,
+        restart_delay_ms: args.restart_delay_ms,
+        protocol: args.checkpoint_protocol.into(),
+        key: args.key.into(),
+        transaction_timeout_ms: args.transaction_timeout_ms,
+        seed: args.seed,
+        sector_size_bytes: args.sector_size_bytes as usize,
+    }
+}
+
+pub(crate) fn jobs(job: &JobArgs) -> usize {
+    job.jobs.map_or_else(default_jobs, |n| n as usize)
+}
+
+pub(crate) fn table_format(format: TableFormatArg) -> Option<TableFormat> {
+    match format {
+        TableFormatArg::Table => Some(TableFormat::Table),
+        TableFormatArg::Markdown => Some(TableFormat::Markdown),
+        TableFormatArg::Csv => Some(TableFormat::Csv),
+        TableFormatArg::Json => None,
+    }
+}
+
+pub(crate) fn dedup_kinds<T: PartialEq + Copy>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_split_a_range_into_disjoint_covering_slices() {
+        let slices: Vec<_> = (0..3)
+            .map(|i| Shard { index: i, count: 3 }.range(10))
+            .collect();
+        assert_eq!(slices, vec![0..3, 3..6, 6..10]);
+        assert_eq!(parse_shard("1/4"), Ok(Shard { index: 1, count: 4 }));
+        assert!(parse_shard("4/4").is_err());
+        assert!(parse_shard("x").is_err());
+        assert_eq!(
+            parse_seed_range("0..1000"),
+            Ok(SeedRange {
+                start: 0,
+                end: 1000
+            })
+        );
+        assert!(parse_seed_range("5..5").is_err());
+    }
+}

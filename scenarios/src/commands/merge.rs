@@ -1,0 +1,193 @@
+//! `keel merge`: `--shard` output files combined into the report an unsharded run prints.
+
+use super::args::{Shard, TableFormatArg};
+use super::explore::{explore_baselines, finish_explore};
+use super::files::load_events;
+use super::output::Output;
+use super::shard::ShardLine;
+use super::sweep::sweep_output;
+use crate::error::KeelError;
+use crate::explore::ExploreRow;
+use crate::sweep::{aggregate, PointRecord};
+use clap::Args;
+use keel_engine::SinkKind;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Shard files written by `keel sweep --shard` or `keel explore --shard`.
+    #[arg(required = true, value_name = "FILES")]
+    pub files: Vec<String>,
+
+    /// Do not shrink the first failing seed (explore).
+    #[arg(long)]
+    pub no_shrink: bool,
+
+    /// Print the summary and failing seeds, not one row per seed (explore).
+    #[arg(long)]
+    pub summary_only: bool,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = TableFormatArg::Table)]
+    pub format: TableFormatArg,
+}
+
+pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
+    let mut header: Option<(String, ShardLine)> = None;
+    let mut shards_seen: Vec<Shard> = Vec::new();
+    let mut points: Vec<PointRecord> = Vec::new();
+    let mut rows: Vec<ExploreRow> = Vec::new();
+    for path in &args.files {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| KeelError::usage(format!("cannot read shard file {path}: {e}")))?;
+        for (i, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let parsed: ShardLine = serde_json::from_str(line).map_err(|e| {
+                KeelError::usage(format!(
+                    "{path}: line {}: not a keel shard line: {e}",
+                    i + 1
+                ))
+            })?;
+            match parsed {
+                ShardLine::Point(record) => points.push(record),
+                ShardLine::Row(row) => rows.push(row),
+                ref h @ (ShardLine::SweepHeader { shard, .. }
+                | ShardLine::ExploreHeader { shard, .. }) => {
+                    if i != 0 {
+                        return Err(KeelError::usage(format!(
+                            "{path}: line {}: a header after the first line",
+                            i + 1
+                        )));
+                    }
+                    if shards_seen.contains(&shard) {
+                        return Err(KeelError::usage(format!(
+                            "{path}: shard {}/{} given twice",
+                            shard.index, shard.count
+                        )));
+                    }
+                    shards_seen.push(shard);
+                    let key = |line: &ShardLine| match line {
+                        ShardLine::SweepHeader {
+                            spec,
+                            sweep,
+                            total,
+                            expect,
+                            shard,
+                        } => serde_json::to_string(&(spec, sweep, total, expect, shard.count))
+                            .expect("json"),
+                        ShardLine::ExploreHeader {
+                            spec,
+                            explore,
+                            total,
+                            shard,
+                        } => serde_json::to_string(&(spec, explore, total, shard.count))
+                            .expect("json"),
+                        _ => unreachable!("only headers have keys"),
+                    };
+                    match &header {
+                        None => header = Some((path.clone(), h.clone())),
+                        Some((first_path, first)) if key(first) != key(h) => {
+                            return Err(KeelError::usage(format!(
+                                "{path} is a shard of another run than {first_path} (different command, options or shard count)"
+                            )));
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
+        }
+    }
+    let Some((_, header)) = header else {
+        return Err(KeelError::usage(
+            "no shard header found: give files written with --shard i/n".to_string(),
+        ));
+    };
+    match header {
+        ShardLine::SweepHeader {
+            spec,
+            shard,
+            total,
+            expect,
+            ..
+        } => {
+            check_complete(&shards_seen, shard.count, points.len() as u64, total)?;
+            points.sort_by_key(|p| p.index);
+            if points.iter().enumerate().any(|(i, p)| p.index != i as u64) {
+                return Err(KeelError::usage(
+                    "the shard files' points are not exactly the sweep's points".to_string(),
+                ));
+            }
+            let report = aggregate(&spec.label(), spec.protocol.name(), &points);
+            Ok(sweep_output(&report, &points, expect, args.format))
+        }
+        ShardLine::ExploreHeader {
+            spec,
+            explore,
+            shard,
+            total,
+        } => {
+            check_complete(&shards_seen, shard.count, rows.len() as u64, total)?;
+            let order: BTreeMap<(u64, SinkKind), usize> = explore
+                .points()
+                .into_iter()
+                .enumerate()
+                .map(|(i, p)| (p, i))
+                .collect();
+            let mut keyed = Vec::with_capacity(rows.len());
+            for row in rows {
+                let index = *order.get(&(row.seed, row.sink)).ok_or_else(|| {
+                    KeelError::usage(format!(
+                        "seed {} on {} is not part of this exploration",
+                        row.seed, row.sink
+                    ))
+                })?;
+                keyed.push((index, row));
+            }
+            keyed.sort_by_key(|(index, _)| *index);
+            if keyed.iter().enumerate().any(|(i, (index, _))| *index != i) {
+                return Err(KeelError::usage(
+                    "the shard files' rows are not exactly the exploration's seeds".to_string(),
+                ));
+            }
+            let rows: Vec<ExploreRow> = keyed.into_iter().map(|(_, row)| row).collect();
+            let shrink_first = !args.no_shrink && rows.iter().any(|r| r.failed);
+            let baselines = if shrink_first {
+                explore_baselines(&spec, &load_events(&spec)?, &explore)?
+            } else {
+                BTreeMap::new()
+            };
+            Ok(finish_explore(
+                &spec,
+                &explore,
+                &baselines,
+                rows,
+                shrink_first,
+                (args.format, args.summary_only),
+            ))
+        }
+        _ => unreachable!("the header is a header"),
+    }
+}
+
+fn check_complete(seen: &[Shard], count: u64, got: u64, total: u64) -> Result<(), KeelError> {
+    let mut missing: Vec<String> = (0..count)
+        .filter(|i| !seen.iter().any(|s| s.index == *i))
+        .map(|i| format!("{i}/{count}"))
+        .collect();
+    if !missing.is_empty() {
+        missing.truncate(8);
+        return Err(KeelError::usage(format!(
+            "missing shard files: {}",
+            missing.join(", ")
+        )));
+    }
+    if got != total {
+        return Err(KeelError::usage(format!(
+            "the shard files hold {got} results, the run has {total}"
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,19 @@
+//! One module per `keel` command (its clap arguments, whose doc comments are the help text,
+//! and its `cmd_*` function), and the helpers they share. With `crate::cli`, the only code
+//! that prints, reads files or writes them.
+
+pub mod args;
+pub mod bench;
+pub mod explore;
+mod files;
+pub mod merge;
+pub mod output;
+mod progress;
+pub mod replay;
+pub mod run;
+mod shard;
+pub mod shrink;
+pub mod sites;
+pub mod sweep;
+mod target;
+pub mod teach;

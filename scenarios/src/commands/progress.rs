@@ -1,0 +1,53 @@
+//! The progress bar of long jobs, on stderr.
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A progress bar on stderr (runs done, failures so far, rate, time left), hidden with
+/// `--quiet` or when stderr is not a terminal.
+pub(crate) struct Progress {
+    bar: Option<ProgressBar>,
+    failures: AtomicU64,
+}
+
+impl Progress {
+    pub(crate) fn new(len: usize, quiet: bool) -> Progress {
+        let visible = !quiet && std::io::stderr().is_terminal() && len > 1;
+        let bar = visible.then(|| {
+            let bar = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::stderr());
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{elapsed_precise} [{bar:30}] {pos}/{len} runs, {msg} failing, {rate}, eta {eta}",
+                )
+                .expect("a valid template")
+                .with_key("rate", |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = write!(w, "{:.0} runs/s", state.per_sec());
+                })
+                .progress_chars("=> "),
+            );
+            bar.set_message("0");
+            bar
+        });
+        Progress {
+            bar,
+            failures: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn done(&self, failed: bool) {
+        if let Some(bar) = &self.bar {
+            if failed {
+                let failures = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
+                bar.set_message(failures.to_string());
+            }
+            bar.inc(1);
+        }
+    }
+
+    pub(crate) fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

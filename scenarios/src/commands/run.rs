@@ -1,0 +1,152 @@
+//! `keel run`: one scenario, optionally with one fault, against the fault-free run.
+
+use super::args::{FaultArg, RunFormat, ScenarioArgs, SinkArg};
+use super::files::{prepare, write_plan_file};
+use super::output::Output;
+use crate::error::KeelError;
+use crate::report::{run_report, CrashRequest};
+use crate::spec::ScenarioSpec;
+use clap::{Args, ValueEnum};
+use keel_engine::SinkKind;
+use keel_sim::{CrashPoint, Fault, FaultPlan, PlannedFault};
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
+
+    /// The sink.
+    #[arg(long, value_enum, default_value_t = SinkArg::Append)]
+    pub sink: SinkArg,
+
+    /// Kill the process after event C (and after its checkpoint, if one was due).
+    #[arg(long, value_name = "C", conflicts_with_all = ["crash_at_ms", "fault"])]
+    pub crash_after_event: Option<u64>,
+
+    /// Kill the process when the simulated clock reaches T ms (the chapter's "kill -9 after 2.6 s").
+    #[arg(long, value_name = "T", conflicts_with = "fault")]
+    pub crash_at_ms: Option<u64>,
+
+    /// Inject one fault of this kind at --at-step (as `keel sweep` names a point).
+    #[arg(long, value_enum, requires = "at_step")]
+    pub fault: Option<FaultArg>,
+
+    /// The step of --fault (`keel sites` lists them).
+    #[arg(long, value_name = "N", requires = "fault")]
+    pub at_step: Option<u64>,
+
+    /// For a crash or power loss: before or after the step's effect.
+    #[arg(long, value_enum, default_value_t = AtArg::After)]
+    pub at: AtArg,
+
+    /// For a power loss: which crash state the disk is left in.
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    pub crash_state: u64,
+
+    /// For sink-unavailable: the outage, in simulated milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 2_000)]
+    pub outage_ms: u64,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = RunFormat::Text)]
+    pub format: RunFormat,
+
+    /// Print the run's whole trace (every step, fault, crash, restart and recovery decision).
+    #[arg(long)]
+    pub trace: bool,
+
+    /// Write the faults that took effect to this plan file (`keel replay --plan` runs it).
+    #[arg(long, value_name = "FILE.json")]
+    pub save_plan: Option<String>,
+}
+
+/// Before or after a step's effect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AtArg {
+    Before,
+    After,
+}
+
+/// The fault `keel run` was asked for, if any.
+fn run_fault(args: &RunArgs) -> Option<CrashRequest> {
+    if let Some(c) = args.crash_after_event {
+        return Some(CrashRequest::AfterEvent(c));
+    }
+    if let Some(t) = args.crash_at_ms {
+        return Some(CrashRequest::AtMs(t));
+    }
+    let (kind, step) = (args.fault?, args.at_step?);
+    let at = match args.at {
+        AtArg::Before => CrashPoint::Before,
+        AtArg::After => CrashPoint::After,
+    };
+    let fault = match kind {
+        FaultArg::ProcessCrash => Fault::ProcessCrash { at },
+        FaultArg::PowerLoss => Fault::PowerLoss {
+            at,
+            state: args.crash_state,
+        },
+        FaultArg::DiskError => Fault::DiskError,
+        FaultArg::SinkError => Fault::SinkError,
+        FaultArg::AckLost => Fault::AckLost,
+        FaultArg::SinkUnavailable => Fault::SinkUnavailable {
+            duration_ms: args.outage_ms,
+        },
+        FaultArg::Zombie => Fault::Zombie,
+    };
+    Some(CrashRequest::AtStep(PlannedFault { step, fault }))
+}
+
+/// The command line that reproduces a run, as a user would type it.
+fn reproduce_command(spec: &ScenarioSpec, args: &RunArgs) -> String {
+    let mut command = format!(
+        "{} --sink {}",
+        spec.command("run"),
+        SinkKind::from(args.sink)
+    );
+    match run_fault(args) {
+        None => {}
+        Some(CrashRequest::AfterEvent(c)) => command.push_str(&format!(" --crash-after-event {c}")),
+        Some(CrashRequest::AtMs(t)) => command.push_str(&format!(" --crash-at-ms {t}")),
+        Some(CrashRequest::AtStep(planned)) => {
+            command.push_str(&format!(
+                " --fault {} --at-step {}",
+                planned.fault.kind(),
+                planned.step
+            ));
+            match planned.fault {
+                Fault::ProcessCrash { at } => command.push_str(&format!(" --at {at}")),
+                Fault::PowerLoss { at, state } => {
+                    command.push_str(&format!(" --at {at} --crash-state {state}"))
+                }
+                Fault::SinkUnavailable { duration_ms } => {
+                    command.push_str(&format!(" --outage-ms {duration_ms}"))
+                }
+                _ => {}
+            }
+        }
+    }
+    command
+}
+
+pub(crate) fn cmd_run(args: &RunArgs) -> Result<Output, KeelError> {
+    let (spec, events) = prepare(&args.scenario)?;
+    let run_spec = spec.run_spec(&events, args.sink.into(), FaultPlan::none())?;
+    let report = run_report(
+        &spec.label(),
+        &run_spec,
+        run_fault(args),
+        reproduce_command(&spec, args),
+    )?;
+    if let Some(path) = &args.save_plan {
+        let injected = FaultPlan::from_file(report.plan.clone()).expect("a plan that ran is valid");
+        write_plan_file(path, &injected)?;
+    }
+    Ok(Output::ok(match args.format {
+        RunFormat::Text if args.trace => {
+            format!("{}trace:\n{}\n", report.to_text(), report.trace.join("\n"))
+        }
+        RunFormat::Text => report.to_text(),
+        RunFormat::Json => report.to_json() + "\n",
+    }))
+}

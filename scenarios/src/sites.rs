@@ -1,0 +1,109 @@
+//! Sites: the steps of a fault-free run, where faults can be aimed, and the fault kinds that
+//! apply at each (`keel sites` prints them; sweeps and swarm plans aim at them).
+
+use crate::runner::{run_recording_crash_states, RunResult, RunSpec};
+use crate::table::Table;
+use keel_sim::{FaultKind, TraceLine};
+use serde::Serialize;
+
+/// Whether a fault of `kind` can be aimed at a step doing `op`.
+pub fn applies(op: &str, kind: FaultKind) -> bool {
+    match kind {
+        FaultKind::ProcessCrash | FaultKind::PowerLoss => true,
+        FaultKind::DiskError => matches!(
+            op,
+            "disk.create"
+                | "disk.write"
+                | "disk.truncate"
+                | "disk.fsync"
+                | "disk.rename"
+                | "disk.remove"
+                | "disk.fsync-dir"
+                | "sink.open"
+        ),
+        FaultKind::SinkError
+        | FaultKind::AckLost
+        | FaultKind::SinkUnavailable
+        | FaultKind::Zombie => op == "sink.write" || op.starts_with("log."),
+    }
+}
+
+/// One step of the fault-free run: where faults can be aimed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SiteRow {
+    pub step: u64,
+    pub time_ms: u64,
+    pub op: String,
+    pub target: String,
+    /// The fault kinds that apply here.
+    pub faults: Vec<FaultKind>,
+    /// How many disk states a power loss right after this step can leave (null: > 2^64).
+    pub power_loss_states: Option<u64>,
+}
+
+/// The fault-free run of `spec`, recording crash-state counts, and its steps as sites.
+pub fn sites(spec: &RunSpec) -> (RunResult, Vec<SiteRow>) {
+    let baseline = run_recording_crash_states(spec);
+    let rows = sites_from_run(&baseline);
+    (baseline, rows)
+}
+
+/// The steps of a fault-free run recorded with [`run_recording_crash_states`], as sites.
+pub fn sites_from_run(baseline: &RunResult) -> Vec<SiteRow> {
+    let counts = baseline.world.crash_state_counts();
+    assert!(
+        counts.len() as u64 + 1 >= baseline.world.steps_taken(),
+        "sites need a run recorded with run_recording_crash_states"
+    );
+    baseline
+        .world
+        .trace()
+        .lines()
+        .iter()
+        .filter_map(|line| match line {
+            TraceLine::Step {
+                step,
+                time_ms,
+                op,
+                target,
+                ..
+            } => Some(SiteRow {
+                step: *step,
+                time_ms: *time_ms,
+                op: op.to_string(),
+                target: target.clone(),
+                faults: FaultKind::ALL
+                    .into_iter()
+                    .filter(|k| applies(op, *k))
+                    .collect(),
+                // A step cut short by a crash before its effect has no count.
+                power_loss_states: counts.get(*step as usize).copied().flatten(),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+pub fn sites_table(rows: &[SiteRow]) -> Table {
+    let mut table = Table::new(&[
+        "step",
+        "time_ms",
+        "op",
+        "target",
+        "faults",
+        "power_loss_states",
+    ]);
+    for row in rows {
+        let faults: Vec<&str> = row.faults.iter().map(|k| k.name()).collect();
+        table.push(vec![
+            row.step.to_string(),
+            row.time_ms.to_string(),
+            row.op.clone(),
+            row.target.clone(),
+            faults.join(","),
+            row.power_loss_states
+                .map_or(">2^64".to_string(), |c| c.to_string()),
+        ]);
+    }
+    table
+}
