@@ -2,10 +2,10 @@
 //! oracle expects. (The plan a seed draws on a baseline is `explore`'s: see `explore.rs`.)
 
 use crate::error::KeelError;
-use crate::oracle::Expected;
 use crate::runner::RunSpec;
 use crate::sites::{sites, SiteRow};
 use crate::spec::ScenarioSpec;
+use crate::verdict::Reference;
 use keel_engine::{Event, SinkKind};
 use keel_sim::FaultPlan;
 use std::collections::BTreeMap;
@@ -15,17 +15,18 @@ use std::collections::BTreeMap;
 pub struct Baseline {
     pub spec: RunSpec,
     pub sites: Vec<SiteRow>,
-    pub expected: Expected,
+    /// What every sink should end up holding (checked against the independent model).
+    pub reference: Reference,
 }
 
 impl Baseline {
     pub fn new(spec: RunSpec) -> Baseline {
         let (_, sites) = sites(&spec);
-        let expected = Expected::for_spec(&spec);
+        let reference = Reference::for_spec(&spec);
         Baseline {
             spec,
             sites,
-            expected,
+            reference,
         }
     }
 }

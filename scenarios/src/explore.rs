@@ -2,13 +2,14 @@
 //! sink, a summary per sink, and the failing seeds with the command that replays each.
 
 use crate::baseline::Baseline;
-use crate::failure::is_failure;
-use crate::oracle::{judge, Expectation, Verdict};
+use crate::observation::{views_of, Observation};
+use crate::property::{failures, Expectation, Property, MATCHES_MODEL};
 use crate::reproduce::replay_plan_command;
-use crate::runner::{run, RunSpec};
-use crate::shrink::{failure_classes, shrink, FailureClass, Shrunk};
+use crate::runner::{run, RunSpec, View};
+use crate::shrink::{shrink, Shrunk};
 use crate::swarm::{plan_for_seed, PlanContext};
 use crate::table::{Table, TableFormat};
+use crate::verdict::{judge, judge_one};
 use keel_engine::SinkKind;
 use keel_sim::{FaultKind, FaultPlan};
 use serde::{Deserialize, Serialize};
@@ -51,12 +52,10 @@ impl ExploreSpec {
         options
     }
 
-    /// Whether a run fails: it breaks `--expect`, or without one, what its sink promises.
-    pub fn fails(&self, verdict: &Verdict, sink: SinkKind) -> bool {
-        match self.expect {
-            Some(expectation) => !expectation.holds(verdict),
-            None => is_failure(verdict, sink),
-        }
+    /// How many rows the exploration has: one per seed, sink and consumer view.
+    pub fn row_count(&self) -> u64 {
+        let views: u64 = self.sinks.iter().map(|&s| views_of(s).len() as u64).sum();
+        (self.seeds_end - self.seeds_start) * views
     }
 }
 
@@ -86,55 +85,87 @@ impl Baseline {
     }
 }
 
-/// One seed on one sink.
+/// One seed on one sink, as one consumer view saw it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExploreRow {
     pub seed: u64,
     pub sink: SinkKind,
+    /// The consumer view (transactional sink only).
+    pub view: Option<View>,
     pub faults_injected: u64,
     pub duplicates: u64,
     pub lost: u64,
     pub wrong: u64,
     pub corrupt: u64,
+    pub stale_windows: u64,
     pub rolled_back: u64,
     pub recovery: String,
-    pub exactly_once: bool,
-    pub failed: bool,
+    pub dirty_reads: u64,
+    /// Every property this view of the run breaks (judged against what is asked when the
+    /// report is built, so `keel merge --expect` can ask something else).
+    pub broken: Vec<Property>,
+    pub model_mismatch: Option<String>,
     pub outcome: String,
     pub fingerprint: String,
 }
 
-/// Runs one seed on one sink.
-pub fn explore_one(explore: &ExploreSpec, baseline: &Baseline, seed: u64) -> ExploreRow {
-    let result = run(&baseline.seed_spec(explore, seed));
-    let verdict = judge(&baseline.expected, &result, &baseline.spec.config);
-    let sink = baseline.spec.config.sink;
-    ExploreRow {
-        seed,
-        sink,
-        faults_injected: result.world.faults_injected().len() as u64,
-        duplicates: verdict.duplicates,
-        lost: verdict.lost,
-        wrong: verdict.wrong,
-        corrupt: verdict.corrupt,
-        rolled_back: verdict.rolled_back,
-        recovery: verdict.recovery.to_string(),
-        exactly_once: verdict.exactly_once,
-        failed: explore.fails(&verdict, sink),
-        outcome: verdict.summary(),
-        fingerprint: result.world.fingerprint().to_string(),
+impl ExploreRow {
+    /// Why this row fails what is asked (None: what its sink promises to its view).
+    pub fn failures(&self, asked: Option<&Expectation>) -> Vec<String> {
+        failures(
+            &self.broken,
+            self.model_mismatch.is_some(),
+            asked,
+            self.sink,
+            self.view,
+        )
+    }
+
+    pub fn exactly_once(&self) -> bool {
+        self.broken.is_empty()
     }
 }
 
-/// Per-sink totals.
+/// Runs one seed on one sink: one row per consumer view.
+pub fn explore_one(explore: &ExploreSpec, baseline: &Baseline, seed: u64) -> Vec<ExploreRow> {
+    let result = run(&baseline.seed_spec(explore, seed));
+    let observation = Observation::of(&result, &baseline.spec.config);
+    let sink = baseline.spec.config.sink;
+    judge(&baseline.reference, &observation)
+        .into_iter()
+        .map(|verdict| ExploreRow {
+            seed,
+            sink,
+            view: verdict.view,
+            faults_injected: result.world.faults_injected().len() as u64,
+            duplicates: verdict.duplicates,
+            lost: verdict.lost,
+            wrong: verdict.wrong,
+            corrupt: verdict.corrupt,
+            stale_windows: verdict.stale_windows,
+            rolled_back: verdict.rolled_back,
+            recovery: verdict.recovery.to_string(),
+            dirty_reads: verdict.dirty_reads,
+            broken: verdict.broken(),
+            model_mismatch: verdict.model_mismatch.as_ref().map(|m| m.to_string()),
+            outcome: verdict.summary(),
+            fingerprint: result.world.fingerprint().to_string(),
+        })
+        .collect()
+}
+
+/// Per-sink (and per-view) totals.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct SinkSummary {
     pub sink: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub view: Option<String>,
     pub seeds: u64,
     pub with_duplicates: u64,
     pub with_loss: u64,
     pub with_wrong: u64,
     pub with_corrupt: u64,
+    pub with_stale_windows: u64,
     pub rolled_back: u64,
     pub failed_recoveries: u64,
     pub exactly_once: u64,
@@ -148,6 +179,10 @@ pub struct SinkSummary {
 pub struct FailingSeed {
     pub seed: u64,
     pub sink: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub view: Option<String>,
+    /// The properties it breaks (of those asked).
+    pub broken: Vec<String>,
     pub outcome: String,
     pub reproduce: String,
 }
@@ -157,7 +192,10 @@ pub struct FailingSeed {
 pub struct ShrunkReport {
     pub seed: u64,
     pub sink: String,
-    pub class: FailureClass,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub view: Option<String>,
+    /// The property the shrunk plan still breaks.
+    pub property: Property,
     pub plan: keel_sim::fault::PlanFile,
     pub outcome: String,
     pub runs: u64,
@@ -169,6 +207,8 @@ pub struct ShrunkReport {
 pub struct ExploreReport {
     pub scenario: String,
     pub protocol: String,
+    /// What the seeds were judged by: an `--expect`, or "promised".
+    pub judged_by: String,
     pub rows: Vec<ExploreRow>,
     pub summary: Vec<SinkSummary>,
     pub failing: Vec<FailingSeed>,
@@ -186,38 +226,48 @@ pub fn report(
     shrink_first: bool,
     scenario_command: &dyn Fn(&str, u64) -> String,
 ) -> ExploreReport {
+    let asked = explore.expect.as_ref();
     let mut summary: Vec<SinkSummary> = explore
         .sinks
         .iter()
-        .map(|sink| SinkSummary {
-            sink: sink.name().to_string(),
-            ..SinkSummary::default()
+        .flat_map(|&sink| {
+            views_of(sink).iter().map(move |view| SinkSummary {
+                sink: sink.name().to_string(),
+                view: view.map(|v| v.name().to_string()),
+                ..SinkSummary::default()
+            })
         })
         .collect();
     let mut failing = Vec::new();
     for row in &rows {
-        let index = explore
-            .sinks
-            .iter()
-            .position(|s| *s == row.sink)
-            .expect("a row's sink was asked for");
-        let s = &mut summary[index];
+        let view = row.view.map(|v| v.name().to_string());
+        let s = summary
+            .iter_mut()
+            .find(|s| s.sink == row.sink.name() && s.view == view)
+            .expect("a row's sink and view were asked for");
+        let broken = row.failures(asked);
         s.seeds += 1;
         s.with_duplicates += u64::from(row.duplicates > 0);
         s.with_loss += u64::from(row.lost > 0);
         s.with_wrong += u64::from(row.wrong > 0);
         s.with_corrupt += u64::from(row.corrupt > 0);
+        s.with_stale_windows += u64::from(row.stale_windows > 0);
         s.rolled_back += u64::from(row.rolled_back > 0);
         s.failed_recoveries += u64::from(row.recovery != "ok");
-        s.exactly_once += u64::from(row.exactly_once);
-        s.failing += u64::from(row.failed);
-        if row.failed {
+        s.exactly_once += u64::from(row.exactly_once());
+        s.failing += u64::from(!broken.is_empty());
+        if !broken.is_empty() {
+            let view_option = view
+                .as_ref()
+                .map_or(String::new(), |v| format!(" --view {v}"));
             failing.push(FailingSeed {
                 seed: row.seed,
                 sink: row.sink.name().to_string(),
+                view,
+                broken,
                 outcome: row.outcome.clone(),
                 reproduce: format!(
-                    "{} --sink {}{}",
+                    "{} --sink {}{}{view_option}",
                     scenario_command("replay", row.seed),
                     row.sink,
                     explore.plan_options()
@@ -235,14 +285,19 @@ pub fn report(
     let shrunk = failing.first().filter(|_| shrink_first).and_then(|first| {
         let row = rows
             .iter()
-            .find(|r| r.seed == first.seed && r.sink.name() == first.sink)
+            .find(|r| {
+                r.seed == first.seed
+                    && r.sink.name() == first.sink
+                    && r.view.map(|v| v.name().to_string()) == first.view
+            })
             .expect("a failing seed has its row");
         let baseline = &baselines[&row.sink];
-        shrink_seed(explore, baseline, row.seed, scenario_command)
+        shrink_seed(explore, baseline, (row.seed, row.view), scenario_command)
     });
     ExploreReport {
         scenario: scenario.to_string(),
         protocol: protocol.to_string(),
+        judged_by: asked.map_or("promised".to_string(), Expectation::name),
         rows,
         summary,
         failing,
@@ -250,112 +305,132 @@ pub fn report(
     }
 }
 
-/// The failure class to keep while shrinking `verdict`: the violated expectation's, else
-/// the most serious one shown.
-pub fn target_class(explore: &ExploreSpec, verdict: &Verdict) -> Option<FailureClass> {
-    let classes = failure_classes(verdict);
-    let wanted: &[FailureClass] = match explore.expect {
-        Some(Expectation::NoLoss) => &[
-            FailureClass::RecoveryFailed,
-            FailureClass::RecoveryLooped,
-            FailureClass::Lost,
-        ],
-        _ => &[],
-    };
-    classes
+/// The property to keep while shrinking: the most serious one the view fails (None when it
+/// fails nothing a plan could shrink: a model mismatch fails the fault-free run too).
+pub fn target_property(failures: &[String]) -> Option<Property> {
+    failures
         .iter()
-        .copied()
-        .find(|c| wanted.is_empty() || wanted.contains(c))
+        .filter(|name| name.as_str() != MATCHES_MODEL)
+        .find_map(|name| Property::ALL.into_iter().find(|p| p.name() == name))
 }
 
-/// Shrinks the plan of `seed` on `baseline`'s sink (`None` if it shows no failure to keep).
+/// Shrinks the plan of `seed` on `baseline`'s sink, judged in `view` (`None` if it shows no
+/// failure to keep).
 pub fn shrink_seed(
     explore: &ExploreSpec,
     baseline: &Baseline,
-    seed: u64,
+    (seed, view): (u64, Option<View>),
     scenario_command: &dyn Fn(&str, u64) -> String,
 ) -> Option<ShrunkReport> {
     let seed_spec = baseline.seed_spec(explore, seed);
     let result = run(&seed_spec);
-    let verdict = judge(&baseline.expected, &result, &baseline.spec.config);
-    let class = target_class(explore, &verdict)?;
+    let observation = Observation::of(&result, &baseline.spec.config);
+    let verdict = judge_one(&baseline.reference, &observation, view);
+    let sink = baseline.spec.config.sink;
+    let property = target_property(&verdict.failures(explore.expect.as_ref(), sink))?;
     let Shrunk {
         plan,
         verdict,
         runs,
         ..
-    } = shrink(&seed_spec, &baseline.expected, &seed_spec.plan, class);
-    let sink = baseline.spec.config.sink;
+    } = shrink(
+        &seed_spec,
+        &baseline.reference,
+        &seed_spec.plan,
+        (property, view),
+    );
+    let view_option = view.map_or(String::new(), |v| format!(" --view {}", v.name()));
     Some(ShrunkReport {
         seed,
         sink: sink.name().to_string(),
-        class,
+        view: view.map(|v| v.name().to_string()),
+        property,
         plan: plan.to_file(),
         outcome: verdict.summary(),
         runs,
-        reproduce: replay_plan_command(scenario_command, seed, sink, &plan),
+        reproduce: replay_plan_command(scenario_command, seed, sink, &plan) + &view_option,
     })
 }
 
 impl ExploreReport {
     pub fn rows_table(&self) -> Table {
-        let mut table = Table::new(&[
-            "seed",
-            "sink",
+        let with_views = self.rows.iter().any(|r| r.view.is_some());
+        let mut headers = vec!["seed", "sink"];
+        if with_views {
+            headers.push("view");
+        }
+        headers.extend([
             "faults",
             "duplicates",
             "lost",
             "wrong",
             "corrupt",
+            "stale_windows",
             "rolled_back",
             "recovery",
             "fingerprint",
         ]);
+        let mut table = Table::new(&headers);
         for r in &self.rows {
-            table.push(vec![
-                r.seed.to_string(),
-                r.sink.name().to_string(),
+            let mut cells = vec![r.seed.to_string(), r.sink.name().to_string()];
+            if with_views {
+                cells.push(r.view.map_or("-".to_string(), |v| v.name().to_string()));
+            }
+            cells.extend([
                 r.faults_injected.to_string(),
                 r.duplicates.to_string(),
                 r.lost.to_string(),
                 r.wrong.to_string(),
                 r.corrupt.to_string(),
+                r.stale_windows.to_string(),
                 r.rolled_back.to_string(),
                 r.recovery.clone(),
                 r.fingerprint.clone(),
             ]);
+            table.push(cells);
         }
         table
     }
 
     pub fn summary_table(&self) -> Table {
-        let mut table = Table::new(&[
-            "sink",
+        let with_views = self.summary.iter().any(|s| s.view.is_some());
+        let mut headers = vec!["sink"];
+        if with_views {
+            headers.push("view");
+        }
+        headers.extend([
             "seeds",
             "with_duplicates",
             "with_loss",
             "with_wrong",
             "with_corrupt",
+            "with_stale_windows",
             "rolled_back",
             "failed_recoveries",
             "exactly_once",
             "exactly_once_rate",
             "failing",
         ]);
+        let mut table = Table::new(&headers);
         for s in &self.summary {
-            table.push(vec![
-                s.sink.clone(),
+            let mut cells = vec![s.sink.clone()];
+            if with_views {
+                cells.push(s.view.clone().unwrap_or_else(|| "-".to_string()));
+            }
+            cells.extend([
                 s.seeds.to_string(),
                 s.with_duplicates.to_string(),
                 s.with_loss.to_string(),
                 s.with_wrong.to_string(),
                 s.with_corrupt.to_string(),
+                s.with_stale_windows.to_string(),
                 s.rolled_back.to_string(),
                 s.failed_recoveries.to_string(),
                 s.exactly_once.to_string(),
                 s.exactly_once_rate.clone(),
                 s.failing.to_string(),
             ]);
+            table.push(cells);
         }
         table
     }
@@ -371,8 +446,8 @@ impl ExploreReport {
             };
         }
         out.push_str(&format!(
-            "explore scenario={} protocol={}\n\n",
-            self.scenario, self.protocol
+            "explore scenario={} protocol={} judged_by={}\n\n",
+            self.scenario, self.protocol, self.judged_by
         ));
         if !summary_only {
             out.push_str(&self.rows_table().render(format));
@@ -382,18 +457,30 @@ impl ExploreReport {
         if !self.failing.is_empty() {
             out.push_str(&format!("\nfailing seeds: {}\n", self.failing.len()));
             for failing in &self.failing {
+                let view = failing
+                    .view
+                    .as_ref()
+                    .map_or(String::new(), |v| format!(" {v}"));
                 out.push_str(&format!(
-                    "  seed {} {}: {}\n    reproduce: {}\n",
-                    failing.seed, failing.sink, failing.outcome, failing.reproduce
+                    "  seed {} {}{view}: {} broken ({})\n    reproduce: {}\n",
+                    failing.seed,
+                    failing.sink,
+                    failing.broken.join(","),
+                    failing.outcome,
+                    failing.reproduce
                 ));
             }
         }
         if let Some(shrunk) = &self.shrunk {
             out.push_str(&format!(
-                "\nshrunk seed {} {} ({}, {} runs): {}\n  plan: {}\n  reproduce: {}\n",
+                "\nshrunk seed {} {}{} ({} broken, {} runs): {}\n  plan: {}\n  reproduce: {}\n",
                 shrunk.seed,
                 shrunk.sink,
-                shrunk.class,
+                shrunk
+                    .view
+                    .as_ref()
+                    .map_or(String::new(), |v| format!(" {v}")),
+                shrunk.property,
                 shrunk.runs,
                 shrunk.outcome,
                 serde_json::to_string(&shrunk.plan).expect("plans serialize"),

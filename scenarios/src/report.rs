@@ -2,9 +2,11 @@
 //! text lines or as one JSON object (whose field names other tools read: keep them).
 
 use crate::error::KeelError;
-use crate::oracle::{judge, Expected, Verdict};
-use crate::runner::{self, Outcome, RunResult, RunSpec};
+use crate::observation::Observation;
+use crate::property::Expectation;
+use crate::runner::{self, Outcome, RunResult, RunSpec, View};
 use crate::sites::sites_from_run as sites_of;
+use crate::verdict::{judge_one, Reference, Verdict};
 use keel_engine::engine::{read_target, END_OF_INPUT};
 use keel_engine::{format_windows, Checkpoint, EngineConfig, Record};
 use keel_sim::disk::POWER_LOSS_ENUMERATION_BOUND;
@@ -219,8 +221,16 @@ pub struct RunReport {
     pub recovery: Option<RecoveryReport>,
     pub baseline_final_windows: WindowSums,
     pub final_windows_match: bool,
+    /// The consumer view judged (transactional sink only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub view: Option<View>,
+    /// What the run was judged by: an `--expect`, or "promised" (what the sink promises to
+    /// the view).
+    pub judged_by: String,
     /// The oracle's verdict, by record identity.
     pub oracle: Verdict,
+    /// The properties (of those asked) the run breaks; empty when it holds.
+    pub failures: Vec<String>,
     pub restarts: u64,
     /// The faults that took effect, as a plan file holds them.
     pub plan: PlanFile,
@@ -231,11 +241,19 @@ pub struct RunReport {
     pub trace: Vec<String>,
 }
 
+/// How `keel run` judges: the consumer view and what the run must hold.
+#[derive(Clone, Debug, Default)]
+pub struct Judging {
+    pub view: Option<View>,
+    pub expect: Option<Expectation>,
+}
+
 /// Runs the scenario fault-free and, if asked, once more with the crash; tallies the sink.
 pub fn run_report(
     scenario: &str,
     spec: &RunSpec,
     crash: Option<CrashRequest>,
+    judging: &Judging,
     reproduce: String,
 ) -> Result<RunReport, KeelError> {
     spec.config.validate().map_err(KeelError::usage)?;
@@ -244,7 +262,7 @@ pub fn run_report(
         ..spec.clone()
     };
     let baseline = runner::run_recording_crash_states(&baseline_spec);
-    let expected = Expected::for_spec(spec);
+    let reference = Reference::for_spec(spec);
     let result = match crash {
         None => baseline.clone(),
         Some(request) => {
@@ -259,8 +277,8 @@ pub fn run_report(
         scenario,
         &spec.config,
         spec.restart_delay_ms,
-        (&baseline, &expected),
-        &result,
+        (&baseline, &reference),
+        (&result, judging),
         reproduce,
     ))
 }
@@ -269,16 +287,19 @@ fn build(
     scenario: &str,
     config: &EngineConfig,
     restart_delay_ms: u64,
-    (baseline, expected): (&RunResult, &Expected),
-    result: &RunResult,
+    (baseline, reference): (&RunResult, &Reference),
+    (result, judging): (&RunResult, &Judging),
     reproduce: String,
 ) -> RunReport {
-    let contents = result.sink_contents(config);
-    let baseline_keys: BTreeSet<String> = baseline
-        .sink_contents(config)
+    let observation = Observation::of(result, config);
+    let oracle = judge_one(reference, &observation, judging.view);
+    let failures = oracle.failures(judging.expect.as_ref(), config.sink);
+    let contents = observation.view(judging.view).clone();
+    let baseline_keys: BTreeSet<String> = Observation::of(baseline, config)
+        .view(judging.view)
         .records
-        .into_iter()
-        .map(|r| r.key)
+        .iter()
+        .map(|r| r.key.clone())
         .collect();
     let mut key_counts: BTreeMap<&str, u64> = BTreeMap::new();
     for record in &contents.records {
@@ -373,7 +394,13 @@ fn build(
         crash,
         recovery,
         baseline_final_windows,
-        oracle: judge(expected, result, config),
+        view: judging.view,
+        judged_by: judging
+            .expect
+            .as_ref()
+            .map_or("promised".to_string(), Expectation::name),
+        oracle,
+        failures,
         restarts: result.incarnations.len() as u64 - 1,
         plan: result.world.plan_that_ran().to_file(),
         fingerprint: result.world.fingerprint().to_string(),
@@ -383,6 +410,26 @@ fn build(
 }
 
 impl RunReport {
+    /// "verdict: holds at-least-once (...)" or "verdict: FAILS exactly-once (...): broken ...".
+    pub fn verdict_line(&self) -> String {
+        let view = self
+            .view
+            .map_or(String::new(), |v| format!(" to a {} consumer", v.name()));
+        let source = if self.judged_by == "promised" {
+            format!("what the {} sink promises{view}", self.config.sink)
+        } else {
+            format!("--expect {}{view}", self.judged_by)
+        };
+        if self.failures.is_empty() {
+            format!("verdict: holds ({source})")
+        } else {
+            format!(
+                "verdict: FAILS ({source}): broken {}",
+                self.failures.join(", ")
+            )
+        }
+    }
+
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a report always serializes")
     }
@@ -399,6 +446,13 @@ impl RunReport {
             "scenario={} window={} out_of_orderness={} checkpoint_every={} sink={}",
             self.scenario, c.window, c.out_of_orderness, c.checkpoint_every, c.sink
         ));
+        line(self.verdict_line());
+        line(format!("properties: {}", self.oracle.properties_line()));
+        if let Some(mismatch) = &self.oracle.model_mismatch {
+            line(format!(
+                "MODEL MISMATCH: the fault-free run departs from the reference model at {mismatch}"
+            ));
+        }
         if let Some(crash) = &self.crash {
             let after = crash
                 .after_event
@@ -451,7 +505,7 @@ impl RunReport {
         }
         let t = &self.tally;
         line(format!(
-            "total_records={} unique_keys={} duplicates={} lost={} corrupt={}",
+            "total_records={} unique_keys={} duplicates={} lost={} corrupt={}  (by the sink's key: duplicates = keys the sink saw twice)",
             t.total_records, t.unique_keys, t.duplicates, t.lost, t.corrupt
         ));
         for dup in &self.duplicated_keys {
@@ -473,7 +527,7 @@ impl RunReport {
             });
         }
         line(format!(
-            "oracle: {} (restarts={})",
+            "oracle (by record identity): {} (restarts={}; duplicates = records delivered more than once)",
             self.oracle.summary(),
             self.restarts
         ));

@@ -2,9 +2,8 @@
 //! every crash, and decides what survives a crash (the disk; not the process's memory).
 
 use keel_engine::{
-    Engine, EngineConfig, EngineError, Event, IncarnationStats, Interrupt, OperatorState, Record,
+    Engine, EngineConfig, EngineError, Event, IncarnationStats, Interrupt, OperatorState,
 };
-use keel_sim::txlog::{EntryKind, TxnStatus};
 use keel_sim::{Crash, CrashKind, Disk, Env, FaultPlan, TxLog, World};
 
 /// More restarts than this means recovery loops: an outcome, not a hang.
@@ -94,85 +93,6 @@ pub struct RunResult {
     pub outcome: Outcome,
     /// The operator state of the last incarnation (meaningful when completed).
     pub final_state: OperatorState,
-}
-
-/// What the sink file holds at the end of a run.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SinkContents {
-    pub records: Vec<Record>,
-    /// Lines that are not a whole record (a torn append nothing repaired).
-    pub corrupt_lines: u64,
-}
-
-impl RunResult {
-    /// Reads the sink file of the run's sink as the oracle sees it (not a step of the run).
-    /// For the transactional sink, what a read_committed consumer sees.
-    pub fn sink_contents(&self, config: &EngineConfig) -> SinkContents {
-        self.view_contents(config, View::ReadCommitted)
-    }
-
-    /// What a consumer of `view` sees of the sink (file sinks have a single view).
-    pub fn view_contents(&self, config: &EngineConfig, view: View) -> SinkContents {
-        let mut contents = SinkContents::default();
-        let mut push = |line: &str| match Record::parse_line(line) {
-            Some(record) => contents.records.push(record),
-            None => contents.corrupt_lines += 1,
-        };
-        if config.sink.is_transactional() {
-            let txlog = &self.world.env().txlog;
-            let records = match view {
-                View::ReadCommitted => txlog.read_committed(),
-                View::ReadUncommitted => txlog.read_uncommitted(),
-            };
-            for record in records {
-                push(&record.payload);
-            }
-        } else if let Ok(bytes) = self.world.env().disk.read(&config.sink.file_name()) {
-            for line in String::from_utf8_lossy(&bytes).lines() {
-                push(line);
-            }
-        }
-        contents
-    }
-
-    /// Records a read_uncommitted consumer saw that never committed.
-    pub fn dirty_reads(&self, config: &EngineConfig) -> u64 {
-        if !config.sink.is_transactional() {
-            return 0;
-        }
-        let txlog = &self.world.env().txlog;
-        txlog
-            .read_uncommitted()
-            .iter()
-            .filter(|r| r.status != TxnStatus::Committed)
-            .count() as u64
-    }
-
-    /// The longest wait, in simulated ms, from a record's send to its transaction's commit
-    /// (0 for file sinks, whose records are visible at once).
-    pub fn visibility_delay_ms_max(&self, config: &EngineConfig) -> u64 {
-        if !config.sink.is_transactional() {
-            return 0;
-        }
-        let entries = self.world.env().txlog.entries();
-        let mut delay_ms_max = 0;
-        for (i, entry) in entries.iter().enumerate() {
-            if !matches!(entry.kind, EntryKind::Data { .. }) {
-                continue;
-            }
-            // The first marker of the same producer and epoch after the record ends its
-            // transaction.
-            let marker = entries[i + 1..].iter().find(|m| {
-                m.transactional_id == entry.transactional_id
-                    && m.epoch == entry.epoch
-                    && !matches!(m.kind, EntryKind::Data { .. })
-            });
-            if let Some(marker) = marker.filter(|m| m.kind == EntryKind::Commit) {
-                delay_ms_max = delay_ms_max.max(marker.at_ms - entry.at_ms);
-            }
-        }
-        delay_ms_max
-    }
 }
 
 /// Which consumer reads the sink.

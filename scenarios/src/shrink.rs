@@ -1,76 +1,16 @@
 //! Shrinking: a failing plan reduced to a minimal one (fewest faults, earliest steps,
 //! simplest faults and crash states) that still shows the same kind of failure.
 
-use crate::oracle::{judge, Expected, Recovery, Verdict};
-use crate::runner::{run, RunSpec};
+use crate::observation::Observation;
+use crate::property::Property;
+use crate::runner::{run, RunSpec, View};
+use crate::verdict::{judge_one, Reference, Verdict};
 use keel_sim::{CrashPoint, Fault, FaultPlan, PlannedFault};
-use serde::Serialize;
-use std::fmt;
 
 /// Runs a shrink may spend (bounds the search).
 pub const SHRINK_RUNS_MAX: u64 = 20_000;
 /// Crash states tried below a drawn (non-enumerable) one.
 const SHRINK_STATES_MAX: u64 = 64;
-
-/// The kinds of failure, most serious first: a failure is shrunk to a plan that shows the
-/// same kind.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FailureClass {
-    RecoveryFailed,
-    RecoveryLooped,
-    Wrong,
-    Lost,
-    Corrupt,
-    RolledBack,
-    Duplicates,
-    /// Recovery completed, yet the final windows differ from the fault-free run's.
-    FinalWindows,
-}
-
-impl fmt::Display for FailureClass {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            FailureClass::RecoveryFailed => "recovery-failed",
-            FailureClass::RecoveryLooped => "recovery-looped",
-            FailureClass::Wrong => "wrong",
-            FailureClass::Lost => "lost",
-            FailureClass::Corrupt => "corrupt",
-            FailureClass::RolledBack => "rolled-back",
-            FailureClass::Duplicates => "duplicates",
-            FailureClass::FinalWindows => "final-windows",
-        })
-    }
-}
-
-/// Every kind of failure a verdict shows, most serious first.
-pub fn failure_classes(verdict: &Verdict) -> Vec<FailureClass> {
-    let mut classes = Vec::new();
-    match verdict.recovery {
-        Recovery::Failed => classes.push(FailureClass::RecoveryFailed),
-        Recovery::Looped => classes.push(FailureClass::RecoveryLooped),
-        Recovery::Ok => {}
-    }
-    if verdict.wrong > 0 {
-        classes.push(FailureClass::Wrong);
-    }
-    if verdict.lost > 0 {
-        classes.push(FailureClass::Lost);
-    }
-    if verdict.corrupt > 0 {
-        classes.push(FailureClass::Corrupt);
-    }
-    if verdict.rolled_back > 0 {
-        classes.push(FailureClass::RolledBack);
-    }
-    if verdict.duplicates > 0 {
-        classes.push(FailureClass::Duplicates);
-    }
-    if verdict.recovery == Recovery::Ok && !verdict.final_windows_match {
-        classes.push(FailureClass::FinalWindows);
-    }
-    classes
-}
 
 /// The result of a shrink.
 #[derive(Clone, Debug)]
@@ -84,8 +24,10 @@ pub struct Shrunk {
 
 struct Search<'a> {
     spec: &'a RunSpec,
-    expected: &'a Expected,
-    class: FailureClass,
+    reference: &'a Reference,
+    /// The property the plan breaks, and must keep breaking.
+    property: Property,
+    view: Option<View>,
     runs: u64,
 }
 
@@ -101,10 +43,12 @@ impl Search<'_> {
             plan,
             ..self.spec.clone()
         });
-        let verdict = judge(self.expected, &result, &self.spec.config);
-        failure_classes(&verdict)
-            .contains(&self.class)
-            .then(|| result.world.faults_injected().to_vec())
+        let verdict = judge_one(
+            self.reference,
+            &Observation::of(&result, &self.spec.config),
+            self.view,
+        );
+        (!self.property.holds(&verdict)).then(|| result.world.faults_injected().to_vec())
     }
 }
 
@@ -133,17 +77,19 @@ fn simpler(fault: Fault) -> Vec<Fault> {
     }
 }
 
-/// Shrinks `plan`, which fails with `class` on `spec`, to a minimal plan failing the same way.
+/// Shrinks `plan`, which breaks `property` in `view` on `spec`, to a minimal plan that
+/// breaks it too.
 pub fn shrink(
     spec: &RunSpec,
-    expected: &Expected,
+    reference: &Reference,
     plan: &FaultPlan,
-    class: FailureClass,
+    (property, view): (Property, Option<View>),
 ) -> Shrunk {
     let mut search = Search {
         spec,
-        expected,
-        class,
+        reference,
+        property,
+        view,
         runs: 0,
     };
     let mut faults = search
@@ -198,7 +144,7 @@ pub fn shrink(
         ..spec.clone()
     });
     Shrunk {
-        verdict: judge(expected, &result, &spec.config),
+        verdict: judge_one(reference, &Observation::of(&result, &spec.config), view),
         fingerprint: result.world.fingerprint().to_string(),
         plan,
         runs: search.runs,

@@ -3,12 +3,14 @@
 //! sink and fault kind. The steps (sites) come from `crate::sites`.
 
 use crate::baseline::Baseline;
-use crate::oracle::{judge_view, Recovery};
+use crate::observation::{Observation, Recovery};
+use crate::property::{failures, Expectation, Property};
 use crate::reproduce::{replay_plan_command, reproduce_point};
 use crate::runner::{run, run_recording_crash_states, RunSpec, View};
 use crate::sites::{sites_from_run, SiteRow};
 use crate::spec::ScenarioSpec;
 use crate::table::{Table, TableFormat};
+use crate::verdict::judge;
 use keel_engine::SinkKind;
 use keel_sim::disk::POWER_LOSS_ENUMERATION_BOUND;
 use keel_sim::{
@@ -18,10 +20,9 @@ use rand_core::RngCore;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-// Re-exported for `teach.rs` (and other callers) that still import them from here; new code
-// imports from `crate::baseline`, `crate::sites` and `crate::failure`.
+// Re-exported for `teach.rs`, which still imports them from here; new code imports from
+// `crate::baseline` and `crate::sites`.
 pub use crate::baseline::baselines;
-pub use crate::failure::is_failure;
 pub use crate::sites::sites;
 
 /// Crash states drawn per step when a power loss there has more than the enumeration bound.
@@ -76,6 +77,8 @@ pub fn points(sites: &[SiteRow], kind: FaultKind, seed: u64, outage_ms: u64) -> 
 pub struct FirstFailure {
     pub step: u64,
     pub crash_state: Option<u64>,
+    /// The properties it breaks (of those the row is judged by).
+    pub broken: Vec<String>,
     pub outcome: String,
     pub reproduce: String,
 }
@@ -95,8 +98,15 @@ pub struct SweepRow {
     pub lost: u64,
     pub wrong: u64,
     pub corrupt: u64,
+    pub points_with_stale_windows: u64,
+    pub stale_windows: u64,
     pub rolled_back: u64,
     pub failed_recoveries: u64,
+    /// Distinct outcomes among the points: same records in every view, same final windows,
+    /// same verdict.
+    pub distinct_outcomes: u64,
+    /// Points that break what the row is judged by.
+    pub failing_points: u64,
     pub points_with_dirty_reads: u64,
     pub dirty_reads: u64,
     pub visibility_delay_ms_max: u64,
@@ -111,6 +121,8 @@ pub struct SweepSpec {
     /// 1: every single fault; 2: also a second fault at every step after the first.
     pub depth: u8,
     pub outage_ms: u64,
+    /// What every point must hold (None: what each sink promises to each view).
+    pub expect: Option<Expectation>,
 }
 
 /// A whole sweep's result.
@@ -118,6 +130,12 @@ pub struct SweepSpec {
 pub struct SweepReport {
     pub scenario: String,
     pub protocol: String,
+    /// What the points were judged by: an `--expect`, or "promised" (what each sink promises
+    /// to each view).
+    pub judged_by: String,
+    /// Where the fault-free run departs from the independent model (fails the sweep).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_mismatch: Option<String>,
     pub rows: Vec<SweepRow>,
     /// A hash of every point's run fingerprint, in sweep order.
     pub fingerprint: String,
@@ -147,12 +165,32 @@ pub struct PointRecord {
     pub lost: u64,
     pub wrong: u64,
     pub corrupt: u64,
+    pub stale_windows: u64,
     pub rolled_back: u64,
     pub failed_recovery: bool,
-    pub failed: bool,
+    /// Every property this view of the run breaks (judging happens when tallying, against
+    /// what is asked then: `keel merge --expect` may ask something else).
+    pub broken: Vec<Property>,
+    /// Where the fault-free run departs from the independent model.
+    pub model_mismatch: Option<String>,
     pub outcome: String,
+    /// A hash of what the consumers saw and the verdict: equal digests, equal outcomes.
+    pub outcome_digest: String,
     pub fingerprint: String,
     pub reproduce: String,
+}
+
+impl PointRecord {
+    /// Why this point fails what is asked (None: what its sink promises to its view).
+    pub fn failures(&self, asked: Option<&Expectation>) -> Vec<String> {
+        failures(
+            &self.broken,
+            self.model_mismatch.is_some(),
+            asked,
+            self.sink,
+            self.view,
+        )
+    }
 }
 
 /// Every point of the sweep, in report order (sink, row, first step, second step).
@@ -224,56 +262,65 @@ pub fn run_point(
             &plan,
         ),
     };
-    let views: &[Option<View>] = if point.sink.is_transactional() {
-        &[Some(View::ReadCommitted), Some(View::ReadUncommitted)]
-    } else {
-        &[None]
-    };
-    views
-        .iter()
-        .map(|&view| {
-            let verdict = judge_view(
-                &baseline.expected,
-                &result,
-                &baseline.spec.config,
-                view.unwrap_or(View::ReadCommitted),
-            );
+    let observation = Observation::of(&result, &baseline.spec.config);
+    let verdicts = judge(&baseline.reference, &observation);
+    // What every consumer saw, and the verdicts: the same digest means the same outcome.
+    let mut seen = String::new();
+    for view in &observation.views {
+        for record in &view.records {
+            seen.push_str(&record.to_json_line());
+            seen.push('\n');
+        }
+        seen.push_str(&format!("corrupt={}\n", view.corrupt_lines));
+    }
+    seen.push_str(&keel_engine::format_windows(&observation.final_windows));
+    for verdict in &verdicts {
+        seen.push_str(&format!("\n{}", verdict.summary()));
+    }
+    let outcome_digest = Fingerprint::of(seen.as_bytes()).to_string();
+    verdicts
+        .into_iter()
+        .map(|verdict| {
+            let reproduce = match verdict.view {
+                Some(view) => format!("{reproduce} --view {}", view.name()),
+                None => reproduce.clone(),
+            };
             PointRecord {
                 index,
                 sink: point.sink,
                 row: point.row.clone(),
-                view,
-                // A read_committed consumer never sees uncommitted data, and a
-                // read_uncommitted one sees every record at once.
-                dirty_reads: if view == Some(View::ReadUncommitted) {
-                    verdict.dirty_reads
-                } else {
-                    0
-                },
-                visibility_delay_ms_max: if view == Some(View::ReadUncommitted) {
-                    0
-                } else {
-                    verdict.visibility_delay_ms_max
-                },
+                view: verdict.view,
+                dirty_reads: verdict.dirty_reads,
+                visibility_delay_ms_max: verdict.visibility_delay_ms_max,
                 faults: point.faults.clone(),
                 duplicates: verdict.duplicates,
                 lost: verdict.lost,
                 wrong: verdict.wrong,
                 corrupt: verdict.corrupt,
+                stale_windows: verdict.stale_windows,
                 rolled_back: verdict.rolled_back,
                 failed_recovery: verdict.recovery != Recovery::Ok,
-                failed: is_failure(&verdict, point.sink),
+                broken: verdict.broken(),
+                model_mismatch: verdict.model_mismatch.as_ref().map(|m| m.to_string()),
                 outcome: verdict.summary(),
+                outcome_digest: outcome_digest.clone(),
                 fingerprint: result.world.fingerprint().to_string(),
-                reproduce: reproduce.clone(),
+                reproduce,
             }
         })
         .collect()
 }
 
-/// Tallies point records (in point order) into rows, in the order rows first appear.
-pub fn aggregate(scenario: &str, protocol: &str, records: &[PointRecord]) -> SweepReport {
+/// Tallies point records (in point order) into rows, in the order rows first appear, each
+/// point judged by `asked` (None: what its sink promises to its view).
+pub fn aggregate(
+    scenario: &str,
+    protocol: &str,
+    records: &[PointRecord],
+    asked: Option<&Expectation>,
+) -> SweepReport {
     let mut rows: Vec<SweepRow> = Vec::new();
+    let mut outcomes: Vec<std::collections::BTreeSet<&str>> = Vec::new();
     let mut fingerprints = String::new();
     for record in records {
         let sink = record.sink.name();
@@ -281,18 +328,19 @@ pub fn aggregate(scenario: &str, protocol: &str, records: &[PointRecord]) -> Swe
         let position = rows
             .iter()
             .position(|r| r.sink == sink && r.fault == record.row && r.view == view);
-        let row = match position {
-            Some(i) => &mut rows[i],
-            None => {
-                rows.push(SweepRow {
-                    sink: sink.to_string(),
-                    fault: record.row.clone(),
-                    view,
-                    ..SweepRow::default()
-                });
-                rows.last_mut().expect("just pushed")
-            }
-        };
+        let position = position.unwrap_or_else(|| {
+            rows.push(SweepRow {
+                sink: sink.to_string(),
+                fault: record.row.clone(),
+                view,
+                ..SweepRow::default()
+            });
+            outcomes.push(Default::default());
+            rows.len() - 1
+        });
+        let row = &mut rows[position];
+        outcomes[position].insert(&record.outcome_digest);
+        row.distinct_outcomes = outcomes[position].len() as u64;
         let faults: Vec<String> = record
             .faults
             .iter()
@@ -313,6 +361,8 @@ pub fn aggregate(scenario: &str, protocol: &str, records: &[PointRecord]) -> Swe
         row.lost += record.lost;
         row.wrong += record.wrong;
         row.corrupt += record.corrupt;
+        row.points_with_stale_windows += u64::from(record.stale_windows > 0);
+        row.stale_windows += record.stale_windows;
         row.rolled_back += u64::from(record.rolled_back > 0);
         row.failed_recoveries += u64::from(record.failed_recovery);
         row.points_with_dirty_reads += u64::from(record.dirty_reads > 0);
@@ -320,9 +370,12 @@ pub fn aggregate(scenario: &str, protocol: &str, records: &[PointRecord]) -> Swe
         row.visibility_delay_ms_max = row
             .visibility_delay_ms_max
             .max(record.visibility_delay_ms_max);
-        if row.first_failure.is_none() && record.failed {
+        let broken = record.failures(asked);
+        row.failing_points += u64::from(!broken.is_empty());
+        if row.first_failure.is_none() && !broken.is_empty() {
             let first = record.faults[0];
             row.first_failure = Some(FirstFailure {
+                broken,
                 step: first.step,
                 crash_state: match first.fault {
                     Fault::PowerLoss { state, .. } => Some(state),
@@ -336,6 +389,8 @@ pub fn aggregate(scenario: &str, protocol: &str, records: &[PointRecord]) -> Swe
     SweepReport {
         scenario: scenario.to_string(),
         protocol: protocol.to_string(),
+        judged_by: asked.map_or("promised".to_string(), Expectation::name),
+        model_mismatch: records.iter().find_map(|r| r.model_mismatch.clone()),
         rows,
         fingerprint: Fingerprint::of(fingerprints.as_bytes()).to_string(),
     }
@@ -356,8 +411,11 @@ impl SweepReport {
             "lost",
             "wrong",
             "corrupt",
+            "stale_windows",
             "rolled_back",
             "failed_recoveries",
+            "outcomes",
+            "failing",
         ]);
         if with_views {
             headers.extend(["dirty_reads", "vis_delay_ms_max"]);
@@ -369,7 +427,7 @@ impl SweepReport {
                 let state = f
                     .crash_state
                     .map_or(String::new(), |s| format!(" state {s}"));
-                format!("step {}{state}: {}", f.step, f.outcome)
+                format!("step {}{state}: {} broken", f.step, f.broken.join(","))
             });
             let mut cells = vec![row.sink.clone(), row.fault.clone()];
             if with_views {
@@ -383,8 +441,11 @@ impl SweepReport {
                 row.lost.to_string(),
                 row.wrong.to_string(),
                 row.corrupt.to_string(),
+                row.stale_windows.to_string(),
                 row.rolled_back.to_string(),
                 row.failed_recoveries.to_string(),
+                row.distinct_outcomes.to_string(),
+                row.failing_points.to_string(),
             ]);
             if with_views {
                 cells.extend([
@@ -403,18 +464,31 @@ impl SweepReport {
         let mut out = String::new();
         if format != TableFormat::Csv {
             out.push_str(&format!(
-                "sweep scenario={} protocol={}\n\n",
-                self.scenario, self.protocol
+                "sweep scenario={} protocol={} judged_by={}\n\n",
+                self.scenario, self.protocol, self.judged_by
             ));
+            if let Some(mismatch) = &self.model_mismatch {
+                out.push_str(&format!(
+                    "MODEL MISMATCH: the fault-free run departs from the reference model at {mismatch}\n\n"
+                ));
+            }
         }
         out.push_str(&self.table().render(format));
         if format != TableFormat::Csv {
             out.push('\n');
             for row in &self.rows {
                 if let Some(first) = &row.first_failure {
+                    let view = row
+                        .view
+                        .as_ref()
+                        .map_or(String::new(), |v| format!(" / {v}"));
                     out.push_str(&format!(
-                        "first failure {} / {}: {}\n  reproduce: {}\n",
-                        row.sink, row.fault, first.outcome, first.reproduce
+                        "first failure {} / {}{view}: {} broken ({})\n  reproduce: {}\n",
+                        row.sink,
+                        row.fault,
+                        first.broken.join(","),
+                        first.outcome,
+                        first.reproduce
                     ));
                 }
             }

@@ -62,6 +62,7 @@ fn run(
         &spec.label(),
         &spec.run_spec(events, sink, FaultPlan::none())?,
         crash,
+        &crate::report::Judging::default(),
         String::new(),
     )
 }
@@ -76,6 +77,7 @@ fn crash_sweep(
         faults: vec![FaultKind::ProcessCrash],
         depth: 1,
         outage_ms: 2_000,
+        expect: None,
     };
     let baselines = baselines(spec, events, &sweep.sinks)?;
     let points = sweep_points(spec, &sweep, &baselines);
@@ -85,7 +87,7 @@ fn crash_sweep(
         .flat_map(|(i, point)| run_point(spec, &baselines, i as u64, point))
         .collect();
     Ok((
-        aggregate(&spec.label(), spec.protocol.name(), &records),
+        aggregate(&spec.label(), spec.protocol.name(), &records, None),
         records,
     ))
 }

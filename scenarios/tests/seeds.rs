@@ -93,7 +93,7 @@ fn a_losing_seed_shrinks_to_one_power_loss_that_replays_the_same_loss() {
         .find(|f| f["outcome"].as_str().unwrap().contains("lost="))
         .expect("explore finds a losing seed");
     let shrunk = &report["shrunk"];
-    assert_eq!(shrunk["class"], "lost");
+    assert_eq!(shrunk["property"], "no-loss");
     let faults = shrunk["plan"]["faults"].as_array().unwrap();
     assert_eq!(faults.len(), 1, "{shrunk}");
     assert_eq!(faults[0]["fault"]["kind"], "power-loss");
@@ -116,7 +116,7 @@ fn a_losing_seed_shrinks_to_one_power_loss_that_replays_the_same_loss() {
     ];
     shrink_args.extend_from_slice(&protocol);
     let shrunk = json(&shrink_args);
-    assert_eq!(shrunk["class"], "lost");
+    assert_eq!(shrunk["property"], "no-loss");
     assert_eq!(shrunk["plan"]["faults"].as_array().unwrap().len(), 1);
     assert_eq!(shrunk["plan"]["faults"][0]["fault"]["kind"], "power-loss");
     let mut replay_args = vec![

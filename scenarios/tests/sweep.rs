@@ -50,7 +50,14 @@ fn replay(reproduce: &str) -> Value {
 
 fn summary(oracle: &Value) -> String {
     let mut parts = Vec::new();
-    for name in ["duplicates", "lost", "wrong", "corrupt", "rolled_back"] {
+    for name in [
+        "duplicates",
+        "lost",
+        "wrong",
+        "corrupt",
+        "stale_windows",
+        "rolled_back",
+    ] {
         if n(&oracle[name]) > 0 {
             parts.push(format!("{name}={}", oracle[name]));
         }
@@ -198,7 +205,12 @@ fn checkpoint_before_sink_sync_loses_records_even_with_the_idempotent_sink() {
     assert!(n(&r["points_with_loss"]) > 0);
     assert_eq!(n(&r["duplicates"]), 0);
     let first = &r["first_failure"];
-    assert_eq!(first["outcome"], "lost=1");
+    // Window 10's only record (13:10, sum 55) is lost: a consumer never sees window 10.
+    assert_eq!(first["outcome"], "lost=1 stale_windows=1");
+    assert_eq!(
+        first["broken"],
+        serde_json::json!(["no-loss", "consistent-view"])
+    );
 }
 
 #[test]

@@ -1,8 +1,10 @@
 //! The argument groups and value types several commands share, and what they turn into.
 
+use crate::error::KeelError;
 use crate::explore::{MAX_FAULTS_DEFAULT, OUTAGE_MS_DEFAULT};
-use crate::oracle::Expectation;
 use crate::parallel::default_jobs;
+use crate::property::Expectation;
+use crate::runner::View;
 use crate::runner::{
     RESTART_DELAY_MS_DEFAULT, SECTOR_SIZE_BYTES_DEFAULT, TRANSACTION_TIMEOUT_MS_DEFAULT,
 };
@@ -90,21 +92,41 @@ pub(crate) fn parse_seed_range(text: &str) -> Result<SeedRange, String> {
 /// Seeds one `keel explore` may run (bounds memory: one row per seed and sink).
 const SEEDS_MAX: u64 = 10_000_000;
 
-/// What a run must hold; a violation exits with status 1.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ExpectArg {
-    /// No duplicates, no loss, no wrong result, no corruption, recovered.
-    ExactlyOnce,
-    /// Nothing of the fault-free run lost, and recovery completed.
-    NoLoss,
+/// Parses `--expect`: a comma-separated list of property names.
+pub fn parse_expectation(text: &str) -> Result<Expectation, String> {
+    Expectation::parse(text)
 }
 
-impl From<ExpectArg> for Expectation {
-    fn from(expect: ExpectArg) -> Self {
-        match expect {
-            ExpectArg::ExactlyOnce => Expectation::ExactlyOnce,
-            ExpectArg::NoLoss => Expectation::NoLoss,
+/// The consumer view of the transactional sink to judge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ViewArg {
+    /// isolation.level=read_committed: only committed records (promises exactly-once).
+    #[value(name = "read_committed")]
+    ReadCommitted,
+    /// Everything, aborted and open transactions included (promises at-least-once; dirty
+    /// reads are a figure, not a failure).
+    #[value(name = "read_uncommitted")]
+    ReadUncommitted,
+}
+
+impl From<ViewArg> for View {
+    fn from(view: ViewArg) -> Self {
+        match view {
+            ViewArg::ReadCommitted => View::ReadCommitted,
+            ViewArg::ReadUncommitted => View::ReadUncommitted,
         }
+    }
+}
+
+/// The view to judge on `sink`: `--view` (transactional sink only), else the sink's default
+/// (read_committed for the transactional sink, the file otherwise).
+pub fn view_for(sink: SinkKind, view: Option<ViewArg>) -> Result<Option<View>, KeelError> {
+    match (sink.is_transactional(), view) {
+        (true, view) => Ok(Some(view.map_or(View::ReadCommitted, View::from))),
+        (false, None) => Ok(None),
+        (false, Some(_)) => Err(KeelError::usage(format!(
+            "--view applies to the transactional sink only; the {sink} sink has one view, its file"
+        ))),
     }
 }
 
@@ -145,6 +167,10 @@ pub struct TargetArgs {
     /// Use this plan file instead of the plan of --seed.
     #[arg(long, value_name = "FILE.json")]
     pub plan: Option<String>,
+
+    /// The consumer view to judge (transactional sink only; default read_committed).
+    #[arg(long, value_enum)]
+    pub view: Option<ViewArg>,
 }
 
 /// Which input and which engine knobs.
@@ -155,6 +181,10 @@ pub struct ScenarioArgs {
     pub scenario: Option<String>,
 
     /// An events file instead: one JSON object {"ts": <int>, "value": <int>} per line.
+    ///
+    /// ts and value are integers from -9007199254740991 to 9007199254740991 (±(2^53 - 1)):
+    /// window ends and watermarks then never overflow and stay exact in JSON. Blank lines are
+    /// skipped; a file holds at least 1 and at most 1,000,000 events.
     #[arg(long, value_name = "FILE.jsonl")]
     pub events: Option<String>,
 

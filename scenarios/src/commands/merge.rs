@@ -1,6 +1,6 @@
 //! `keel merge`: `--shard` output files combined into the report an unsharded run prints.
 
-use super::args::{Shard, TableFormatArg};
+use super::args::{parse_expectation, Shard, TableFormatArg};
 use super::explore::{explore_baselines, finish_explore};
 use super::files::load_events;
 use super::output::Output;
@@ -8,7 +8,8 @@ use super::shard::ShardLine;
 use super::sweep::sweep_output;
 use crate::error::KeelError;
 use crate::explore::ExploreRow;
-use crate::sweep::{aggregate, PointRecord};
+use crate::property::Expectation;
+use crate::sweep::PointRecord;
 use clap::Args;
 use keel_engine::SinkKind;
 use std::collections::BTreeMap;
@@ -26,6 +27,12 @@ pub struct MergeArgs {
     /// Print the summary and failing seeds, not one row per seed (explore).
     #[arg(long)]
     pub summary_only: bool,
+
+    /// What every point or seed must hold, as `keel sweep --expect` and `keel explore
+    /// --expect` take it (a comma-separated list of properties); overrides the `--expect`
+    /// the shards were run with. Exit 1 on a violation.
+    #[arg(long, value_name = "PROPERTIES", value_parser = parse_expectation)]
+    pub expect: Option<Expectation>,
 
     /// Output format.
     #[arg(long, value_enum, default_value_t = TableFormatArg::Table)]
@@ -74,10 +81,10 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
                             spec,
                             sweep,
                             total,
-                            expect,
                             shard,
-                        } => serde_json::to_string(&(spec, sweep, total, expect, shard.count))
-                            .expect("json"),
+                        } => {
+                            serde_json::to_string(&(spec, sweep, total, shard.count)).expect("json")
+                        }
                         ShardLine::ExploreHeader {
                             spec,
                             explore,
@@ -108,20 +115,26 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
     match header {
         ShardLine::SweepHeader {
             spec,
+            sweep,
             shard,
             total,
-            expect,
-            ..
         } => {
-            check_complete(&shards_seen, shard.count, points.len() as u64, total)?;
-            points.sort_by_key(|p| p.index);
-            if points.iter().enumerate().any(|(i, p)| p.index != i as u64) {
+            // A transactional point has one record per consumer view, with the same index.
+            points.sort_by_key(|p| (p.index, p.view));
+            let mut indexes: Vec<u64> = points.iter().map(|p| p.index).collect();
+            indexes.dedup();
+            check_complete(&shards_seen, shard.count, indexes.len() as u64, total)?;
+            if indexes
+                .iter()
+                .enumerate()
+                .any(|(i, &index)| index != i as u64)
+            {
                 return Err(KeelError::usage(
                     "the shard files' points are not exactly the sweep's points".to_string(),
                 ));
             }
-            let report = aggregate(&spec.label(), spec.protocol.name(), &points);
-            Ok(sweep_output(&report, &points, expect, args.format))
+            let expect = args.expect.clone().or(sweep.expect);
+            Ok(sweep_output(&spec, &points, expect.as_ref(), args.format))
         }
         ShardLine::ExploreHeader {
             spec,
@@ -144,16 +157,33 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
                         row.seed, row.sink
                     ))
                 })?;
-                keyed.push((index, row));
+                keyed.push(((index, row.view), row));
             }
-            keyed.sort_by_key(|(index, _)| *index);
-            if keyed.iter().enumerate().any(|(i, (index, _))| *index != i) {
+            keyed.sort_by_key(|(key, _)| *key);
+            let expected_keys: Vec<(usize, Option<crate::runner::View>)> = explore
+                .points()
+                .iter()
+                .enumerate()
+                .flat_map(|(i, (_, sink))| {
+                    crate::observation::views_of(*sink)
+                        .iter()
+                        .map(move |&view| (i, view))
+                })
+                .collect();
+            if keyed.iter().map(|(key, _)| *key).ne(expected_keys) {
                 return Err(KeelError::usage(
                     "the shard files' rows are not exactly the exploration's seeds".to_string(),
                 ));
             }
             let rows: Vec<ExploreRow> = keyed.into_iter().map(|(_, row)| row).collect();
-            let shrink_first = !args.no_shrink && rows.iter().any(|r| r.failed);
+            let mut explore = explore;
+            if args.expect.is_some() {
+                explore.expect = args.expect.clone();
+            }
+            let shrink_first = !args.no_shrink
+                && rows
+                    .iter()
+                    .any(|r| !r.failures(explore.expect.as_ref()).is_empty());
             let baselines = if shrink_first {
                 explore_baselines(&spec, &load_events(&spec)?, &explore)?
             } else {

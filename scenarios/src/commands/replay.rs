@@ -1,10 +1,11 @@
 //! `keel replay`: one seed (or a plan file) step by step, the whole trace and its tallies.
 
-use super::args::{ExpectArg, RunFormat, TargetArgs};
+use super::args::{parse_expectation, RunFormat, TargetArgs};
 use super::files::write_plan_file;
 use super::output::{Output, EXIT_VIOLATION};
 use super::target::{load_target, Target};
 use crate::error::KeelError;
+use crate::property::{Expectation, MATCHES_MODEL};
 use crate::runner::run;
 use clap::Args;
 
@@ -21,9 +22,11 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "FILE.json")]
     pub save_plan: Option<String>,
 
-    /// Exit 1 if the run breaks this.
-    #[arg(long, value_enum)]
-    pub expect: Option<ExpectArg>,
+    /// What the run must hold: a comma-separated list of properties, as everywhere (default:
+    /// what the sink promises to the view; the verdict is printed, exit 1 only with
+    /// --expect). Exit 1 if the run breaks it.
+    #[arg(long, value_name = "PROPERTIES", value_parser = parse_expectation)]
+    pub expect: Option<Expectation>,
 
     /// Output format.
     #[arg(long, value_enum, default_value_t = RunFormat::Text)]
@@ -37,9 +40,11 @@ pub(crate) fn cmd_replay(args: &ReplayArgs) -> Result<Output, KeelError> {
         explore,
         run_spec,
         result,
+        view,
         verdict,
+        failures,
         ..
-    } = load_target(&args.target, args.expect)?;
+    } = load_target(&args.target, args.expect.clone())?;
     if let Some(path) = &args.save_plan {
         write_plan_file(path, &result.world.plan_that_ran())?;
     }
@@ -67,11 +72,17 @@ pub(crate) fn cmd_replay(args: &ReplayArgs) -> Result<Output, KeelError> {
             exit_code = EXIT_VIOLATION;
         }
     }
-    let violated = explore.expect.filter(|e| !e.holds(&verdict));
+    let violated = !failures.is_empty()
+        && (explore.expect.is_some() || failures.iter().any(|f| f == MATCHES_MODEL));
+    let judged_by = explore
+        .expect
+        .as_ref()
+        .map_or("promised".to_string(), Expectation::name);
+    let view_text = view.map_or(String::new(), |v| format!(" view={}", v.name()));
     match args.format {
         RunFormat::Text => {
             stdout.push_str(&format!(
-                "replay scenario={} protocol={} sink={sink} {source}\nplan: {plan_json}\ninjected: {injected_json}\n\n",
+                "replay scenario={} protocol={} sink={sink}{view_text} {source}\nplan: {plan_json}\ninjected: {injected_json}\n\n",
                 spec.label(),
                 spec.protocol
             ));
@@ -80,25 +91,32 @@ pub(crate) fn cmd_replay(args: &ReplayArgs) -> Result<Output, KeelError> {
                 stdout.push('\n');
             }
             stdout.push_str(&format!(
-                "\noutcome: {}\nduplicates={} lost={} wrong={} corrupt={} rolled_back={} recovery={} restarts={} final_windows_match={}\nfingerprint={}\n",
+                "\noutcome: {}\nduplicates={} lost={} wrong={} corrupt={} stale_windows={} rolled_back={} recovery={} restarts={} final_windows_match={}\nproperties: {}\nverdict: {} (judged by {judged_by})\nfingerprint={}\n",
                 result.outcome.describe(),
                 verdict.duplicates,
                 verdict.lost,
                 verdict.wrong,
                 verdict.corrupt,
+                verdict.stale_windows,
                 verdict.rolled_back,
                 verdict.recovery,
                 verdict.restarts,
                 verdict.final_windows_match,
+                verdict.properties_line(),
+                if failures.is_empty() {
+                    "holds".to_string()
+                } else {
+                    format!("FAILS: broken {}", failures.join(", "))
+                },
                 result.world.fingerprint()
             ));
             if args.check_determinism && exit_code == 0 {
                 stdout.push_str("determinism: two runs, identical traces\n");
             }
-            if let Some(expectation) = violated {
+            if violated {
                 stdout.push_str(&format!(
-                    "VIOLATION of --expect {}: {}\n",
-                    expectation.name(),
+                    "VIOLATION of --expect {judged_by}: {} broken ({})\n",
+                    failures.join(","),
                     verdict.summary()
                 ));
             }
@@ -108,6 +126,9 @@ pub(crate) fn cmd_replay(args: &ReplayArgs) -> Result<Output, KeelError> {
                 "scenario": spec.label(),
                 "protocol": spec.protocol.name(),
                 "sink": sink.name(),
+                "view": view.map(|v| v.name()),
+                "judged_by": judged_by,
+                "failures": failures,
                 "seed": spec.seed,
                 "plan": run_spec.plan.to_file(),
                 "injected": result.world.plan_that_ran().to_file(),
@@ -118,7 +139,7 @@ pub(crate) fn cmd_replay(args: &ReplayArgs) -> Result<Output, KeelError> {
             stdout.push_str(&(serde_json::to_string_pretty(&json).expect("json") + "\n"));
         }
     }
-    if violated.is_some() {
+    if violated {
         exit_code = EXIT_VIOLATION;
     }
     Ok(Output { stdout, exit_code })

@@ -1,10 +1,13 @@
 //! `keel run`: one scenario, optionally with one fault, against the fault-free run.
 
-use super::args::{FaultArg, RunFormat, ScenarioArgs, SinkArg};
+use super::args::{
+    parse_expectation, view_for, FaultArg, RunFormat, ScenarioArgs, SinkArg, ViewArg,
+};
 use super::files::{prepare, write_plan_file};
-use super::output::Output;
+use super::output::{Output, EXIT_VIOLATION};
 use crate::error::KeelError;
-use crate::report::{run_report, CrashRequest};
+use crate::property::{Expectation, MATCHES_MODEL};
+use crate::report::{run_report, CrashRequest, Judging};
 use crate::spec::ScenarioSpec;
 use clap::{Args, ValueEnum};
 use keel_engine::SinkKind;
@@ -58,6 +61,17 @@ pub struct RunArgs {
     /// Write the faults that took effect to this plan file (`keel replay --plan` runs it).
     #[arg(long, value_name = "FILE.json")]
     pub save_plan: Option<String>,
+
+    /// The consumer view to judge (transactional sink only; default read_committed).
+    #[arg(long, value_enum)]
+    pub view: Option<ViewArg>,
+
+    /// What the run must hold: a comma-separated list of no-loss, no-duplicates, no-wrong,
+    /// no-rollback, recovers, consistent-view, or at-least-once / exactly-once (default: what
+    /// the sink promises to the view; the verdict is printed either way). Exit 1 if the run
+    /// breaks it.
+    #[arg(long, value_name = "PROPERTIES", value_parser = parse_expectation)]
+    pub expect: Option<Expectation>,
 }
 
 /// Before or after a step's effect.
@@ -126,27 +140,43 @@ fn reproduce_command(spec: &ScenarioSpec, args: &RunArgs) -> String {
             }
         }
     }
+    if let Some(view) = args.view {
+        command.push_str(&format!(
+            " --view {}",
+            crate::runner::View::from(view).name()
+        ));
+    }
     command
 }
 
 pub(crate) fn cmd_run(args: &RunArgs) -> Result<Output, KeelError> {
     let (spec, events) = prepare(&args.scenario)?;
     let run_spec = spec.run_spec(&events, args.sink.into(), FaultPlan::none())?;
+    let judging = Judging {
+        view: view_for(args.sink.into(), args.view)?,
+        expect: args.expect.clone(),
+    };
     let report = run_report(
         &spec.label(),
         &run_spec,
         run_fault(args),
+        &judging,
         reproduce_command(&spec, args),
     )?;
     if let Some(path) = &args.save_plan {
         let injected = FaultPlan::from_file(report.plan.clone()).expect("a plan that ran is valid");
         write_plan_file(path, &injected)?;
     }
-    Ok(Output::ok(match args.format {
-        RunFormat::Text if args.trace => {
-            format!("{}trace:\n{}\n", report.to_text(), report.trace.join("\n"))
-        }
-        RunFormat::Text => report.to_text(),
-        RunFormat::Json => report.to_json() + "\n",
-    }))
+    let violated = !report.failures.is_empty()
+        && (args.expect.is_some() || report.failures.iter().any(|f| f == MATCHES_MODEL));
+    Ok(Output {
+        stdout: match args.format {
+            RunFormat::Text if args.trace => {
+                format!("{}trace:\n{}\n", report.to_text(), report.trace.join("\n"))
+            }
+            RunFormat::Text => report.to_text(),
+            RunFormat::Json => report.to_json() + "\n",
+        },
+        exit_code: if violated { EXIT_VIOLATION } else { 0 },
+    })
 }

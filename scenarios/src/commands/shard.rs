@@ -2,7 +2,6 @@
 
 use super::args::Shard;
 use crate::explore::{ExploreRow, ExploreSpec};
-use crate::oracle::Expectation;
 use crate::spec::ScenarioSpec;
 use crate::sweep::{PointRecord, SweepSpec};
 
@@ -15,7 +14,6 @@ pub(crate) enum ShardLine {
         sweep: SweepSpec,
         shard: Shard,
         total: u64,
-        expect: Option<Expectation>,
     },
     ExploreHeader {
         spec: ScenarioSpec,

@@ -1,11 +1,12 @@
 //! `keel shrink`: a failing seed's plan (or a plan file) reduced to a minimal one.
 
-use super::args::{ExpectArg, RunFormat, TargetArgs};
+use super::args::{parse_expectation, RunFormat, TargetArgs};
 use super::files::write_plan_file;
 use super::output::Output;
 use super::target::{load_target, Target};
 use crate::error::KeelError;
-use crate::explore::target_class;
+use crate::explore::target_property;
+use crate::property::Expectation;
 use crate::reproduce::replay_plan_command;
 use crate::shrink::shrink;
 use clap::Args;
@@ -15,9 +16,11 @@ pub struct ShrinkArgs {
     #[command(flatten)]
     pub target: TargetArgs,
 
-    /// Keep the failure that breaks this (default: the most serious failure shown).
-    #[arg(long, value_enum)]
-    pub expect: Option<ExpectArg>,
+    /// Keep a property of these that the run breaks (a comma-separated list, as `--expect`
+    /// takes it everywhere; default: what the sink promises to the view). The most serious
+    /// broken one is kept.
+    #[arg(long, value_name = "PROPERTIES", value_parser = parse_expectation)]
+    pub expect: Option<Expectation>,
 
     /// Write the shrunk plan to this file.
     #[arg(long, value_name = "FILE.json")]
@@ -32,33 +35,59 @@ pub(crate) fn cmd_shrink(args: &ShrinkArgs) -> Result<Output, KeelError> {
     let Target {
         spec,
         sink,
-        explore,
         baseline,
         run_spec,
         result,
+        view,
         verdict,
-    } = load_target(&args.target, args.expect)?;
-    let Some(class) = target_class(&explore, &verdict).filter(|_| explore.fails(&verdict, sink))
-    else {
-        return Ok(Output::ok(format!(
-            "nothing to shrink: the run holds ({}) on sink {sink}\n",
-            verdict.summary()
-        )));
+        failures,
+        ..
+    } = load_target(&args.target, args.expect.clone())?;
+    let Some(property) = target_property(&failures) else {
+        let why = if failures.is_empty() {
+            format!("the run holds ({})", verdict.summary())
+        } else {
+            format!(
+                "the fault-free run already fails ({}): no plan to shrink",
+                verdict.summary()
+            )
+        };
+        return Ok(Output::ok(match args.format {
+            RunFormat::Text => format!("nothing to shrink: {why} on sink {sink}\n"),
+            RunFormat::Json => {
+                let json = serde_json::json!({
+                    "shrunk": false,
+                    "reason": why,
+                    "sink": sink.name(),
+                    "view": view.map(|v| v.name()),
+                    "failures": failures,
+                    "oracle": verdict,
+                    "fingerprint": result.world.fingerprint().to_string(),
+                });
+                serde_json::to_string_pretty(&json).expect("json") + "\n"
+            }
+        }));
     };
-    let shrunk = shrink(&run_spec, &baseline.expected, &run_spec.plan, class);
+    let shrunk = shrink(
+        &run_spec,
+        &baseline.reference,
+        &run_spec.plan,
+        (property, view),
+    );
     if let Some(path) = &args.save_plan {
         write_plan_file(path, &shrunk.plan)?;
     }
+    let view_option = view.map_or(String::new(), |v| format!(" --view {}", v.name()));
     let reproduce = replay_plan_command(
         &|command, seed| spec.command_with_seed(command, seed),
         spec.seed,
         sink,
         &shrunk.plan,
-    );
+    ) + &view_option;
     let plan_json = serde_json::to_string(&shrunk.plan.to_file()).expect("plans serialize");
     Ok(Output::ok(match args.format {
         RunFormat::Text => format!(
-            "shrink scenario={} protocol={} sink={sink} seed={}\nfailure: {class} ({})\nfrom {} faults to {} in {} runs\nplan: {plan_json}\noutcome: {}\nfingerprint={}\nreproduce: {reproduce}\n",
+            "shrink scenario={} protocol={} sink={sink}{view_option} seed={}\nfailure: {property} broken ({})\nfrom {} faults to {} in {} runs\nplan: {plan_json}\noutcome: {}\nfingerprint={}\nreproduce: {reproduce}\n",
             spec.label(),
             spec.protocol,
             spec.seed,
@@ -71,7 +100,9 @@ pub(crate) fn cmd_shrink(args: &ShrinkArgs) -> Result<Output, KeelError> {
         ),
         RunFormat::Json => {
             let json = serde_json::json!({
-                "class": class,
+                "shrunk": true,
+                "property": property,
+                "view": view.map(|v| v.name()),
                 "original": verdict,
                 "plan": shrunk.plan.to_file(),
                 "oracle": shrunk.verdict,

@@ -1,15 +1,17 @@
 //! What `keel replay` and `keel shrink` work on: one seed's plan (or a plan file) on one
 //! sink, run once and judged.
 
-use super::args::{ExpectArg, SeedRange, TargetArgs};
+use super::args::{view_for, SeedRange, TargetArgs};
 use super::explore::explore_spec;
 use super::files::{prepare, read_plan_file};
 use crate::baseline::Baseline;
 use crate::error::KeelError;
 use crate::explore::ExploreSpec;
-use crate::oracle::{judge, Verdict};
-use crate::runner::{run, RunResult, RunSpec};
+use crate::observation::Observation;
+use crate::property::Expectation;
+use crate::runner::{run, RunResult, RunSpec, View};
 use crate::spec::ScenarioSpec;
+use crate::verdict::{judge_one, Verdict};
 use keel_engine::SinkKind;
 use keel_sim::{FaultPlan, TraceLine};
 
@@ -21,15 +23,20 @@ pub(crate) struct Target {
     pub(crate) baseline: Baseline,
     pub(crate) run_spec: RunSpec,
     pub(crate) result: RunResult,
+    /// The consumer view judged (transactional sink only).
+    pub(crate) view: Option<View>,
     pub(crate) verdict: Verdict,
+    /// Why the run fails what was asked (empty when it holds).
+    pub(crate) failures: Vec<String>,
 }
 
 pub(crate) fn load_target(
     args: &TargetArgs,
-    expect: Option<ExpectArg>,
+    expect: Option<Expectation>,
 ) -> Result<Target, KeelError> {
     let (spec, events) = prepare(&args.scenario)?;
     let sink = SinkKind::from(args.sink);
+    let view = view_for(sink, args.view)?;
     let seeds = SeedRange {
         start: spec.seed,
         end: spec.seed + 1,
@@ -47,7 +54,12 @@ pub(crate) fn load_target(
     if let Some(path) = &args.plan {
         check_plan_applies(path, &run_spec.plan, &result)?;
     }
-    let verdict = judge(&baseline.expected, &result, &run_spec.config);
+    let verdict = judge_one(
+        &baseline.reference,
+        &Observation::of(&result, &run_spec.config),
+        view,
+    );
+    let failures = verdict.failures(explore.expect.as_ref(), sink);
     Ok(Target {
         spec,
         sink,
@@ -55,7 +67,9 @@ pub(crate) fn load_target(
         baseline,
         run_spec,
         result,
+        view,
         verdict,
+        failures,
     })
 }
 

@@ -1,0 +1,236 @@
+//! An independent reference model of the engine's window semantics: a batch computation over
+//! the whole event list, written apart from `engine/src/window.rs` and sharing no code with
+//! it, so a bug that the engine's fault-free run agrees with (every window end off by W, say)
+//! still shows.
+//!
+//! The semantics, from the chapter:
+//! - window end of `ts` = floor(ts / W) * W + W (the multiple of W strictly above ts);
+//! - the watermark after event i is the largest ts among events 0..=i, minus D;
+//! - a window fires after the first event i, at or after its own first event, whose
+//!   watermark reaches its end; its record carries the sum of its events up to i;
+//! - every later event of a fired window emits a late update with the new sum;
+//! - within one event, the late update comes first, then the windows that fire, by end;
+//! - at the end of input every window that never fired is flushed, by end, with the last
+//!   watermark.
+
+use keel_engine::{Event, Record, RecordKind};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The records and final window sums the semantics prescribe for `events`, with the
+/// chapter's stable keys ("<event index>:<end>", "flush:<end>").
+pub fn expected_output(
+    events: &[Event],
+    window_size: i64,
+    out_of_orderness: i64,
+) -> (Vec<Record>, BTreeMap<i64, i128>) {
+    assert!(window_size > 0);
+    assert!(out_of_orderness >= 0);
+    let end_of = |ts: i64| -> i64 { ts - ts.rem_euclid(window_size) + window_size };
+    // Watermarks: a running maximum, computed once for the whole stream.
+    let watermarks: Vec<i64> = events
+        .iter()
+        .scan(i64::MIN, |max_ts, event| {
+            *max_ts = (*max_ts).max(event.ts);
+            Some(*max_ts - out_of_orderness)
+        })
+        .collect();
+    // Each window's events, by index.
+    let mut members: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
+    for (i, event) in events.iter().enumerate() {
+        members.entry(end_of(event.ts)).or_default().push(i);
+    }
+    // The event each window fires at: watermarks never decrease, so the first index at or
+    // after the window's first event whose watermark reaches the end is a binary search.
+    let mut fires_at: BTreeMap<usize, Vec<i64>> = BTreeMap::new();
+    let mut fire_index: BTreeMap<i64, usize> = BTreeMap::new();
+    for (&end, indexes) in &members {
+        let first = indexes[0];
+        let offset = watermarks[first..].partition_point(|&wm| wm < end);
+        if first + offset < events.len() {
+            fires_at.entry(first + offset).or_default().push(end);
+            fire_index.insert(end, first + offset);
+        }
+    }
+    // Running sums of each window's values, beside its member indexes.
+    let running: BTreeMap<i64, Vec<i128>> = members
+        .iter()
+        .map(|(&end, indexes)| {
+            let sums = indexes
+                .iter()
+                .scan(0i128, |sum, &j| {
+                    *sum += i128::from(events[j].value);
+                    Some(*sum)
+                })
+                .collect();
+            (end, sums)
+        })
+        .collect();
+    let sum_through = |end: i64, index: usize| -> i128 {
+        let count = members[&end].partition_point(|&j| j <= index);
+        count.checked_sub(1).map_or(0, |last| running[&end][last])
+    };
+    let mut records = Vec::new();
+    for (i, event) in events.iter().enumerate() {
+        let end = end_of(event.ts);
+        if fire_index.get(&end).is_some_and(|&f| i > f) {
+            records.push(record(
+                format!("{i}:{end}"),
+                end,
+                sum_through(end, i),
+                watermarks[i],
+                RecordKind::LateUpdate,
+            ));
+        }
+        for &end in fires_at.get(&i).map(Vec::as_slice).unwrap_or(&[]) {
+            records.push(record(
+                format!("{i}:{end}"),
+                end,
+                sum_through(end, i),
+                watermarks[i],
+                RecordKind::Fire,
+            ));
+        }
+    }
+    let finals: BTreeMap<i64, i128> = members
+        .keys()
+        .map(|&end| (end, sum_through(end, events.len())))
+        .collect();
+    if let Some(&last_watermark) = watermarks.last() {
+        for (&end, &sum) in finals
+            .iter()
+            .filter(|(end, _)| !fire_index.contains_key(end))
+        {
+            records.push(record(
+                format!("flush:{end}"),
+                end,
+                sum,
+                last_watermark,
+                RecordKind::Flush,
+            ));
+        }
+    }
+    (records, finals)
+}
+
+fn record(key: String, window_end: i64, sum: i128, watermark: i64, kind: RecordKind) -> Record {
+    Record {
+        key,
+        window_end,
+        sum,
+        watermark,
+        kind,
+    }
+}
+
+/// Where the engine's fault-free output first departs from the model.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ModelMismatch {
+    /// The position in the output (records in emission order), or the window, that differs.
+    pub at: String,
+    /// What the model prescribes there ("none" when it has nothing).
+    pub model: String,
+    /// What the engine emitted there ("none" when it emitted nothing).
+    pub engine: String,
+}
+
+impl std::fmt::Display for ModelMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: the model has {}, the engine has {}",
+            self.at, self.model, self.engine
+        )
+    }
+}
+
+/// Compares the engine's fault-free records and final windows with the model's.
+pub fn check(
+    engine_records: &[Record],
+    engine_final_windows: &BTreeMap<i64, i128>,
+    model: &(Vec<Record>, BTreeMap<i64, i128>),
+) -> Option<ModelMismatch> {
+    let (model_records, model_final_windows) = model;
+    let longest = engine_records.len().max(model_records.len());
+    for i in 0..longest {
+        let (want, got) = (model_records.get(i), engine_records.get(i));
+        if want != got {
+            let show = |r: Option<&Record>| r.map_or("none".to_string(), |r| r.to_json_line());
+            return Some(ModelMismatch {
+                at: format!("record {i}"),
+                model: show(want),
+                engine: show(got),
+            });
+        }
+    }
+    if engine_final_windows != model_final_windows {
+        return Some(ModelMismatch {
+            at: "final windows".to_string(),
+            model: keel_engine::format_windows(model_final_windows),
+            engine: keel_engine::format_windows(engine_final_windows),
+        });
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(pairs: &[(i64, i64)]) -> Vec<Event> {
+        pairs
+            .iter()
+            .map(|&(ts, value)| Event { ts, value })
+            .collect()
+    }
+
+    #[test]
+    fn the_model_prescribes_fires_late_updates_and_flushes() {
+        let (records, finals) =
+            expected_output(&events(&[(1, 1), (12, 2), (15, 3), (3, 4), (26, 5)]), 10, 5);
+        let lines: Vec<String> = records.iter().map(Record::to_json_line).collect();
+        assert_eq!(
+            lines,
+            [
+                r#"{"key": "2:10", "window_end": 10, "sum": 1, "watermark": 10, "kind": "fire"}"#,
+                r#"{"key": "3:10", "window_end": 10, "sum": 5, "watermark": 10, "kind": "late-update"}"#,
+                r#"{"key": "4:20", "window_end": 20, "sum": 5, "watermark": 21, "kind": "fire"}"#,
+                r#"{"key": "flush:30", "window_end": 30, "sum": 5, "watermark": 21, "kind": "flush"}"#,
+            ]
+        );
+        assert_eq!(finals, BTreeMap::from([(10, 5), (20, 5), (30, 5)]));
+    }
+
+    #[test]
+    fn a_window_first_seen_behind_the_watermark_fires_at_once() {
+        let (records, _) = expected_output(&events(&[(30, 1), (2, 7)]), 10, 0);
+        assert_eq!(records[0].key, "1:10");
+        assert_eq!(records[0].kind, RecordKind::Fire);
+        assert_eq!(records[0].sum, 7);
+        assert_eq!(records[1].key, "flush:40");
+    }
+
+    #[test]
+    fn every_window_end_off_by_w_is_a_mismatch() {
+        let stream = events(&[(1, 1), (12, 2), (15, 3), (3, 4), (26, 5)]);
+        let model = expected_output(&stream, 10, 5);
+        let shifted: Vec<Record> = model
+            .0
+            .iter()
+            .map(|r| Record {
+                window_end: r.window_end + 10,
+                ..r.clone()
+            })
+            .collect();
+        let mismatch = check(&shifted, &model.1, &model).expect("a mismatch");
+        assert_eq!(mismatch.at, "record 0");
+        assert!(mismatch.engine.contains("\"window_end\": 20"));
+        assert_eq!(check(&model.0, &model.1, &model), None);
+        let mut finals = model.1.clone();
+        finals.insert(40, 0);
+        assert_eq!(
+            check(&model.0, &finals, &model).map(|m| m.at),
+            Some("final windows".to_string())
+        );
+    }
+}

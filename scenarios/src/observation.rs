@@ -1,0 +1,183 @@
+//! What the consumers of one run observed: the sink in order through each consumer view,
+//! dirty reads, visibility delays, the final windows and how recovery went. One value, built
+//! once from a run's result; the oracle (`verdict.rs`) judges nothing else.
+
+use crate::runner::{Outcome, RunResult, View};
+use keel_engine::{EngineConfig, KeyScheme, Record, SinkKind};
+use keel_sim::txlog::{EntryKind, TxnStatus};
+use std::collections::BTreeMap;
+
+/// What one consumer view of the sink saw, in sink order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ViewObservation {
+    /// None for a file sink (one view: the file); read_committed or read_uncommitted for the
+    /// transactional sink.
+    pub view: Option<View>,
+    pub records: Vec<Record>,
+    /// Lines that are not a whole record (a torn append nothing repaired).
+    pub corrupt_lines: u64,
+    /// Records this view showed that never committed (read_uncommitted only).
+    pub dirty_reads: u64,
+    /// The longest wait, in simulated ms, from a record's send to the moment this view could
+    /// see it (0 for a file sink and for read_uncommitted: they see a record at once).
+    pub visibility_delay_ms_max: u64,
+}
+
+/// How recovery went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Recovery {
+    /// No restart was needed, or every restart recovered.
+    Ok,
+    /// Recovery gave up (e.g. it trusted a torn checkpoint).
+    Failed,
+    /// The engine kept restarting.
+    Looped,
+}
+
+impl std::fmt::Display for Recovery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Recovery::Ok => "ok",
+            Recovery::Failed => "failed",
+            Recovery::Looped => "looped",
+        })
+    }
+}
+
+/// Everything the oracle judges about one run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Observation {
+    pub sink: SinkKind,
+    /// How the run keyed its records (a processing-time key names no event).
+    pub key: KeyScheme,
+    /// One entry per consumer view of the sink, in [`views_of`] order.
+    pub views: Vec<ViewObservation>,
+    pub recovery: Recovery,
+    /// The final operator state's windows (empty unless the run completed).
+    pub final_windows: BTreeMap<i64, i128>,
+    /// Restarts that restored an older checkpoint than the newest one committed.
+    pub rolled_back: u64,
+    pub restarts: u64,
+}
+
+/// The consumer views of a sink: the file, or the two isolation levels of the log.
+pub fn views_of(sink: SinkKind) -> &'static [Option<View>] {
+    if sink.is_transactional() {
+        &[Some(View::ReadCommitted), Some(View::ReadUncommitted)]
+    } else {
+        &[None]
+    }
+}
+
+impl Observation {
+    /// Reads what every consumer of `result`'s sink sees (reading is not a step of the run).
+    pub fn of(result: &RunResult, config: &EngineConfig) -> Observation {
+        let views = views_of(config.sink)
+            .iter()
+            .map(|&view| observe_view(result, config, view))
+            .collect();
+        let recovery = match result.outcome {
+            Outcome::Completed => Recovery::Ok,
+            Outcome::RecoveryFailed(_) => Recovery::Failed,
+            Outcome::RestartLimit => Recovery::Looped,
+        };
+        Observation {
+            sink: config.sink,
+            key: config.key,
+            views,
+            recovery,
+            final_windows: if recovery == Recovery::Ok {
+                result.final_state.sums()
+            } else {
+                BTreeMap::new()
+            },
+            rolled_back: rolled_back(result),
+            restarts: result.incarnations.len() as u64 - 1,
+        }
+    }
+
+    /// The observation of `view` (None: the file sink's only view).
+    pub fn view(&self, view: Option<View>) -> &ViewObservation {
+        self.views
+            .iter()
+            .find(|v| v.view == view)
+            .unwrap_or_else(|| panic!("the sink {} has no view {view:?}", self.sink))
+    }
+}
+
+/// Restarts that restored an older checkpoint than the newest one committed before them.
+fn rolled_back(result: &RunResult) -> u64 {
+    let mut rolled_back = 0;
+    let mut newest_committed = 0;
+    for (i, incarnation) in result.incarnations.iter().enumerate() {
+        let stats = &incarnation.stats;
+        if i > 0 && stats.resume_decided && stats.resume_from_index < newest_committed {
+            rolled_back += 1;
+        }
+        let committed = stats.last_committed.as_ref().map_or(0, |c| c.index);
+        newest_committed = newest_committed.max(committed).max(stats.resume_from_index);
+    }
+    rolled_back
+}
+
+fn observe_view(result: &RunResult, config: &EngineConfig, view: Option<View>) -> ViewObservation {
+    let mut observed = ViewObservation {
+        view,
+        ..ViewObservation::default()
+    };
+    let push = |line: &str, observed: &mut ViewObservation| match Record::parse_line(line) {
+        Some(record) => observed.records.push(record),
+        None => observed.corrupt_lines += 1,
+    };
+    match view {
+        None => {
+            if let Ok(bytes) = result.world.env().disk.read(&config.sink.file_name()) {
+                for line in String::from_utf8_lossy(&bytes).lines() {
+                    push(line, &mut observed);
+                }
+            }
+        }
+        Some(view) => {
+            let txlog = &result.world.env().txlog;
+            let records = match view {
+                View::ReadCommitted => txlog.read_committed(),
+                View::ReadUncommitted => txlog.read_uncommitted(),
+            };
+            for record in &records {
+                push(&record.payload, &mut observed);
+            }
+            if view == View::ReadUncommitted {
+                observed.dirty_reads = records
+                    .iter()
+                    .filter(|r| r.status != TxnStatus::Committed)
+                    .count() as u64;
+            } else {
+                observed.visibility_delay_ms_max = commit_delay_ms_max(result);
+            }
+        }
+    }
+    observed
+}
+
+/// The longest wait, in simulated ms, from a record's send to its transaction's commit.
+fn commit_delay_ms_max(result: &RunResult) -> u64 {
+    let entries = result.world.env().txlog.entries();
+    let mut delay_ms_max = 0;
+    for (i, entry) in entries.iter().enumerate() {
+        if !matches!(entry.kind, EntryKind::Data { .. }) {
+            continue;
+        }
+        // The first marker of the same producer and epoch after the record ends its
+        // transaction.
+        let marker = entries[i + 1..].iter().find(|m| {
+            m.transactional_id == entry.transactional_id
+                && m.epoch == entry.epoch
+                && !matches!(m.kind, EntryKind::Data { .. })
+        });
+        if let Some(marker) = marker.filter(|m| m.kind == EntryKind::Commit) {
+            delay_ms_max = delay_ms_max.max(marker.at_ms - entry.at_ms);
+        }
+    }
+    delay_ms_max
+}

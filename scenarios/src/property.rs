@@ -1,0 +1,333 @@
+//! The properties a run is judged by, each defined once, by name, here and nowhere else.
+//!
+//! Every command (`run`, `sweep`, `explore`, `replay`, `shrink`, `merge`, `teach`) asks
+//! [`Property::holds`] and [`Expectation`] what a verdict means; none of them decides on its own
+//! what "exactly-once" is.
+//!
+//! - `no-loss`: every record of the fault-free run reached the consumer (by identity: logical
+//!   content and occurrence, see `verdict.rs`).
+//! - `no-duplicates`: no record reached the consumer more often than the fault-free run
+//!   emitted it.
+//! - `no-wrong`: every record the consumer saw is one the fault-free run emitted, field for
+//!   field (window end, kind, sum, watermark, and the triggering event where the key names
+//!   it; the sink's own key aside), and every line is a whole record (no corruption).
+//! - `no-rollback`: no restart restored an older checkpoint than the newest one committed.
+//! - `recovers`: the run completed (recovery neither failed nor looped) with the fault-free
+//!   run's final windows.
+//! - `consistent-view`: a consumer that applies the records in sink order as an upsert by
+//!   window end ends with the fault-free run's final value for every window.
+//! - `at-least-once` = all but `no-duplicates`; `exactly-once` = all.
+//!
+//! Independently of any expectation, a fault-free run that disagrees with the independent
+//! reference model (`model.rs`) fails every command: see [`crate::verdict::Verdict::failures`].
+
+use crate::runner::View;
+use crate::verdict::{Recovery, Verdict};
+use keel_engine::SinkKind;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::collections::BTreeSet;
+use std::fmt;
+
+/// One named property of a run, as seen by one consumer view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Property {
+    Recovers,
+    NoWrong,
+    NoLoss,
+    ConsistentView,
+    NoRollback,
+    NoDuplicates,
+}
+
+impl Property {
+    /// Every property, most serious first (the order shrinking prefers to keep).
+    pub const ALL: [Property; 6] = [
+        Property::Recovers,
+        Property::NoWrong,
+        Property::NoLoss,
+        Property::ConsistentView,
+        Property::NoRollback,
+        Property::NoDuplicates,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Property::NoLoss => "no-loss",
+            Property::NoDuplicates => "no-duplicates",
+            Property::NoWrong => "no-wrong",
+            Property::NoRollback => "no-rollback",
+            Property::Recovers => "recovers",
+            Property::ConsistentView => "consistent-view",
+        }
+    }
+
+    /// What the property asks, in one line (help text and reports).
+    pub fn description(self) -> &'static str {
+        match self {
+            Property::NoLoss => "every record of the fault-free run reached the consumer",
+            Property::NoDuplicates => "no record reached the consumer more than once",
+            Property::NoWrong => {
+                "every record is the fault-free run's, field for field, and no line is corrupt"
+            }
+            Property::NoRollback => {
+                "no restart restored an older checkpoint than the newest committed"
+            }
+            Property::Recovers => "the run completed with the fault-free run's final windows",
+            Property::ConsistentView => {
+                "upserting the records by window end gives the fault-free final values"
+            }
+        }
+    }
+
+    /// The one definition of each property.
+    pub fn holds(self, verdict: &Verdict) -> bool {
+        match self {
+            Property::NoLoss => verdict.lost == 0,
+            Property::NoDuplicates => verdict.duplicates == 0,
+            Property::NoWrong => verdict.wrong == 0 && verdict.corrupt == 0,
+            Property::NoRollback => verdict.rolled_back == 0,
+            Property::Recovers => verdict.recovery == Recovery::Ok && verdict.final_windows_match,
+            Property::ConsistentView => verdict.stale_windows == 0,
+        }
+    }
+}
+
+impl fmt::Display for Property {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for Property {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Property {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        Property::ALL
+            .into_iter()
+            .find(|p| p.name() == name)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown property '{name}'")))
+    }
+}
+
+/// A set of properties a run must hold (`--expect`), e.g. `exactly-once` or
+/// `no-loss,no-rollback`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Expectation {
+    properties: BTreeSet<Property>,
+}
+
+/// The names `--expect` takes, for help text and errors.
+pub const EXPECT_NAMES: &str = "exactly-once, at-least-once, no-loss, no-duplicates, no-wrong, no-rollback, recovers, consistent-view";
+
+impl Expectation {
+    pub fn of(properties: impl IntoIterator<Item = Property>) -> Expectation {
+        Expectation {
+            properties: properties.into_iter().collect(),
+        }
+    }
+
+    pub fn exactly_once() -> Expectation {
+        Expectation::of(Property::ALL)
+    }
+
+    pub fn at_least_once() -> Expectation {
+        Expectation::of(
+            Property::ALL
+                .into_iter()
+                .filter(|&p| p != Property::NoDuplicates),
+        )
+    }
+
+    /// Parses a comma-separated list of property names and the two shorthands.
+    pub fn parse(text: &str) -> Result<Expectation, String> {
+        let mut properties = BTreeSet::new();
+        for name in text.split(',').map(str::trim) {
+            match name {
+                "exactly-once" => properties.extend(Property::ALL),
+                "at-least-once" => properties.extend(Expectation::at_least_once().properties),
+                _ => match Property::ALL.into_iter().find(|p| p.name() == name) {
+                    Some(p) => {
+                        properties.insert(p);
+                    }
+                    None => {
+                        return Err(format!(
+                            "unknown property '{name}': expected a comma-separated list of {EXPECT_NAMES}"
+                        ))
+                    }
+                },
+            }
+        }
+        Ok(Expectation { properties })
+    }
+
+    /// What a sink promises to a consumer of `view` when the user asks nothing: at-least-once
+    /// for the append sink and a read_uncommitted consumer, exactly-once otherwise.
+    pub fn promised(sink: SinkKind, view: Option<View>) -> Expectation {
+        match (sink, view) {
+            (SinkKind::Append, _) | (_, Some(View::ReadUncommitted)) => {
+                Expectation::at_least_once()
+            }
+            _ => Expectation::exactly_once(),
+        }
+    }
+
+    /// The expectation a view is judged by: what was asked, within what the view promises. A
+    /// read_uncommitted consumer has opted into dirty reads, so duplicates are a figure there,
+    /// never a failure; every other view is held to all that was asked.
+    pub fn for_view(
+        asked: Option<&Expectation>,
+        sink: SinkKind,
+        view: Option<View>,
+    ) -> Expectation {
+        match asked {
+            None => Expectation::promised(sink, view),
+            Some(asked) if view == Some(View::ReadUncommitted) => Expectation::of(
+                asked
+                    .properties
+                    .iter()
+                    .copied()
+                    .filter(|&p| p != Property::NoDuplicates),
+            ),
+            Some(asked) => asked.clone(),
+        }
+    }
+
+    pub fn properties(&self) -> impl Iterator<Item = Property> + '_ {
+        self.properties.iter().copied()
+    }
+
+    /// The asked properties the verdict breaks, most serious first.
+    pub fn broken(&self, verdict: &Verdict) -> Vec<Property> {
+        Property::ALL
+            .into_iter()
+            .filter(|p| self.properties.contains(p) && !p.holds(verdict))
+            .collect()
+    }
+
+    /// The canonical name: a shorthand where one fits, else the names in severity order.
+    pub fn name(&self) -> String {
+        if *self == Expectation::exactly_once() {
+            return "exactly-once".to_string();
+        }
+        if *self == Expectation::at_least_once() {
+            return "at-least-once".to_string();
+        }
+        let names: Vec<&str> = Property::ALL
+            .into_iter()
+            .filter(|p| self.properties.contains(p))
+            .map(Property::name)
+            .collect();
+        if names.is_empty() {
+            "nothing".to_string()
+        } else {
+            names.join(",")
+        }
+    }
+}
+
+/// The one rule every command applies: why a view of a run fails. `broken` are the
+/// properties the view breaks, `asked` the `--expect` given (None: what the sink promises to
+/// that view). A fault-free run that disagrees with the independent model fails whatever was
+/// asked ("matches-model"). Empty when the view holds.
+pub fn failures(
+    broken: &[Property],
+    model_mismatch: bool,
+    asked: Option<&Expectation>,
+    sink: SinkKind,
+    view: Option<View>,
+) -> Vec<String> {
+    let expectation = Expectation::for_view(asked, sink, view);
+    let mut failures = Vec::new();
+    if model_mismatch {
+        failures.push(MATCHES_MODEL.to_string());
+    }
+    failures.extend(
+        Property::ALL
+            .into_iter()
+            .filter(|p| broken.contains(p) && expectation.properties.contains(p))
+            .map(|p| p.name().to_string()),
+    );
+    failures
+}
+
+/// The name of the check every fault-free run must pass: it agrees with the model.
+pub const MATCHES_MODEL: &str = "matches-model";
+
+impl fmt::Display for Expectation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+impl std::str::FromStr for Expectation {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Expectation::parse(text)
+    }
+}
+
+impl Serialize for Expectation {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Expectation {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Expectation::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(text: &str, canonical: &str) {
+        let expectation = Expectation::parse(text).expect("valid");
+        assert_eq!(expectation.name(), canonical, "{text}");
+        assert_eq!(Expectation::parse(canonical), Ok(expectation));
+    }
+
+    #[test]
+    fn names_parse_to_sets_and_back() {
+        check("exactly-once", "exactly-once");
+        check("at-least-once,no-duplicates", "exactly-once");
+        check(
+            "no-loss,no-wrong,no-rollback,recovers,consistent-view",
+            "at-least-once",
+        );
+        check("no-loss", "no-loss");
+        check("no-rollback, no-loss", "no-loss,no-rollback");
+        assert!(Expectation::parse("no-loss,exactly-twice")
+            .unwrap_err()
+            .contains("unknown property 'exactly-twice'"));
+    }
+
+    #[test]
+    fn a_read_uncommitted_consumer_is_never_held_to_no_duplicates() {
+        let asked = Expectation::exactly_once();
+        let view = Some(View::ReadUncommitted);
+        assert_eq!(
+            Expectation::for_view(Some(&asked), SinkKind::Transactional, view),
+            Expectation::at_least_once()
+        );
+        assert_eq!(
+            Expectation::for_view(None, SinkKind::Transactional, Some(View::ReadCommitted)),
+            Expectation::exactly_once()
+        );
+        assert_eq!(
+            Expectation::for_view(None, SinkKind::Append, None),
+            Expectation::at_least_once()
+        );
+        assert_eq!(
+            Expectation::for_view(Some(&asked), SinkKind::Append, None),
+            Expectation::exactly_once()
+        );
+    }
+}

@@ -1,0 +1,565 @@
+//! The oracle: judges what each consumer of a run observed (an [`Observation`]) against the
+//! reference (the engine's fault-free output, itself checked against the independent model),
+//! in one place, and names the properties the run kept (`property.rs` defines them).
+//!
+//! Record identity: a record is identified by its *slot* (window end, kind, and the event that
+//! triggered it when the sink's key names one: "13:10" names event 13, "flush:30" the end of
+//! input, a processing-time key "pt4500:20" names nothing) and its *content* (sum and
+//! watermark). Within a slot the reference is a multiset: the n-th copy of a content is the
+//! n-th occurrence of that record, so two equal records of the fault-free run are two
+//! identities, and a sink holding both has neither a duplicate nor a loss.
+//!
+//! Within one slot, for each content c, with R(c) copies in the reference and S(c) in the view:
+//! - delivered: min(R(c), S(c));
+//! - duplicates: S(c) - R(c) where R(c) > 0 and S(c) > R(c) (another copy of a real record);
+//! - wrong: every copy of a content the reference does not have in that slot;
+//! - lost: copies of reference records the view lacks, less the wrong records that stand
+//!   in for them in the same slot (a record with the right identity and a wrong sum is
+//!   wrong, not also lost).
+//!
+//! So, per view: records = delivered + duplicates + wrong, and
+//! reference records = delivered + lost + (wrong records standing in for missing ones).
+
+use crate::model::{self, ModelMismatch};
+pub use crate::observation::Recovery;
+use crate::observation::{Observation, ViewObservation};
+use crate::property::{self, Expectation, Property};
+use crate::runner::{run, Outcome, RunSpec, View};
+use keel_engine::{EngineConfig, KeyScheme, Record, RecordKind, SinkKind};
+use keel_sim::FaultPlan;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// What the fault-free run delivered: the reference every faulty run is judged against.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reference {
+    /// The fault-free run's records in emission order, with the chapter's stable keys.
+    pub records: Vec<Record>,
+    pub final_windows: BTreeMap<i64, i128>,
+    /// Where the fault-free run departs from the independent model, if it does.
+    pub model_mismatch: Option<ModelMismatch>,
+}
+
+impl Reference {
+    /// What the engine emits for `spec`'s input and knobs when nothing fails: the records of
+    /// its fault-free run with the chapter's stable keys on the plain append sink (what any
+    /// sink should end up holding, whatever its own keys and mechanics), checked against the
+    /// model.
+    pub fn for_spec(spec: &RunSpec) -> Reference {
+        let config = EngineConfig {
+            sink: SinkKind::Append,
+            key: KeyScheme::EventIndex,
+            ..spec.config
+        };
+        let result = run(&RunSpec {
+            config,
+            plan: FaultPlan::none(),
+            ..spec.clone()
+        });
+        assert_eq!(
+            result.outcome,
+            Outcome::Completed,
+            "a fault-free append run completes"
+        );
+        let observation = Observation::of(&result, &config);
+        let [file] = observation.views.as_slice() else {
+            unreachable!("the append sink has one view")
+        };
+        assert_eq!(
+            file.corrupt_lines, 0,
+            "a fault-free run writes whole records"
+        );
+        Reference::new(
+            file.records.clone(),
+            observation.final_windows,
+            &model::expected_output(
+                &spec.events,
+                spec.config.window_size,
+                spec.config.out_of_orderness,
+            ),
+        )
+    }
+
+    /// A reference from the engine's fault-free records and final windows, checked against
+    /// the model's.
+    pub fn new(
+        records: Vec<Record>,
+        final_windows: BTreeMap<i64, i128>,
+        model: &(Vec<Record>, BTreeMap<i64, i128>),
+    ) -> Reference {
+        let model_mismatch = model::check(&records, &final_windows, model);
+        Reference {
+            records,
+            final_windows,
+            model_mismatch,
+        }
+    }
+}
+
+/// The oracle's verdict on one consumer view of one run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    /// The consumer view judged (transactional sink only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub view: Option<View>,
+    /// Whole records the view holds.
+    pub records: u64,
+    /// Records of the fault-free run the view holds (each occurrence once).
+    pub delivered: u64,
+    /// Records delivered more than once (copies beyond the fault-free run's count).
+    pub duplicates: u64,
+    /// Records of the fault-free run the view never got.
+    pub lost: u64,
+    /// Records the fault-free run never emitted (a field differs).
+    pub wrong: u64,
+    /// Unreadable lines.
+    pub corrupt: u64,
+    /// Windows whose last value (records upserted by window end, in sink order) differs from
+    /// the fault-free run's.
+    pub stale_windows: u64,
+    /// Restarts that restored an older checkpoint than the newest one committed.
+    pub rolled_back: u64,
+    pub recovery: Recovery,
+    pub final_windows_match: bool,
+    pub restarts: u64,
+    /// Transactional sink, read_uncommitted: records shown that never committed.
+    pub dirty_reads: u64,
+    /// Transactional sink, read_committed: the longest wait from send to visibility (ms).
+    pub visibility_delay_ms_max: u64,
+    /// The first record the oracle could not match, for the report.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_wrong: Option<String>,
+    /// Where the fault-free run departs from the independent model (fails every command).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_mismatch: Option<ModelMismatch>,
+    /// Each property, held or not.
+    pub properties: BTreeMap<String, bool>,
+}
+
+impl Verdict {
+    pub fn holds(&self, property: Property) -> bool {
+        property.holds(self)
+    }
+
+    /// Whether every property holds.
+    pub fn exactly_once(&self) -> bool {
+        Expectation::exactly_once().broken(self).is_empty()
+    }
+
+    /// Every property this view breaks, most serious first.
+    pub fn broken(&self) -> Vec<Property> {
+        Property::ALL
+            .into_iter()
+            .filter(|p| !p.holds(self))
+            .collect()
+    }
+
+    /// Why this view fails what was asked (None: what the sink promises to the view); see
+    /// [`crate::property::failures`]. Empty when it holds.
+    pub fn failures(&self, asked: Option<&Expectation>, sink: SinkKind) -> Vec<String> {
+        property::failures(
+            &self.broken(),
+            self.model_mismatch.is_some(),
+            asked,
+            sink,
+            self.view,
+        )
+    }
+
+    /// A short account of the figures: "exactly-once", or what went wrong
+    /// ("duplicates=1 rolled_back=1").
+    pub fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(mismatch) = &self.model_mismatch {
+            parts.push(format!("model_mismatch({mismatch})"));
+        }
+        for (name, value) in [
+            ("duplicates", self.duplicates),
+            ("lost", self.lost),
+            ("wrong", self.wrong),
+            ("corrupt", self.corrupt),
+            ("stale_windows", self.stale_windows),
+            ("rolled_back", self.rolled_back),
+        ] {
+            if value > 0 {
+                parts.push(format!("{name}={value}"));
+            }
+        }
+        if self.recovery != Recovery::Ok {
+            parts.push(format!("recovery={}", self.recovery));
+        } else if !self.final_windows_match {
+            parts.push("final_windows_differ".to_string());
+        }
+        if parts.is_empty() {
+            "exactly-once".to_string()
+        } else {
+            parts.join(" ")
+        }
+    }
+
+    /// Property by property: "no-loss ok, no-duplicates FAILED, ...".
+    pub fn properties_line(&self) -> String {
+        Property::ALL
+            .into_iter()
+            .map(|p| {
+                format!(
+                    "{} {}",
+                    p.name(),
+                    if p.holds(self) { "ok" } else { "FAILED" }
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Where a record sits: window end, kind, and the triggering event when the key names one.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Slot {
+    window_end: i64,
+    kind: RecordKind,
+    /// The key's event index or "flush"; None when the run's keys name no event.
+    trigger: Option<String>,
+}
+
+fn slot(record: &Record, key: KeyScheme) -> Slot {
+    let trigger = match key {
+        KeyScheme::EventIndex => Some(
+            record
+                .key
+                .rsplit_once(':')
+                .map_or(record.key.as_str(), |(prefix, _)| prefix)
+                .to_string(),
+        ),
+        KeyScheme::ProcessingTime => None,
+    };
+    Slot {
+        window_end: record.window_end,
+        kind: record.kind,
+        trigger,
+    }
+}
+
+/// A record's content within its slot: every field the slot does not hold, the key aside.
+type Content = (i128, i64);
+
+fn content(record: &Record) -> Content {
+    (record.sum, record.watermark)
+}
+
+/// Judges every view of `observation` against `reference`.
+pub fn judge(reference: &Reference, observation: &Observation) -> Vec<Verdict> {
+    observation
+        .views
+        .iter()
+        .map(|view| judge_view(reference, observation, view))
+        .collect()
+}
+
+/// Judges the view `view` of `observation` (None: a file sink's only view).
+pub fn judge_one(reference: &Reference, observation: &Observation, view: Option<View>) -> Verdict {
+    judge_view(reference, observation, observation.view(view))
+}
+
+fn judge_view(reference: &Reference, observation: &Observation, seen: &ViewObservation) -> Verdict {
+    // Slot -> content -> (copies in the reference, copies in the view).
+    let mut slots: BTreeMap<Slot, BTreeMap<Content, (u64, u64)>> = BTreeMap::new();
+    for record in &reference.records {
+        let copies = slots
+            .entry(slot(record, observation.key))
+            .or_default()
+            .entry(content(record))
+            .or_default();
+        copies.0 += 1;
+    }
+    let mut first_wrong = None;
+    for record in &seen.records {
+        let copies = slots
+            .entry(slot(record, observation.key))
+            .or_default()
+            .entry(content(record))
+            .or_default();
+        if copies.0 == 0 && first_wrong.is_none() {
+            first_wrong = Some(record.to_json_line());
+        }
+        copies.1 += 1;
+    }
+    let (mut delivered, mut duplicates, mut wrong, mut lost) = (0, 0, 0, 0);
+    let mut stand_ins = 0;
+    for contents in slots.values() {
+        let (mut missing, mut foreign) = (0, 0);
+        for &(want, got) in contents.values() {
+            delivered += want.min(got);
+            if want == 0 {
+                foreign += got;
+            } else {
+                duplicates += got.saturating_sub(want);
+                missing += want.saturating_sub(got);
+            }
+        }
+        wrong += foreign;
+        lost += missing.saturating_sub(foreign);
+        stand_ins += missing.min(foreign);
+    }
+    let records = seen.records.len() as u64;
+    assert_eq!(records, delivered + duplicates + wrong);
+    assert_eq!(reference.records.len() as u64, delivered + lost + stand_ins);
+
+    let stale_windows = stale_windows(&reference.records, &seen.records);
+    let final_windows_match = observation.recovery == Recovery::Ok
+        && observation.final_windows == reference.final_windows;
+    let mut verdict = Verdict {
+        view: seen.view,
+        records,
+        delivered,
+        duplicates,
+        lost,
+        wrong,
+        corrupt: seen.corrupt_lines,
+        stale_windows,
+        rolled_back: observation.rolled_back,
+        recovery: observation.recovery,
+        final_windows_match,
+        restarts: observation.restarts,
+        dirty_reads: seen.dirty_reads,
+        visibility_delay_ms_max: seen.visibility_delay_ms_max,
+        first_wrong,
+        model_mismatch: reference.model_mismatch.clone(),
+        properties: BTreeMap::new(),
+    };
+    verdict.properties = Property::ALL
+        .into_iter()
+        .map(|p| (p.name().to_string(), p.holds(&verdict)))
+        .collect();
+    verdict
+}
+
+/// The consumer view: records applied in sink order as an upsert by window end. Counts the
+/// windows whose last value differs from the reference's (missing and extra windows too).
+fn stale_windows(reference: &[Record], seen: &[Record]) -> u64 {
+    let upsert = |records: &[Record]| -> BTreeMap<i64, i128> {
+        records.iter().map(|r| (r.window_end, r.sum)).collect()
+    };
+    let (want, got) = (upsert(reference), upsert(seen));
+    let mut ends: Vec<i64> = want.keys().chain(got.keys()).copied().collect();
+    ends.sort_unstable();
+    ends.dedup();
+    ends.iter()
+        .filter(|end| want.get(end) != got.get(end))
+        .count() as u64
+}
+
+/// Every view of a run, judged, with why each fails what was asked (empty when it holds).
+pub fn judge_against(
+    reference: &Reference,
+    observation: &Observation,
+    asked: Option<&Expectation>,
+) -> Vec<(Verdict, Vec<String>)> {
+    judge(reference, observation)
+        .into_iter()
+        .map(|verdict| {
+            let failures = verdict.failures(asked, observation.sink);
+            (verdict, failures)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observation::ViewObservation;
+
+    fn rec(key: &str, window_end: i64, sum: i128, watermark: i64, kind: RecordKind) -> Record {
+        Record {
+            key: key.to_string(),
+            window_end,
+            sum,
+            watermark,
+            kind,
+        }
+    }
+
+    /// The chapter's fault-free output on ch04.
+    fn ch04() -> Vec<Record> {
+        vec![
+            rec("13:10", 10, 55, 10, RecordKind::Fire),
+            rec("24:20", 20, 138, 21, RecordKind::Fire),
+            rec("25:20", 20, 155, 21, RecordKind::LateUpdate),
+            rec("flush:30", 30, 255, 24, RecordKind::Flush),
+        ]
+    }
+
+    fn finals() -> BTreeMap<i64, i128> {
+        BTreeMap::from([(10, 55), (20, 155), (30, 255)])
+    }
+
+    fn reference(records: Vec<Record>) -> Reference {
+        Reference {
+            records,
+            final_windows: finals(),
+            model_mismatch: None,
+        }
+    }
+
+    fn observation(key: KeyScheme, records: Vec<Record>) -> Observation {
+        Observation {
+            sink: SinkKind::Append,
+            key,
+            views: vec![ViewObservation {
+                view: None,
+                records,
+                ..ViewObservation::default()
+            }],
+            recovery: Recovery::Ok,
+            final_windows: finals(),
+            rolled_back: 0,
+            restarts: 1,
+        }
+    }
+
+    /// Judges `seen` against `want` and compares the figures
+    /// (delivered, duplicates, lost, wrong, stale_windows) and the broken properties.
+    fn check(
+        key: KeyScheme,
+        want: Vec<Record>,
+        seen: Vec<Record>,
+        figures: (u64, u64, u64, u64, u64),
+        broken: &[&str],
+    ) {
+        let verdicts = judge(&reference(want), &observation(key, seen));
+        let v = &verdicts[0];
+        assert_eq!(
+            (v.delivered, v.duplicates, v.lost, v.wrong, v.stale_windows),
+            figures,
+            "{v:?}"
+        );
+        assert_eq!(
+            v.failures(Some(&Expectation::exactly_once()), SinkKind::Append),
+            broken,
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn the_fault_free_output_is_exactly_once() {
+        check(KeyScheme::EventIndex, ch04(), ch04(), (4, 0, 0, 0, 0), &[]);
+    }
+
+    #[test]
+    fn a_replayed_record_is_a_duplicate_not_a_loss() {
+        let mut seen = ch04();
+        seen.insert(1, rec("13:10", 10, 55, 10, RecordKind::Fire));
+        check(
+            KeyScheme::EventIndex,
+            ch04(),
+            seen,
+            (4, 1, 0, 0, 0),
+            &["no-duplicates"],
+        );
+    }
+
+    #[test]
+    fn equal_records_are_a_multiset_not_one_identity() {
+        // The twins stream: two late updates with equal content, keyed by processing time.
+        let want = vec![
+            rec("1:10", 10, 1, 15, RecordKind::Fire),
+            rec("2:10", 10, 1, 15, RecordKind::LateUpdate),
+            rec("3:10", 10, 1, 15, RecordKind::LateUpdate),
+            rec("flush:30", 30, 1, 15, RecordKind::Flush),
+        ];
+        let seen = vec![
+            rec("pt300:10", 10, 1, 15, RecordKind::Fire),
+            rec("pt600:10", 10, 1, 15, RecordKind::LateUpdate),
+            rec("pt900:10", 10, 1, 15, RecordKind::LateUpdate),
+            rec("flush:30", 30, 1, 15, RecordKind::Flush),
+        ];
+        let mut reference = reference(want.clone());
+        reference.final_windows = BTreeMap::from([(10, 1), (30, 1)]);
+        let mut seen_obs = observation(KeyScheme::ProcessingTime, seen.clone());
+        seen_obs.final_windows = reference.final_windows.clone();
+        let v = &judge(&reference, &seen_obs)[0];
+        assert_eq!((v.delivered, v.duplicates, v.lost, v.wrong), (4, 0, 0, 0));
+        // One copy short is one loss; a third copy is one duplicate.
+        let mut short = seen_obs.clone();
+        short.views[0].records.remove(2);
+        let v = &judge(&reference, &short)[0];
+        assert_eq!((v.delivered, v.duplicates, v.lost, v.wrong), (3, 0, 1, 0));
+        let mut extra = seen_obs;
+        extra.views[0]
+            .records
+            .push(rec("pt1200:10", 10, 1, 15, RecordKind::LateUpdate));
+        let v = &judge(&reference, &extra)[0];
+        assert_eq!((v.delivered, v.duplicates, v.lost, v.wrong), (4, 1, 0, 0));
+    }
+
+    #[test]
+    fn a_watermark_off_by_one_after_recovery_is_wrong() {
+        // Mutation: records written after recovery carry watermark + 1.
+        let mut seen = ch04();
+        seen[2].watermark += 1;
+        seen[3].watermark += 1;
+        check(
+            KeyScheme::EventIndex,
+            ch04(),
+            seen,
+            (2, 0, 0, 2, 0),
+            &["no-wrong"],
+        );
+    }
+
+    #[test]
+    fn records_replayed_in_reverse_order_leave_a_stale_window() {
+        // Mutation: recovery writes its records in reverse order, so a consumer that keeps
+        // the last value per window ends with 138 for window 20.
+        let mut seen = ch04()[..1].to_vec();
+        seen.extend(ch04()[1..].iter().rev().cloned());
+        check(
+            KeyScheme::EventIndex,
+            ch04(),
+            seen,
+            (4, 0, 0, 0, 1),
+            &["consistent-view"],
+        );
+    }
+
+    #[test]
+    fn a_wrong_sum_is_wrong_not_lost() {
+        let mut seen = ch04();
+        seen[1].sum = 137;
+        check(
+            KeyScheme::EventIndex,
+            ch04(),
+            seen,
+            (3, 0, 0, 1, 0),
+            &["no-wrong"],
+        );
+        let mut seen = ch04();
+        seen.remove(2);
+        check(
+            KeyScheme::EventIndex,
+            ch04(),
+            seen,
+            (3, 0, 1, 0, 1),
+            &["no-loss", "consistent-view"],
+        );
+    }
+
+    #[test]
+    fn a_model_mismatch_fails_whatever_was_asked() {
+        let mut reference = reference(ch04());
+        reference.model_mismatch = Some(ModelMismatch {
+            at: "record 0".to_string(),
+            model: "x".to_string(),
+            engine: "y".to_string(),
+        });
+        let v = &judge(&reference, &observation(KeyScheme::EventIndex, ch04()))[0];
+        assert_eq!(
+            v.failures(
+                Some(&Expectation::parse("no-loss").unwrap()),
+                SinkKind::Append
+            ),
+            ["matches-model"]
+        );
+        assert!(v.summary().starts_with("model_mismatch("));
+    }
+}
