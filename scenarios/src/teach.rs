@@ -1,19 +1,30 @@
 //! `keel teach`: the chapter's tables, and more, each computed live by the simulator, in
 //! English or in the chapter's own Chinese; and SVG pictures of them.
 //!
-//! Nothing here is typed in: every number comes from a run or a sweep made on the spot.
+//! Nothing here is typed in: every number, in the tables and in the prose around them, comes
+//! from a run or a sweep made on the spot, on whatever stream it is given. Where the prose
+//! describes something a stream may not show (a window that fires twice, a duplicate), it
+//! says what this stream shows instead.
 
 use crate::error::KeelError;
 use crate::report::{run_report, CrashRequest, RunReport};
-use crate::runner::View;
+use crate::runner::{
+    View, RESTART_DELAY_MS_DEFAULT, SECTOR_SIZE_BYTES_DEFAULT, TRANSACTION_TIMEOUT_MS_DEFAULT,
+};
+use crate::sites::SiteRow;
 use crate::spec::ScenarioSpec;
 use crate::sweep::{
-    aggregate, baselines, run_point, sites, sweep_points, PointRecord, SweepReport, SweepSpec,
+    aggregate, baselines, run_point, sites, sweep_points, PointRecord, SweepReport, SweepRow,
+    SweepSpec,
 };
 use crate::table::{Table, TableFormat};
-use keel_engine::{Event, KeyScheme, SinkKind};
+use keel_engine::{CheckpointProtocol, Event, KeyScheme, Record, RecordKind, SinkKind};
 use keel_sim::{FaultKind, FaultPlan};
-use plotters::prelude::*;
+use pictures::{heatmap_svg, timeline_svg};
+use std::collections::BTreeMap;
+
+mod pictures;
+pub use pictures::FONT_FAMILIES;
 
 /// The language of the tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,7 +34,7 @@ pub enum Lang {
 }
 
 /// A phrase in both languages; the Chinese is the chapter's own where it has one.
-fn t(lang: Lang, en: &'static str, zh: &'static str) -> &'static str {
+pub(crate) fn t(lang: Lang, en: &'static str, zh: &'static str) -> &'static str {
     match lang {
         Lang::En => en,
         Lang::Zh => zh,
@@ -34,22 +45,126 @@ fn t(lang: Lang, en: &'static str, zh: &'static str) -> &'static str {
 pub const TIMEOUT_TABLE_RESTART_DELAYS_MS: [u64; 4] = [500, 2_000, 5_000, 10_000];
 pub const TIMEOUT_TABLE_TIMEOUTS_MS: [u64; 5] = [1_000, 3_000, 6_000, 15_000, 60_000];
 
+/// The knobs `keel teach` uses on a scenario or an events file: the chapter's own, with a
+/// checkpoint every 8 events, the chapter's key, the safe protocol and the default delays.
+pub fn teach_spec(scenario: Option<String>, events: Option<String>) -> ScenarioSpec {
+    ScenarioSpec {
+        scenario,
+        events,
+        window: 10,
+        out_of_orderness: 5,
+        checkpoint_every: 8,
+        event_interval_ms: 300,
+        restart_delay_ms: RESTART_DELAY_MS_DEFAULT,
+        protocol: CheckpointProtocol::Safe,
+        key: KeyScheme::EventIndex,
+        transaction_timeout_ms: TRANSACTION_TIMEOUT_MS_DEFAULT,
+        seed: 0,
+        sector_size_bytes: SECTOR_SIZE_BYTES_DEFAULT,
+    }
+}
+
+/// Where the lessons crash the engine, and the denser checkpoint interval of the exercise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Knobs {
+    /// Sections 3 and 4: a deterministic crash after this event (0-based index).
+    pub crash_after_event: u64,
+    /// Section 2: kill -9 at this simulated time.
+    pub kill_at_ms: u64,
+    /// Section 4: the denser checkpoint interval compared with the spec's.
+    pub dense_checkpoint_every: u64,
+}
+
+impl Knobs {
+    /// The chapter's: crash after event 14, kill at 2.6 s, a checkpoint every 3 events.
+    pub const CHAPTER: Knobs = Knobs {
+        crash_after_event: 14,
+        kill_at_ms: 2_600,
+        dense_checkpoint_every: 3,
+    };
+
+    /// Knobs that teach something on `events`. The crash falls where the chapter's does on its
+    /// own stream: after the first record written since a checkpoint, at the last event before
+    /// the next checkpoint (or the end of the input), so that what was written gets replayed.
+    /// On ch04 that is event 14. Without such a record it is the chapter's 14 where the input
+    /// is long enough, else its middle event. The kill is the chapter's 2.6 s where the input
+    /// lasts that long, else the arrival of its middle event. The dense interval is the
+    /// chapter's 3 for a spec interval above 3, else half the spec's (at least 1).
+    pub fn fitted(spec: &ScenarioSpec, events: &[Event]) -> Result<Knobs, KeelError> {
+        if events.is_empty() {
+            return Err(KeelError::usage("no events to teach with"));
+        }
+        let len = events.len() as u64;
+        let last = len - 1;
+        let every = spec.checkpoint_every.max(1);
+        let (_, rows) = sites(&spec.run_spec(events, SinkKind::Append, FaultPlan::none())?);
+        let mut read: Option<u64> = None;
+        let mut crash = None;
+        for row in &rows {
+            if row.op == "source.read" {
+                read = row
+                    .target
+                    .strip_prefix("event ")
+                    .and_then(|i| i.parse().ok());
+            } else if row.op == "sink.write" {
+                let Some(event) = read else { continue };
+                // The first checkpoint after `event`: after event m - 1, m a multiple of K.
+                let next_checkpoint = (event / every + 1) * every;
+                let candidate = next_checkpoint.saturating_sub(2).min(last);
+                if next_checkpoint >= event + 2 || next_checkpoint > len {
+                    crash = Some(candidate.max(event));
+                    break;
+                }
+            }
+        }
+        let chapter = Knobs::CHAPTER;
+        let crash_after_event = crash.unwrap_or(if chapter.crash_after_event < last {
+            chapter.crash_after_event
+        } else {
+            last / 2
+        });
+        let kill_at_ms = if chapter.kill_at_ms <= last.saturating_mul(spec.event_interval_ms) {
+            chapter.kill_at_ms
+        } else {
+            (len / 2).saturating_mul(spec.event_interval_ms)
+        };
+        let dense_checkpoint_every = if spec.checkpoint_every > chapter.dense_checkpoint_every {
+            chapter.dense_checkpoint_every
+        } else {
+            (spec.checkpoint_every / 2).max(1)
+        };
+        Ok(Knobs {
+            crash_after_event,
+            kill_at_ms,
+            dense_checkpoint_every,
+        })
+    }
+}
+
 /// Everything `keel teach` computes, ready to print or draw.
 pub struct Lessons {
     pub spec: ScenarioSpec,
+    pub knobs: Knobs,
+    /// The fault-free run on the append sink.
     pub baseline: RunReport,
-    pub kill_2600: RunReport,
-    pub append_14: RunReport,
-    pub idempotent_14: RunReport,
-    pub every_3_14: RunReport,
-    pub processing_time_14: RunReport,
+    /// Killed at `knobs.kill_at_ms`, append sink.
+    pub kill: RunReport,
+    /// Crashed after `knobs.crash_after_event`: append, idempotent, the dense interval
+    /// (append), and the processing-time key (idempotent).
+    pub append_crash: RunReport,
+    pub idempotent_crash: RunReport,
+    pub dense_crash: RunReport,
+    pub processing_time_crash: RunReport,
+    /// Checkpoints the fault-free append run commits at the spec's interval and at the dense
+    /// one: what the denser interval costs.
+    pub checkpoints_committed: (u64, u64),
     /// Process crashes at every step, for append, idempotent and transactional.
     pub crash_sweep: SweepReport,
     pub crash_records: Vec<PointRecord>,
     /// [restart delay][timeout]: crash points losing records in the read_committed view.
     pub timeout_losses: Vec<Vec<u64>>,
-    /// Steps where each sink's fault-free run commits a checkpoint (for the pictures).
-    pub checkpoint_steps: Vec<(SinkKind, Vec<(u64, String)>)>,
+    /// The steps of each sink's fault-free run (the pictures mark them on their x axis).
+    pub fault_free_sites: Vec<(SinkKind, Vec<SiteRow>)>,
 }
 
 fn run(
@@ -92,14 +207,31 @@ fn crash_sweep(
     ))
 }
 
-/// Runs everything the lessons show.
+/// A step that commits a checkpoint: the rename of a new checkpoint file into place (or, for
+/// a protocol that rewrites one file in place, its write).
+pub(crate) fn commits_checkpoint(site: &SiteRow) -> bool {
+    site.op == "disk.rename" || site.op == "disk.write" && site.target == "state.json"
+}
+
+/// Runs everything the lessons show on `events`, with knobs fitted to them.
 pub fn lessons(spec: &ScenarioSpec, events: &[Event]) -> Result<Lessons, KeelError> {
-    let with_k = |k: u64| ScenarioSpec {
-        checkpoint_every: k,
+    lessons_with(spec, events, Knobs::fitted(spec, events)?)
+}
+
+/// Runs everything the lessons show on `events`, with the given knobs.
+pub fn lessons_with(
+    spec: &ScenarioSpec,
+    events: &[Event],
+    knobs: Knobs,
+) -> Result<Lessons, KeelError> {
+    if events.is_empty() {
+        return Err(KeelError::usage("no events to teach with"));
+    }
+    let dense = ScenarioSpec {
+        checkpoint_every: knobs.dense_checkpoint_every,
         ..spec.clone()
     };
-    let eight = with_k(8);
-    let after_14 = Some(CrashRequest::AfterEvent(14));
+    let crash = Some(CrashRequest::AfterEvent(knobs.crash_after_event));
     let sinks = [
         SinkKind::Append,
         SinkKind::Idempotent,
@@ -125,45 +257,41 @@ pub fn lessons(spec: &ScenarioSpec, events: &[Event]) -> Result<Lessons, KeelErr
         }
         timeout_losses.push(row);
     }
-    let mut checkpoint_steps = Vec::new();
+    let mut fault_free_sites = Vec::new();
     for sink in sinks {
         let (_, rows) = sites(&spec.run_spec(events, sink, FaultPlan::none())?);
-        let marks = rows
-            .iter()
-            .filter(|s| s.op == "disk.rename" || s.op == "disk.write" && s.target == "state.json")
-            .map(|s| {
-                (
-                    s.step,
-                    s.target.rsplit(' ').next().unwrap_or("").to_string(),
-                )
-            })
-            .collect();
-        checkpoint_steps.push((sink, marks));
+        fault_free_sites.push((sink, rows));
     }
+    let committed = |spec: &ScenarioSpec| -> Result<u64, KeelError> {
+        let (_, rows) = sites(&spec.run_spec(events, SinkKind::Append, FaultPlan::none())?);
+        Ok(rows.iter().filter(|s| commits_checkpoint(s)).count() as u64)
+    };
     Ok(Lessons {
-        baseline: run(&eight, events, SinkKind::Append, None)?,
-        kill_2600: run(
-            &eight,
+        baseline: run(spec, events, SinkKind::Append, None)?,
+        kill: run(
+            spec,
             events,
             SinkKind::Append,
-            Some(CrashRequest::AtMs(2_600)),
+            Some(CrashRequest::AtMs(knobs.kill_at_ms)),
         )?,
-        append_14: run(&eight, events, SinkKind::Append, after_14)?,
-        idempotent_14: run(&eight, events, SinkKind::Idempotent, after_14)?,
-        every_3_14: run(&with_k(3), events, SinkKind::Append, after_14)?,
-        processing_time_14: run(
+        append_crash: run(spec, events, SinkKind::Append, crash)?,
+        idempotent_crash: run(spec, events, SinkKind::Idempotent, crash)?,
+        dense_crash: run(&dense, events, SinkKind::Append, crash)?,
+        processing_time_crash: run(
             &ScenarioSpec {
                 key: KeyScheme::ProcessingTime,
-                ..eight.clone()
+                ..spec.clone()
             },
             events,
             SinkKind::Idempotent,
-            after_14,
+            crash,
         )?,
+        checkpoints_committed: (committed(spec)?, committed(&dense)?),
         crash_sweep: crash_sweep_report,
         crash_records,
         timeout_losses,
-        checkpoint_steps,
+        fault_free_sites,
+        knobs,
         spec: spec.clone(),
     })
 }
@@ -192,6 +320,73 @@ fn code(out: &mut String, format: TableFormat, lines: &[String]) {
         out.push_str("```\n");
     }
     out.push('\n');
+}
+
+/// "a", "a and b", "a, b and c"; in Chinese "a、b、c".
+fn list(lang: Lang, items: &[String]) -> String {
+    match (lang, items) {
+        (Lang::Zh, _) => items.join("、"),
+        (Lang::En, []) => String::new(),
+        (Lang::En, [one]) => one.clone(),
+        (Lang::En, [init @ .., last]) => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+/// "1 record", "2 records".
+fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Simulated milliseconds as seconds, as the chapter writes them: 2600 -> "2.6".
+fn seconds(ms: u64) -> String {
+    let text = format!("{}.{:03}", ms / 1000, ms % 1000);
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// The event-time range a window end stands for: "[10,20)".
+fn window_range(end: i64, window: i64) -> String {
+    format!("[{},{end})", end - window)
+}
+
+/// The records of `sink` grouped by window end, in the order of their first record.
+fn by_window(sink: &[Record]) -> Vec<(i64, Vec<&Record>)> {
+    let mut groups: Vec<(i64, Vec<&Record>)> = Vec::new();
+    for record in sink {
+        match groups.iter_mut().find(|(end, _)| *end == record.window_end) {
+            Some((_, records)) => records.push(record),
+            None => groups.push((record.window_end, vec![record])),
+        }
+    }
+    groups
+}
+
+/// The records `sink` holds more than once by content (the sink's key aside), named by the
+/// key the same record has in `reference` (the fault-free run), with the number of copies.
+fn repeated_records(sink: &[Record], reference: &[Record]) -> Vec<(String, usize)> {
+    let content = |r: &Record| (r.window_end, r.kind, r.sum, r.watermark);
+    let mut copies: BTreeMap<(i64, RecordKind, i128, i64), usize> = BTreeMap::new();
+    for record in sink {
+        *copies.entry(content(record)).or_default() += 1;
+    }
+    reference
+        .iter()
+        .filter_map(|r| {
+            let n = copies.remove(&content(r))?;
+            (n > 1).then(|| (r.key.clone(), n))
+        })
+        .collect()
+}
+
+fn written_after(report: &RunReport) -> Option<(u64, u64)> {
+    report.recovery.as_ref().map(|r| (r.written, r.skipped))
+}
+
+fn checkpoint_index(report: &RunReport) -> Option<u64> {
+    report
+        .crash
+        .as_ref()
+        .and_then(|c| c.checkpoint.as_ref())
+        .map(|c| c.index)
 }
 
 impl Lessons {
@@ -237,50 +432,122 @@ impl Lessons {
         ];
         lines.extend(b.sink.iter().map(|r| format!("  {r}")));
         code(out, format, &lines);
-        para(out, t(lang,
-            "Window [20,30) has two records: 24:20 fires with 138, then a late event (25:20) updates it to 155. One window can fire more than once.",
-            "窗口 [20,30) 出现了两条记录：先 24:20 触发时是 138，之后一条迟到事件到达（25:20）把它更新成 155。这就是第 03 章说的「一个窗口触发多次」。"));
+        para(out, &self.baseline_prose(lang));
+    }
+
+    /// A window with more than one record, told record by record; or that there is none.
+    fn baseline_prose(&self, lang: Lang) -> String {
+        let groups = by_window(&self.baseline.sink);
+        let mut repeated = groups.iter().filter(|(_, records)| records.len() > 1);
+        let Some((end, records)) = repeated.next() else {
+            return t(lang,
+                "Every window has exactly one record here: no event arrived for a window after it had fired, so no window fired more than once on this stream (such a late event updates its window and writes a second record).",
+                "这里每个窗口只有一条记录：没有事件在它的窗口触发之后才到达，所以这条流上没有窗口触发多次（这样的迟到事件会更新窗口，再写一条记录）。").to_string();
+        };
+        let others = repeated.count() as u64;
+        let range = window_range(*end, self.spec.window);
+        let first = records[0];
+        let mut text = match lang {
+            Lang::En => format!(
+                "Window {range} has {} records: {} {} {}",
+                records.len(),
+                first.key,
+                match first.kind {
+                    RecordKind::Flush => "is flushed with",
+                    _ => "fires with",
+                },
+                first.sum
+            ),
+            Lang::Zh => format!(
+                "窗口 {range} 出现了 {} 条记录：先 {} {}是 {}",
+                records.len(),
+                first.key,
+                match first.kind {
+                    RecordKind::Flush => "刷出时",
+                    _ => "触发时",
+                },
+                first.sum
+            ),
+        };
+        for (i, record) in records[1..].iter().enumerate() {
+            text.push_str(&match (lang, i) {
+                (Lang::En, 0) => format!(
+                    ", then a late event ({}) updates it to {}",
+                    record.key, record.sum
+                ),
+                (Lang::En, _) => format!(", then another ({}) to {}", record.key, record.sum),
+                (Lang::Zh, 0) => format!(
+                    "，之后一条迟到事件到达（{}）把它更新成 {}",
+                    record.key, record.sum
+                ),
+                (Lang::Zh, _) => format!("，又一条（{}）更新成 {}", record.key, record.sum),
+            });
+        }
+        text.push_str(t(
+            lang,
+            ". One window can fire more than once.",
+            "。这就是第 03 章说的「一个窗口触发多次」。",
+        ));
+        if others > 0 {
+            text.push_str(&match lang {
+                Lang::En => format!(
+                    " On this stream {} more than once.",
+                    count(others, "other window fires", "other windows fire")
+                ),
+                Lang::Zh => format!("这条流上还有 {others} 个窗口也触发了多次。"),
+            });
+        }
+        text
     }
 
     fn kill_section(&self, out: &mut String, lang: Lang, format: TableFormat) {
+        let k = &self.kill;
+        let every = self.spec.checkpoint_every;
+        let at = seconds(self.knobs.kill_at_ms);
         heading(
             out,
             format,
-            t(
-                lang,
-                "2. kill -9 after 2.6 s (a checkpoint every 8 events)",
-                "2. 每 8 个事件存一次快照，跑 2.6 秒后 kill -9",
-            ),
+            &match lang {
+                Lang::En => format!(
+                    "2. kill -9 after {at} s (a checkpoint every {})",
+                    count(every, "event", "events")
+                ),
+                Lang::Zh => format!("2. 每 {every} 个事件存一次快照，跑 {at} 秒后 kill -9"),
+            },
         );
-        let k = &self.kill_2600;
-        let crash = k.crash.as_ref().expect("the kill happened");
-        let recovery = k.recovery.as_ref().expect("the process restarted");
-        let checkpoint = crash
-            .checkpoint
-            .as_ref()
-            .expect("a checkpoint was committed");
-        let lines = vec![
-            format!(
-                "{} = {}",
-                t(lang, "sink written at the crash", "崩溃时 sink 已写"),
-                crash.written
-            ),
-            format!(
-                "{}index={} max_ts={} windows={}",
-                t(lang, "checkpoint at the crash: ", "崩溃时快照进度："),
-                checkpoint.index,
-                checkpoint
-                    .max_ts
-                    .map_or("none".to_string(), |m| m.to_string()),
-                checkpoint.windows
-            ),
-            format!(
+        let none = || "none".to_string();
+        let mut lines = Vec::new();
+        match &k.crash {
+            Some(crash) => {
+                lines.push(format!(
+                    "{} = {}",
+                    t(lang, "sink written at the crash", "崩溃时 sink 已写"),
+                    crash.written
+                ));
+                lines.push(match &crash.checkpoint {
+                    Some(checkpoint) => format!(
+                        "{}index={} max_ts={} windows={}",
+                        t(lang, "checkpoint at the crash: ", "崩溃时快照进度："),
+                        checkpoint.index,
+                        checkpoint.max_ts.map_or_else(none, |m| m.to_string()),
+                        checkpoint.windows
+                    ),
+                    None => format!(
+                        "{}none",
+                        t(lang, "checkpoint at the crash: ", "崩溃时快照进度：")
+                    ),
+                });
+            }
+            None => lines.push(t(lang, "no crash", "没有崩溃").to_string()),
+        }
+        if let Some(recovery) = &k.recovery {
+            lines.push(format!(
                 "resume_from_index={} watermark={}",
                 recovery.resume_from_index,
-                recovery
-                    .watermark
-                    .map_or("none".to_string(), |w| w.to_string())
-            ),
+                recovery.watermark.map_or_else(none, |w| w.to_string())
+            ));
+        }
+        lines.extend([
             format!(
                 "processed_upto_index={} written={}",
                 k.processed_upto_index, k.written
@@ -297,22 +564,47 @@ impl Lessons {
             } else {
                 t(lang, "=> DIFFERENT", "=> 不一致").to_string()
             },
-        ];
+        ]);
         code(out, format, &lines);
-        para(out, t(lang,
-            "BASE and RUN are identical. Crash recovery is correct not when the numbers look right, but when the end is exactly that of the run that never crashed.",
-            "BASE 和 RUN 完全相同。崩溃恢复的正确性不是「数字看起来对」，是「和不中断跑出来的结尾一模一样」。"));
+        let resume = k.recovery.as_ref().map(|r| r.resume_from_index);
+        let mut text = match (lang, checkpoint_index(k), resume) {
+            (Lang::En, Some(index), Some(resume)) => format!(
+                "The process was killed with its checkpoint at index={index}; the restart continued from it (resume_from_index={resume}) and replayed the events after it. "
+            ),
+            (Lang::En, None, Some(resume)) => format!(
+                "The process was killed before its first checkpoint; the restart began again (resume_from_index={resume}) and replayed every event. "
+            ),
+            (Lang::Zh, Some(index), Some(resume)) => format!(
+                "进程被杀，快照停在 index={index}。重启从快照继续（resume_from_index={resume}），重放它之后的事件。"
+            ),
+            (Lang::Zh, None, Some(resume)) => format!(
+                "进程在第一次快照之前被杀，重启只能从头来（resume_from_index={resume}），重放全部事件。"
+            ),
+            (_, _, None) => String::new(),
+        };
+        text.push_str(if k.final_windows_match {
+            t(lang,
+                "BASE and RUN are identical. Crash recovery is correct not when the numbers look right, but when the end is exactly that of the run that never crashed.",
+                "BASE 和 RUN 完全相同。崩溃恢复的正确性不是「数字看起来对」，是「和不中断跑出来的结尾一模一样」。")
+        } else {
+            t(lang,
+                "BASE and RUN differ: this recovery did not end exactly as the run that never crashed, and that, not numbers that look right, is what makes crash recovery correct.",
+                "BASE 和 RUN 不一致：这次恢复没有得到不中断跑出来的结尾。崩溃恢复的正确性不是「数字看起来对」，是「和不中断跑出来的结尾一模一样」。")
+        });
+        para(out, &text);
     }
 
     fn chapter_table(&self, out: &mut String, lang: Lang, format: TableFormat) {
+        let after = self.knobs.crash_after_event;
         heading(
             out,
             format,
-            t(
-                lang,
-                "3. At-least-once vs exactly-once: crash after event 14",
-                "3. 至少一次与恰好一次：处理到第 14 个事件后崩溃",
-            ),
+            &match lang {
+                Lang::En => {
+                    format!("3. At-least-once vs exactly-once: crash after event {after}")
+                }
+                Lang::Zh => format!("3. 至少一次与恰好一次：处理到第 {after} 个事件后崩溃"),
+            },
         );
         let mut table = Table::new(&[
             t(lang, "scheme", "方案"),
@@ -320,26 +612,32 @@ impl Lessons {
             t(lang, "written after recovery", "恢复后写入"),
             t(lang, "total records", "总记录"),
             t(lang, "after dedup", "去重后"),
-            t(lang, "over-counted", "多算"),
+            t(
+                lang,
+                "over-counted (keys the sink saw twice)",
+                "多算（sink 重复见到的键）",
+            ),
         ]);
         for (name, report) in [
             (
                 t(lang, "non-idempotent sink", "非幂等 sink"),
-                &self.append_14,
+                &self.append_crash,
             ),
-            (t(lang, "idempotent sink", "幂等 sink"), &self.idempotent_14),
+            (
+                t(lang, "idempotent sink", "幂等 sink"),
+                &self.idempotent_crash,
+            ),
         ] {
-            let crash = report.crash.as_ref().expect("crashed");
-            let recovery = report.recovery.as_ref().expect("recovered");
-            let after = if recovery.skipped > 0 {
-                format!(
-                    "{} ({} {})",
-                    recovery.written,
-                    t(lang, "skipped", "跳过"),
-                    recovery.skipped
-                )
-            } else {
-                recovery.written.to_string()
+            let before = report
+                .crash
+                .as_ref()
+                .map_or("-".to_string(), |c| c.written.to_string());
+            let after = match written_after(report) {
+                Some((written, skipped)) if skipped > 0 => {
+                    format!("{written} ({} {skipped})", t(lang, "skipped", "跳过"))
+                }
+                Some((written, _)) => written.to_string(),
+                None => "-".to_string(),
             };
             let over = match report.duplicated_keys.as_slice() {
                 [] => report.tally.duplicates.to_string(),
@@ -348,14 +646,18 @@ impl Lessons {
                     format!(
                         "{} ({} {})",
                         report.tally.duplicates,
-                        t(lang, "key", "键"),
+                        if names.len() == 1 {
+                            t(lang, "key", "键")
+                        } else {
+                            t(lang, "keys", "键")
+                        },
                         names.join(", ")
                     )
                 }
             };
             table.push(vec![
                 name.to_string(),
-                crash.written.to_string(),
+                before,
                 after,
                 report.tally.total_records.to_string(),
                 report.tally.unique_keys.to_string(),
@@ -364,69 +666,302 @@ impl Lessons {
         }
         out.push_str(&table.render(format));
         out.push('\n');
-        para(out, t(lang,
-            "Same input, same crash point; the only difference is whether the sink honours the idempotency key, and downstream over-counts one record. The idempotent sink replayed the record too, but recognised the key (skipped 1).",
-            "同一份输入、同一个崩溃点，区别只是 sink 认不认幂等键，下游就多算 1 条。幂等 sink 靠的不是「不重放」，而是「重放了但认出来是同一个键」（skipped=1）。"));
+        para(out, &self.chapter_prose(lang));
+    }
+
+    fn chapter_prose(&self, lang: Lang) -> String {
+        let over = self.append_crash.tally.duplicates;
+        let idempotent_over = self.idempotent_crash.tally.duplicates;
+        let skipped = written_after(&self.idempotent_crash).map_or(0, |(_, s)| s);
+        let mut text = match (lang, over) {
+            (Lang::En, 0) => "Same input, same crash point; the only difference is whether the sink honours the idempotency key, but this crash replays nothing that was already written: no key was written twice, and neither sink over-counts.".to_string(),
+            (Lang::En, n) => format!(
+                "Same input, same crash point; the only difference is whether the sink honours the idempotency key, and downstream over-counts {} (keys the sink saw twice).",
+                count(n, "record", "records")
+            ),
+            (Lang::Zh, 0) => "同一份输入、同一个崩溃点，区别只是 sink 认不认幂等键；但这次崩溃没有重放已经写出的记录：没有哪个键被写两遍，两种 sink 都没有多算。".to_string(),
+            (Lang::Zh, n) => format!(
+                "同一份输入、同一个崩溃点，区别只是 sink 认不认幂等键，下游就多算 {n} 条（sink 重复见到的键）。"
+            ),
+        };
+        text.push_str(&match (lang, skipped) {
+            (Lang::En, 0) => " The idempotent sink had nothing to skip (skipped 0).".to_string(),
+            (Lang::En, n) => format!(
+                " The idempotent sink replayed {} too, but recognised {} (skipped {n}).",
+                if n == 1 { "the record" } else { "the records" },
+                if n == 1 { "the key" } else { "their keys" }
+            ),
+            (Lang::Zh, 0) => "幂等 sink 也没有要跳过的（skipped=0）。".to_string(),
+            (Lang::Zh, n) => format!(
+                "幂等 sink 靠的不是「不重放」，而是「重放了但认出来是同一个键」（skipped={n}）。"
+            ),
+        });
+        if idempotent_over > 0 {
+            text.push_str(&match lang {
+                Lang::En => format!(
+                    " Yet the idempotent sink still over-counts {}.",
+                    count(idempotent_over, "record", "records")
+                ),
+                Lang::Zh => format!("可幂等 sink 仍然多算了 {idempotent_over} 条。"),
+            });
+        }
+        text
     }
 
     fn exercises(&self, out: &mut String, lang: Lang, format: TableFormat) {
-        heading(out, format, t(lang, "4. Exercises", "4. 动手"));
+        let after = self.knobs.crash_after_event;
+        heading(
+            out,
+            format,
+            &match lang {
+                Lang::En => format!("4. Exercises (the same crash after event {after})"),
+                Lang::Zh => format!("4. 动手（同样在第 {after} 个事件后崩溃）"),
+            },
+        );
+        let every = self.spec.checkpoint_every;
+        let dense = self.knobs.dense_checkpoint_every;
         let mut table = Table::new(&[
             t(lang, "experiment", "实验"),
             t(lang, "sink", "sink"),
             t(lang, "checkpoint at the crash", "崩溃时快照"),
             t(lang, "resume from", "从哪继续"),
+            t(lang, "checkpoints without a crash", "无故障运行的快照数"),
             t(lang, "distinct keys", "不同的键"),
-            t(lang, "duplicates (by identity)", "重复（按逻辑身份）"),
+            t(lang, "keys the sink saw twice", "sink 重复见到的键"),
+            t(
+                lang,
+                "records delivered more than once",
+                "重复投递的记录（按逻辑身份）",
+            ),
         ]);
-        for (name, report) in [
+        let (committed, committed_dense) = self.checkpoints_committed;
+        for (name, report, committed) in [
             (
-                t(lang, "checkpoint every 8", "每 8 个事件快照"),
-                &self.append_14,
+                match lang {
+                    Lang::En => format!("checkpoint every {every}"),
+                    Lang::Zh => format!("每 {every} 个事件快照"),
+                },
+                &self.append_crash,
+                committed,
             ),
             (
-                t(lang, "checkpoint every 3", "每 3 个事件快照"),
-                &self.every_3_14,
+                match lang {
+                    Lang::En => format!("checkpoint every {dense}"),
+                    Lang::Zh => format!("每 {dense} 个事件快照"),
+                },
+                &self.dense_crash,
+                committed_dense,
             ),
             (
                 t(
                     lang,
                     "key (event index, window end)",
                     "键 (事件序号, 窗口结束)",
-                ),
-                &self.idempotent_14,
+                )
+                .to_string(),
+                &self.idempotent_crash,
+                committed,
             ),
             (
                 t(
                     lang,
                     "key (processing time, window end)",
                     "键 (处理时间戳, 窗口结束)",
-                ),
-                &self.processing_time_14,
+                )
+                .to_string(),
+                &self.processing_time_crash,
+                committed,
             ),
         ] {
-            let crash = report.crash.as_ref().expect("crashed");
-            let recovery = report.recovery.as_ref().expect("recovered");
             table.push(vec![
-                name.to_string(),
+                name,
                 report.config.sink.clone(),
-                crash
-                    .checkpoint
+                checkpoint_index(report).map_or("-".to_string(), |i| format!("index={i}")),
+                report
+                    .recovery
                     .as_ref()
-                    .map_or("-".to_string(), |c| format!("index={}", c.index)),
-                recovery.resume_from_index.to_string(),
+                    .map_or("-".to_string(), |r| r.resume_from_index.to_string()),
+                committed.to_string(),
                 report.tally.unique_keys.to_string(),
+                report.tally.duplicates.to_string(),
                 report.oracle.duplicates.to_string(),
             ]);
         }
         out.push_str(&table.render(format));
         out.push('\n');
-        para(out, t(lang,
-            "Every 3 instead of every 8: the checkpoint at index 15 is written before the crash after event 14, so the record 13:10 is never replayed and the duplicate disappears. The price: a checkpoint every 3 events costs more during normal running.",
-            "把 --checkpoint-every 从 8 改成 3：崩溃前已经写下 index=15 的快照，13:10 不会被重放，重复消失。代价是正常运行时 checkpoint 更频繁、开销更大。"));
-        para(out, t(lang,
-            "A processing-time key: the replay emits 13:10 again at a later simulated time, so it gets a new key; the idempotent sink sees five different keys and keeps both copies. Dedup only works with a key that is stable across restarts.",
-            "把幂等键换成 (处理时间戳, 窗口结束)：重放时同一条输出拿到新的处理时间，于是是新键；幂等 sink 看到 5 个不同的键，两份都留下，去重立刻失效。幂等键必须跨重启稳定。"));
+        para(out, &self.dense_prose(lang));
+        para(out, &self.processing_time_prose(lang));
+        para(out, &self.two_counts_prose(lang));
+    }
+
+    /// The denser checkpoint interval: what it changes at the crash, and what it costs.
+    fn dense_prose(&self, lang: Lang) -> String {
+        let (every, dense) = (
+            self.spec.checkpoint_every,
+            self.knobs.dense_checkpoint_every,
+        );
+        let after = self.knobs.crash_after_event;
+        let (sparse_run, dense_run) = (&self.append_crash, &self.dense_crash);
+        let (dup, dup_dense) = (sparse_run.oracle.duplicates, dense_run.oracle.duplicates);
+        let gone: Vec<String> = sparse_run
+            .duplicated_keys
+            .iter()
+            .filter(|k| !dense_run.duplicated_keys.iter().any(|d| d.key == k.key))
+            .map(|k| k.key.clone())
+            .collect();
+        let mut text = match (lang, checkpoint_index(dense_run)) {
+            (Lang::En, Some(index)) => format!(
+                "Every {dense} instead of every {every}: the checkpoint at index {index} is written before the crash after event {after}"
+            ),
+            (Lang::En, None) => format!(
+                "Every {dense} instead of every {every}: still no checkpoint is written before the crash after event {after}"
+            ),
+            (Lang::Zh, Some(index)) => format!(
+                "把 --checkpoint-every 从 {every} 改成 {dense}：崩溃前已经写下 index={index} 的快照"
+            ),
+            (Lang::Zh, None) => format!(
+                "把 --checkpoint-every 从 {every} 改成 {dense}：崩溃前仍然一份快照都没有写下"
+            ),
+        };
+        let sparse_index =
+            checkpoint_index(sparse_run).map_or("none".to_string(), |i| format!("index={i}"));
+        text.push_str(&match lang {
+            Lang::En => {
+                if dup == 0 && dup_dense == 0 {
+                    ": neither interval delivers a record more than once at this crash point.".to_string()
+                } else if dup_dense == 0 && !gone.is_empty() {
+                    format!(
+                        ", so {} never replayed and the duplicate{} disappear{}.",
+                        if gone.len() == 1 {
+                            format!("the record {} is", gone[0])
+                        } else {
+                            format!("the records {} are", list(lang, &gone))
+                        },
+                        if dup == 1 { "" } else { "s" },
+                        if dup == 1 { "s" } else { "" },
+                    )
+                } else if dup_dense == 0 {
+                    ", so nothing already written is replayed and the duplicates disappear.".to_string()
+                } else if dup_dense < dup {
+                    format!(
+                        ", so less is replayed: {} instead of {dup}.",
+                        count(dup_dense, "record delivered more than once", "records delivered more than once")
+                    )
+                } else if dup_dense == dup {
+                    format!(
+                        ", and the replay still delivers {} more than once: here the denser interval does not help.",
+                        count(dup, "record", "records")
+                    )
+                } else {
+                    format!(
+                        ", earlier than the checkpoint every {every} leaves ({sparse_index}), so more is replayed: {} instead of {dup}.",
+                        count(dup_dense, "record delivered more than once", "records delivered more than once")
+                    )
+                }
+            }
+            Lang::Zh => {
+                if dup == 0 && dup_dense == 0 {
+                    "；这个崩溃点上两种间隔都没有重复投递。".to_string()
+                } else if dup_dense == 0 && !gone.is_empty() {
+                    format!("，{} 不会被重放，重复消失。", list(lang, &gone))
+                } else if dup_dense == 0 {
+                    "，已经写出的记录不会被重放，重复消失。".to_string()
+                } else if dup_dense < dup {
+                    format!("，重放得更少：重复投递 {dup_dense} 条，而不是 {dup} 条。")
+                } else if dup_dense == dup {
+                    format!("，重放仍然重复投递 {dup} 条：在这个崩溃点上更密的快照没有帮助。")
+                } else {
+                    format!(
+                        "，比每 {every} 个事件的快照（{sparse_index}）还早，重放得更多：重复投递 {dup_dense} 条，而不是 {dup} 条。"
+                    )
+                }
+            }
+        });
+        let (committed, committed_dense) = self.checkpoints_committed;
+        text.push_str(&match lang {
+            Lang::En if committed_dense != committed => format!(
+                " The price: a checkpoint every {dense} events costs more during normal running ({} without a crash instead of {committed}).",
+                count(committed_dense, "checkpoint", "checkpoints")
+            ),
+            Lang::En => format!(
+                " Without a crash both intervals commit {} here.",
+                count(committed, "checkpoint", "checkpoints")
+            ),
+            Lang::Zh if committed_dense != committed => format!(
+                "代价是正常运行时 checkpoint 更频繁、开销更大（无故障运行提交 {committed_dense} 次快照，而不是 {committed} 次）。"
+            ),
+            Lang::Zh => format!("这里无故障运行时两种间隔都提交 {committed} 次快照。"),
+        });
+        text
+    }
+
+    /// The processing-time key: whether the replay made new keys the sink could not dedup.
+    fn processing_time_prose(&self, lang: Lang) -> String {
+        let report = &self.processing_time_crash;
+        let keys = report.tally.unique_keys;
+        let records = self.baseline.sink.len() as u64;
+        let delivered_twice = report.oracle.duplicates;
+        let repeated = repeated_records(&report.sink, &self.baseline.sink);
+        let names: Vec<String> = repeated.iter().map(|(key, _)| key.clone()).collect();
+        let copies = if repeated.iter().all(|(_, n)| *n == 2) {
+            t(lang, "both copies", "两份都留下")
+        } else {
+            t(lang, "every copy", "每一份都留下")
+        };
+        match lang {
+            Lang::En if delivered_twice > 0 => format!(
+                "A processing-time key: the replay emits {} again at a later simulated time, so it gets a new key; the idempotent sink sees {} (the run without a crash has {}) and keeps {copies}: {} more than once. Dedup only works with a key that is stable across restarts.",
+                if names.is_empty() { "records".to_string() } else { list(lang, &names) },
+                count(keys, "different key", "different keys"),
+                count(records, "record", "records"),
+                count(delivered_twice, "record delivered", "records delivered"),
+            ),
+            Lang::En => format!(
+                "A processing-time key: a record emitted again at a later simulated time gets a new key. At this crash point the replay emits nothing that was already written, so the idempotent sink sees {} (the run without a crash has {}) and no record is delivered more than once. Dedup only works with a key that is stable across restarts: a crash that replays a written record would show it.",
+                count(keys, "different key", "different keys"),
+                count(records, "record", "records"),
+            ),
+            Lang::Zh if delivered_twice > 0 => format!(
+                "把幂等键换成 (处理时间戳, 窗口结束)：重放时同一条输出{}拿到新的处理时间，于是是新键；幂等 sink 看到 {keys} 个不同的键（无故障运行只有 {records} 条记录），{copies}，重复投递 {delivered_twice} 条，去重立刻失效。幂等键必须跨重启稳定。",
+                if names.is_empty() { String::new() } else { format!("（{}）", list(lang, &names)) },
+            ),
+            Lang::Zh => format!(
+                "把幂等键换成 (处理时间戳, 窗口结束)：重放时再输出的记录会拿到新的处理时间，于是是新键。这个崩溃点的重放没有再输出已经写过的记录，幂等 sink 看到 {keys} 个不同的键（无故障运行 {records} 条记录），没有重复投递。但只要重放了已写过的记录，去重就会失效：幂等键必须跨重启稳定。"
+            ),
+        }
+    }
+
+    /// The two duplicate counts of the table, side by side, for the processing-time key.
+    fn two_counts_prose(&self, lang: Lang) -> String {
+        let report = &self.processing_time_crash;
+        let (keys_twice, delivered_twice) = (report.tally.duplicates, report.oracle.duplicates);
+        let mut text = t(lang,
+            "Two duplicate counts: \"keys the sink saw twice\" counts what the sink itself can see, its own keys (each extra write of a key counts); \"records delivered more than once\" is the oracle's count, which knows a record by what the run without a crash emitted, whatever its key (each extra copy counts).",
+            "两个「重复」的数含义不同：「sink 重复见到的键」只看 sink 自己的键（一个键每多写一次算一个）；「重复投递的记录」是判定器（oracle）的计数，按无故障运行输出的逻辑身份认记录，不管键是什么（多出的每一份都算）。").to_string();
+        text.push_str(&match (lang, keys_twice == delivered_twice) {
+            (Lang::En, false) => format!(
+                " With the processing-time key they part: the sink saw {} twice, yet {} more than once.",
+                count(keys_twice, "key", "keys"),
+                count(delivered_twice, "record was delivered", "records were delivered"),
+            ),
+            (Lang::En, true) => format!(
+                " With the processing-time key both are {keys_twice} at this crash point; they part as soon as a replay writes a record under a new key."
+            ),
+            (Lang::Zh, false) => format!(
+                "换成处理时间键，两者就分开了：sink 重复见到的键 {keys_twice} 个，重复投递的记录却有 {delivered_twice} 条。"
+            ),
+            (Lang::Zh, true) => format!(
+                "换成处理时间键，在这个崩溃点上两者都是 {keys_twice}；只要重放用新键写下一条记录，两者就会分开。"
+            ),
+        });
+        text
+    }
+
+    fn sweep_row(&self, sink: SinkKind, view: Option<View>) -> Option<&SweepRow> {
+        self.crash_sweep
+            .rows
+            .iter()
+            .find(|r| r.sink == sink.name() && r.view.as_deref() == view.map(|v| v.name()))
     }
 
     fn sweep_section(&self, out: &mut String, lang: Lang, format: TableFormat) {
@@ -461,9 +996,90 @@ impl Lessons {
         }
         out.push_str(&table.render(format));
         out.push('\n');
-        para(out, t(lang,
-            "The two-phase-commit sink is exactly-once for a read_committed consumer at every crash point, paid for in visibility: a record becomes visible only when the checkpoint after it commits its transaction. A read_uncommitted consumer sees the records of aborted transactions: dirty reads.",
-            "两阶段提交 sink 对 read_committed 的消费者在每个崩溃点都是恰好一次，代价是可见性：记录要等到它之后的 checkpoint 提交事务才可见。read_uncommitted 的消费者会读到被中止事务里的记录：脏读。"));
+        para(out, &self.sweep_prose(lang));
+    }
+
+    fn sweep_prose(&self, lang: Lang) -> String {
+        let mut text = String::new();
+        let file_sinks: Vec<&SweepRow> = [SinkKind::Append, SinkKind::Idempotent]
+            .into_iter()
+            .filter_map(|sink| self.sweep_row(sink, None))
+            .collect();
+        let parts: Vec<String> = file_sinks
+            .iter()
+            .map(|row| {
+                let mut part = match lang {
+                    Lang::En => format!(
+                        "the {} sink at {} of its {} crash points",
+                        row.sink, row.points_with_duplicates, row.points
+                    ),
+                    Lang::Zh => format!(
+                        "{} sink 在 {} 个崩溃点中的 {} 个",
+                        row.sink, row.points, row.points_with_duplicates
+                    ),
+                };
+                if row.points_with_loss > 0 {
+                    part.push_str(&match lang {
+                        Lang::En => format!(" (and loses records at {})", row.points_with_loss),
+                        Lang::Zh => format!("（另有 {} 个丢数）", row.points_with_loss),
+                    });
+                }
+                part
+            })
+            .collect();
+        if !parts.is_empty() {
+            text.push_str(&match lang {
+                Lang::En => format!(
+                    "A process crash at every step delivers records more than once: {}. ",
+                    list(lang, &parts)
+                ),
+                Lang::Zh => format!(
+                    "在每一步让进程崩溃一次，重复投递的崩溃点：{}。",
+                    parts.join("，")
+                ),
+            });
+        }
+        if let Some(rc) = self.sweep_row(SinkKind::Transactional, Some(View::ReadCommitted)) {
+            let clean = rc.points_with_duplicates == 0
+                && rc.points_with_loss == 0
+                && rc.wrong == 0
+                && rc.corrupt == 0;
+            let delay = rc.visibility_delay_ms_max;
+            text.push_str(&match (lang, clean) {
+                (Lang::En, true) => format!(
+                    "The two-phase-commit sink is exactly-once for a read_committed consumer at every one of its {} crash points, paid for in visibility: a record becomes visible only when the checkpoint after it commits its transaction, here up to {delay} ms after it was sent.",
+                    rc.points
+                ),
+                (Lang::En, false) => format!(
+                    "The two-phase-commit sink is not exactly-once for a read_committed consumer here: of its {} crash points, {} deliver records more than once and {} lose records. It pays in visibility all the same: a record becomes visible only when the checkpoint after it commits its transaction, here up to {delay} ms after it was sent.",
+                    rc.points, rc.points_with_duplicates, rc.points_with_loss
+                ),
+                (Lang::Zh, true) => format!(
+                    "两阶段提交 sink 对 read_committed 的消费者在全部 {} 个崩溃点都是恰好一次，代价是可见性：记录要等到它之后的 checkpoint 提交事务才可见，这里最长要等 {delay} ms。",
+                    rc.points
+                ),
+                (Lang::Zh, false) => format!(
+                    "两阶段提交 sink 对 read_committed 的消费者在这里不是恰好一次：{} 个崩溃点中，{} 个有重复投递，{} 个丢数。可见性的代价照样要付：记录要等到它之后的 checkpoint 提交事务才可见，这里最长要等 {delay} ms。",
+                    rc.points, rc.points_with_duplicates, rc.points_with_loss
+                ),
+            });
+        }
+        if let Some(ru) = self.sweep_row(SinkKind::Transactional, Some(View::ReadUncommitted)) {
+            text.push_str(&match (lang, ru.dirty_reads) {
+                (Lang::En, 0) => " A read_uncommitted consumer would see the records of aborted transactions (dirty reads); no crash point here leaves one.".to_string(),
+                (Lang::En, n) => format!(
+                    " A read_uncommitted consumer sees the records of aborted transactions: {} over the {} crash points.",
+                    count(n, "dirty read", "dirty reads"),
+                    ru.points
+                ),
+                (Lang::Zh, 0) => "read_uncommitted 的消费者会读到被中止事务里的记录（脏读）；这里没有哪个崩溃点留下脏读。".to_string(),
+                (Lang::Zh, n) => format!(
+                    "read_uncommitted 的消费者会读到被中止事务里的记录：{} 个崩溃点里共 {n} 次脏读。",
+                    ru.points
+                ),
+            });
+        }
+        text
     }
 
     fn timeout_section(&self, out: &mut String, lang: Lang, format: TableFormat) {
@@ -495,19 +1111,80 @@ impl Lessons {
         }
         out.push_str(&table.render(format));
         out.push('\n');
-        let interval_ms = self.spec.checkpoint_every * self.spec.event_interval_ms;
-        para(out, &match lang {
+        let interval_ms = self.checkpoint_interval_ms();
+        let mut text = match lang {
             Lang::En => format!(
                 "Each cell: crash points (of a process-crash sweep) whose read_committed view loses records. A checkpoint interval here is {interval_ms} ms of simulated time. When the timeout is shorter than the interval plus the restart delay, the log aborts a pre-committed transaction before recovery can commit it, and its records are gone for good: Flink and Kafka ask for transaction.timeout.ms above the checkpoint interval plus the longest restart."
             ),
             Lang::Zh => format!(
                 "每格：进程崩溃扫描中 read_committed 视图丢数的崩溃点个数。这里一个 checkpoint 间隔是模拟时间 {interval_ms} ms。事务超时小于「checkpoint 间隔 + 重启时长」时，日志会在恢复提交之前把已预提交的事务中止，其中的记录永久丢失：所以 Flink 与 Kafka 文档要求 transaction.timeout.ms 大于最大 checkpoint 时长与最大重启时长之和。"
             ),
+        };
+        let exceptions = self.timeout_rule_exceptions();
+        text.push_str(&match (lang, exceptions.as_slice()) {
+            (Lang::En, []) => " Every cell of this table agrees with that rule.".to_string(),
+            (Lang::Zh, []) => "这张表的每一格都符合这条规则。".to_string(),
+            (Lang::En, cells) => {
+                let cells: Vec<String> = cells
+                    .iter()
+                    .map(|(delay, timeout, lost)| {
+                        format!(
+                            "restart delay {delay} ms with timeout {timeout} ms ({} losing records)",
+                            count(*lost, "crash point", "crash points")
+                        )
+                    })
+                    .collect();
+                format!(
+                    " In this table {} not: {}.",
+                    count(cells.len() as u64, "cell does", "cells do"),
+                    list(lang, &cells)
+                )
+            }
+            (Lang::Zh, cells) => {
+                let cells: Vec<String> = cells
+                    .iter()
+                    .map(|(delay, timeout, lost)| {
+                        format!("重启 {delay} ms、超时 {timeout} ms（{lost} 个崩溃点丢数）")
+                    })
+                    .collect();
+                format!(
+                    "这张表里有 {} 格不符合：{}。",
+                    cells.len(),
+                    list(lang, &cells)
+                )
+            }
         });
+        para(out, &text);
     }
 
-    /// Writes the pictures: per sink (and view), duplicates and losses per crash point along
-    /// the run with its checkpoints marked; and the timeout heat map. Returns the file names.
+    /// The simulated time between two checkpoints.
+    pub fn checkpoint_interval_ms(&self) -> u64 {
+        self.spec.checkpoint_every * self.spec.event_interval_ms
+    }
+
+    /// Cells of the timeout table where "records are lost exactly when the timeout is shorter
+    /// than the checkpoint interval plus the restart delay" does not hold: (delay, timeout,
+    /// crash points losing records).
+    pub fn timeout_rule_exceptions(&self) -> Vec<(u64, u64, u64)> {
+        let interval_ms = self.checkpoint_interval_ms();
+        let mut cells = Vec::new();
+        for (&delay, row) in TIMEOUT_TABLE_RESTART_DELAYS_MS
+            .iter()
+            .zip(&self.timeout_losses)
+        {
+            for (&timeout, &lost) in TIMEOUT_TABLE_TIMEOUTS_MS.iter().zip(row) {
+                if (timeout < interval_ms + delay) != (lost > 0) {
+                    cells.push((delay, timeout, lost));
+                }
+            }
+        }
+        cells
+    }
+
+    /// The pictures, as (file name, SVG text): per sink (and view), duplicates and losses per
+    /// crash point along the run, with the fault-free run's checkpoint writes, fsyncs and sink
+    /// writes marked under its x axis (and, for read_committed, the visibility delay); and the
+    /// timeout heat map.
     pub fn svgs(&self, lang: Lang) -> Vec<(String, String)> {
         let mut files = Vec::new();
         for row in &self.crash_sweep.rows {
@@ -518,27 +1195,25 @@ impl Lessons {
                     r.sink.name() == row.sink && r.view.map(|v| v.name().to_string()) == row.view
                 })
                 .collect();
-            let marks = self
-                .checkpoint_steps
+            let sites = self
+                .fault_free_sites
                 .iter()
                 .find(|(sink, _)| sink.name() == row.sink)
-                .map(|(_, marks)| marks.clone())
+                .map(|(_, sites)| sites.as_slice())
                 .unwrap_or_default();
-            let name = match &row.view {
-                Some(view) => format!("crash-points-{}-{view}.svg", row.sink),
-                None => format!("crash-points-{}.svg", row.sink),
+            let (name, subject) = match &row.view {
+                Some(view) => (
+                    format!("crash-points-{}-{view}.svg", row.sink),
+                    format!("{} {view}", row.sink),
+                ),
+                None => (format!("crash-points-{}.svg", row.sink), row.sink.clone()),
             };
-            let title = format!(
-                "{} {} {}",
-                row.sink,
-                row.view.clone().unwrap_or_default(),
-                t(
-                    lang,
-                    "duplicates and losses per crash point",
-                    "每个崩溃点的重复与丢失"
-                )
-            );
-            files.push((name, timeline_svg(&title, &records, &marks, lang)));
+            let title = match lang {
+                Lang::En => format!("{subject}: duplicates and losses per crash point"),
+                Lang::Zh => format!("{subject}：每个崩溃点的重复与丢失"),
+            };
+            let delay = row.view.as_deref() == Some(View::ReadCommitted.name());
+            files.push((name, timeline_svg(&title, &records, sites, delay, lang)));
         }
         files.push((
             "transaction-timeout.svg".to_string(),
@@ -546,166 +1221,4 @@ impl Lessons {
         ));
         files
     }
-}
-
-fn timeline_svg(
-    title: &str,
-    records: &[&PointRecord],
-    marks: &[(u64, String)],
-    lang: Lang,
-) -> String {
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (900, 320)).into_drawing_area();
-        root.fill(&WHITE).expect("drawing to a string");
-        let steps_max = records.iter().map(|r| r.faults[0].step).max().unwrap_or(0) + 1;
-        let y_max = records
-            .iter()
-            .map(|r| r.duplicates.max(r.lost))
-            .max()
-            .unwrap_or(0)
-            .max(1)
-            + 1;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 16))
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(40)
-            .build_cartesian_2d(0u64..steps_max, 0u64..y_max)
-            .expect("a chart");
-        chart
-            .configure_mesh()
-            .x_desc(t(
-                lang,
-                "crash point (step of the fault-free run)",
-                "崩溃点（无故障运行的步骤）",
-            ))
-            .y_desc(t(lang, "records", "条数"))
-            .disable_x_mesh()
-            .draw()
-            .expect("a mesh");
-        for (step, label) in marks {
-            chart
-                .draw_series(LineSeries::new(
-                    [(*step, 0), (*step, y_max)],
-                    RGBColor(232, 89, 12).stroke_width(1),
-                ))
-                .expect("a checkpoint mark");
-            chart
-                .draw_series([Text::new(
-                    label.clone(),
-                    (*step, y_max - 1),
-                    ("sans-serif", 10).into_font(),
-                )])
-                .expect("a checkpoint label");
-        }
-        chart
-            .draw_series(records.iter().filter(|r| r.duplicates > 0).map(|r| {
-                let x = r.faults[0].step;
-                Rectangle::new(
-                    [(x, 0), (x + 1, r.duplicates)],
-                    RGBColor(112, 72, 232).filled(),
-                )
-            }))
-            .expect("duplicates")
-            .label(t(lang, "duplicates", "重复"))
-            .legend(|(x, y)| {
-                Rectangle::new(
-                    [(x, y - 5), (x + 10, y + 5)],
-                    RGBColor(112, 72, 232).filled(),
-                )
-            });
-        chart
-            .draw_series(records.iter().filter(|r| r.lost > 0).map(|r| {
-                let x = r.faults[0].step;
-                Rectangle::new([(x, 0), (x + 1, r.lost)], RGBColor(201, 42, 42).filled())
-            }))
-            .expect("losses")
-            .label(t(lang, "lost", "丢失"))
-            .legend(|(x, y)| {
-                Rectangle::new(
-                    [(x, y - 5), (x + 10, y + 5)],
-                    RGBColor(201, 42, 42).filled(),
-                )
-            });
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .expect("a legend");
-        root.present().expect("drawing to a string");
-    }
-    svg
-}
-
-/// The label of a segment's centre: the value of that row or column, in ms.
-fn segment_label(value: &SegmentValue<usize>, values_ms: &[u64]) -> String {
-    match value {
-        SegmentValue::CenterOf(i) => values_ms.get(*i).map_or(String::new(), |ms| ms.to_string()),
-        _ => String::new(),
-    }
-}
-
-fn heatmap_svg(losses: &[Vec<u64>], lang: Lang) -> String {
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (720, 420)).into_drawing_area();
-        root.fill(&WHITE).expect("drawing to a string");
-        let rows = losses.len();
-        let cols = losses.first().map_or(0, Vec::len);
-        let max = losses.iter().flatten().copied().max().unwrap_or(0).max(1);
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                t(
-                    lang,
-                    "crash points losing records (read_committed)",
-                    "read_committed 丢数的崩溃点",
-                ),
-                ("sans-serif", 16),
-            )
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(80)
-            .build_cartesian_2d(
-                (0..cols - 1).into_segmented(),
-                (0..rows - 1).into_segmented(),
-            )
-            .expect("a chart");
-        chart
-            .configure_mesh()
-            .disable_mesh()
-            .x_desc(t(lang, "transaction timeout (ms)", "事务超时 (ms)"))
-            .y_desc(t(lang, "restart delay (ms)", "重启时长 (ms)"))
-            .x_labels(cols)
-            .y_labels(rows)
-            .x_label_formatter(&|x| segment_label(x, &TIMEOUT_TABLE_TIMEOUTS_MS))
-            .y_label_formatter(&|y| segment_label(y, &TIMEOUT_TABLE_RESTART_DELAYS_MS))
-            .draw()
-            .expect("a mesh");
-        for (r, row) in losses.iter().enumerate() {
-            for (c, &lost) in row.iter().enumerate() {
-                let heat = (lost * 200 / max) as u8;
-                let colour = RGBColor(255, 255 - heat, 255 - heat);
-                let corner = |c, r| (SegmentValue::Exact(c), SegmentValue::Exact(r));
-                chart
-                    .draw_series([Rectangle::new(
-                        [corner(c, r), corner(c + 1, r + 1)],
-                        colour.filled(),
-                    )])
-                    .expect("a cell");
-                let centre = (SegmentValue::CenterOf(c), SegmentValue::CenterOf(r));
-                chart
-                    .draw_series([Text::new(
-                        lost.to_string(),
-                        centre,
-                        ("sans-serif", 16).into_font(),
-                    )])
-                    .expect("a cell label");
-            }
-        }
-        root.present().expect("drawing to a string");
-    }
-    svg
 }

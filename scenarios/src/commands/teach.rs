@@ -3,20 +3,20 @@
 use super::files::load_events;
 use super::output::Output;
 use crate::error::KeelError;
-use crate::runner::{
-    RESTART_DELAY_MS_DEFAULT, SECTOR_SIZE_BYTES_DEFAULT, TRANSACTION_TIMEOUT_MS_DEFAULT,
-};
-use crate::spec::ScenarioSpec;
 use crate::table::TableFormat;
-use crate::teach::{lessons, Lang};
+use crate::teach::{lessons, teach_spec, Lang};
 use clap::{Args, ValueEnum};
-use keel_engine::{CheckpointProtocol, KeyScheme};
 
 #[derive(Debug, Args)]
 pub struct TeachArgs {
     /// The scenario to teach with.
     #[arg(default_value = "ch04", value_name = "SCENARIO")]
     pub scenario: String,
+
+    /// Teach with an events file instead: one JSON object {"ts": <int>, "value": <int>} per
+    /// line. Every figure of the lessons, the prose included, comes from runs on it.
+    #[arg(long, value_name = "FILE.jsonl", conflicts_with = "scenario")]
+    pub events: Option<String>,
 
     /// The language of the tables and their explanations.
     #[arg(long, value_enum, default_value_t = LangArg::En)]
@@ -26,7 +26,8 @@ pub struct TeachArgs {
     #[arg(long, value_enum, default_value_t = TeachFormat::Text)]
     pub format: TeachFormat,
 
-    /// Also write SVG pictures into this directory (created if needed).
+    /// Also write SVG pictures into this directory (created if needed); the names of the
+    /// files written go to stderr.
     #[arg(long, value_name = "DIR")]
     pub svg: Option<String>,
 }
@@ -42,26 +43,21 @@ pub enum LangArg {
 /// How `keel teach` prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum TeachFormat {
+    /// Aligned text tables (also accepted as `table`).
+    #[value(alias = "table")]
     Text,
     Markdown,
 }
 
 pub(crate) fn cmd_teach(args: &TeachArgs) -> Result<Output, KeelError> {
-    let spec = ScenarioSpec {
-        scenario: Some(args.scenario.clone()),
-        events: None,
-        window: 10,
-        out_of_orderness: 5,
-        checkpoint_every: 8,
-        event_interval_ms: 300,
-        restart_delay_ms: RESTART_DELAY_MS_DEFAULT,
-        protocol: CheckpointProtocol::Safe,
-        key: KeyScheme::EventIndex,
-        transaction_timeout_ms: TRANSACTION_TIMEOUT_MS_DEFAULT,
-        seed: 0,
-        sector_size_bytes: SECTOR_SIZE_BYTES_DEFAULT,
+    let spec = match &args.events {
+        Some(path) => teach_spec(None, Some(path.clone())),
+        None => teach_spec(Some(args.scenario.clone()), None),
     };
     let events = load_events(&spec)?;
+    if events.is_empty() {
+        return Err(KeelError::usage(format!("no events in {}", spec.label())));
+    }
     let lessons = lessons(&spec, &events)?;
     let lang = match args.lang {
         LangArg::En => Lang::En,
@@ -71,7 +67,7 @@ pub(crate) fn cmd_teach(args: &TeachArgs) -> Result<Output, KeelError> {
         TeachFormat::Text => TableFormat::Table,
         TeachFormat::Markdown => TableFormat::Markdown,
     };
-    let mut stdout = lessons.render(lang, format);
+    let stdout = lessons.render(lang, format);
     if let Some(dir) = &args.svg {
         std::fs::create_dir_all(dir)
             .map_err(|e| KeelError::usage(format!("cannot create {dir}: {e}")))?;
@@ -79,7 +75,8 @@ pub(crate) fn cmd_teach(args: &TeachArgs) -> Result<Output, KeelError> {
             let path = std::path::Path::new(dir).join(&name);
             std::fs::write(&path, svg)
                 .map_err(|e| KeelError::usage(format!("cannot write {}: {e}", path.display())))?;
-            stdout.push_str(&format!("wrote {}\n", path.display()));
+            // A status line, not part of the lessons: stdout stays the report alone.
+            eprintln!("wrote {}", path.display());
         }
     }
     Ok(Output::ok(stdout))
