@@ -11,6 +11,7 @@
 //! The `size-only` protocol writes the header without `crc32=` and trusts any file whose
 //! length matches its header: the classic mistake a torn write punishes.
 
+use crate::event::{EVENTS_MAX, EVENT_INT_MAX, EVENT_INT_MIN};
 use crate::window::{OperatorState, WindowState};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -179,6 +180,18 @@ impl Checkpoint {
         if file.max_ts.is_none() && !windows.is_empty() {
             return Err("windows without a max_ts".to_string());
         }
+        // The engine's arithmetic is safe for what events can hold (see `JSON_SAFE_INT_MAX`);
+        // a trusted but damaged file must not bring it numbers no input can produce.
+        if let Some(max_ts) = file
+            .max_ts
+            .filter(|ts| !(EVENT_INT_MIN..=EVENT_INT_MAX).contains(ts))
+        {
+            return Err(format!("max_ts {max_ts} is out of range"));
+        }
+        let sum_max = EVENTS_MAX as i128 * i128::from(EVENT_INT_MAX);
+        if let Some((end, w)) = windows.iter().find(|(_, w)| w.sum.abs() > sum_max) {
+            return Err(format!("window {end} has sum {}, out of range", w.sum));
+        }
         Ok(Checkpoint {
             index: file.index,
             state: OperatorState {
@@ -255,6 +268,24 @@ mod tests {
             Checkpoint::decode_file(&torn, false),
             Err(Invalid::TrustedButCorrupt(_))
         ));
+    }
+
+    #[test]
+    fn numbers_no_input_can_produce_are_corrupt() {
+        let body = |max_ts: i64, sum: i128| {
+            format!(
+                r#"{{"index":8,"max_ts":{max_ts},"windows":[{{"end":10,"sum":{sum},"cnt":8,"fired":false}}]}}"#
+            )
+        };
+        assert!(Checkpoint::decode_body(body(9_007_199_254_740_991, 40).as_bytes()).is_ok());
+        assert_eq!(
+            Checkpoint::decode_body(body(i64::MIN, 40).as_bytes()),
+            Err("max_ts -9223372036854775808 is out of range".to_string())
+        );
+        assert_eq!(
+            Checkpoint::decode_body(body(9, i128::MAX).as_bytes()),
+            Err(format!("window 10 has sum {}, out of range", i128::MAX))
+        );
     }
 
     #[test]

@@ -3,9 +3,25 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// Timestamps, values and window sizes stay within JSON's exactly representable integers, so
-/// window arithmetic on i64 can never overflow.
+/// Timestamps, values, window sizes and out-of-orderness stay within JSON's exactly
+/// representable integers, ±(2^53 - 1), so no arithmetic on them can overflow:
+///
+/// - a window end, floor(ts / W) * W + W, lies in [ts + 1, ts + W]: at most 2^54 - 2;
+/// - the watermark, max_ts - D, is at least -(2^54 - 2);
+/// - a window sum is an i128 of at most `EVENTS_MAX` values: below 2^73 in magnitude.
+///
+/// Plain i64 would not do: with W = 10 a window end overflows from ts = 9223372036854775800
+/// (floor(i64::MAX / W) * W) up, floor(ts / W) * W from ts = -9223372036854775801 down, and
+/// with D = 5 the watermark from max_ts = -9223372036854775804 down (debug builds panic).
+/// Every window end and watermark keel prints also stays exact for a JSON reader that parses
+/// numbers as doubles.
 pub const JSON_SAFE_INT_MAX: i64 = (1 << 53) - 1;
+
+/// The smallest `ts` or `value` an event may carry.
+pub const EVENT_INT_MIN: i64 = -JSON_SAFE_INT_MAX;
+
+/// The largest `ts` or `value` an event may carry.
+pub const EVENT_INT_MAX: i64 = JSON_SAFE_INT_MAX;
 
 /// Inputs are bounded so that a whole run (and a sweep over it) stays in memory.
 pub const EVENTS_MAX: usize = 1_000_000;
@@ -60,17 +76,12 @@ pub fn parse_events(text: &str) -> Result<Vec<Event>, EventParseError> {
             let field = object
                 .get(name)
                 .ok_or_else(|| error(format!("missing field \"{name}\"")))?;
-            let int = field.as_i64().ok_or_else(|| {
-                error(format!(
-                    "field \"{name}\" must be an integer, found {field}"
-                ))
-            })?;
-            if int.abs() > JSON_SAFE_INT_MAX {
-                return Err(error(format!(
-                    "field \"{name}\" is {int}, outside ±{JSON_SAFE_INT_MAX}"
-                )));
+            let rule = format!("{name} must be an integer from {EVENT_INT_MIN} to {EVENT_INT_MAX}");
+            match integer_of(field) {
+                Some(Some(int)) if (EVENT_INT_MIN..=EVENT_INT_MAX).contains(&int) => Ok(int),
+                Some(_) => Err(error(format!("{name} {field} is out of range: {rule}"))),
+                None => Err(error(format!("{rule}, found {field}"))),
             }
-            Ok(int)
         };
         let event = Event {
             ts: field("ts")?,
@@ -84,6 +95,23 @@ pub fn parse_events(text: &str) -> Result<Vec<Event>, EventParseError> {
         events.push(event);
     }
     Ok(events)
+}
+
+/// `Some(Some(i))` for an integer that fits an i64, `Some(None)` for an integer that does not
+/// (beyond i64, or too long for serde_json to keep exact: it reads those as whole doubles),
+/// `None` for anything else (a fraction, a string, ...).
+fn integer_of(field: &serde_json::Value) -> Option<Option<i64>> {
+    let number = field.as_number()?;
+    if let Some(int) = number.as_i64() {
+        return Some(Some(int));
+    }
+    if number.is_u64() {
+        return Some(None);
+    }
+    // A whole double beyond ±2^53 can only come from an integer literal too long for i64 or
+    // u64, or one written with an exponent: out of range either way.
+    let float = number.as_f64()?;
+    (float.fract() == 0.0 && float.abs() > JSON_SAFE_INT_MAX as f64).then_some(None)
 }
 
 #[cfg(test)]
@@ -122,24 +150,71 @@ mod tests {
         check("[1, 2]", Err((1, "expected a JSON object")));
         check("{\"ts\": 1}", Err((1, "missing field \"value\"")));
         check(
-            "{\"ts\": 1.5, \"value\": 2}",
-            Err((1, "field \"ts\" must be an integer")),
-        );
-        check(
-            "{\"ts\": \"1\", \"value\": 2}",
-            Err((1, "field \"ts\" must be an integer")),
-        );
-        check(
             "{\"ts\": 1, \"value\": 2, \"x\": 0}",
             Err((1, "unknown field \"x\"")),
         );
-        check(
-            "{\"ts\": 9007199254740992, \"value\": 2}",
-            Err((1, "outside")),
+    }
+
+    #[test]
+    fn ts_and_value_are_integers_within_the_stated_range() {
+        let ts_rule = "ts must be an integer from -9007199254740991 to 9007199254740991";
+        let value_rule = "value must be an integer from -9007199254740991 to 9007199254740991";
+        let rejected = |text: &str, message: String| {
+            let err = parse_events(text).expect_err(text);
+            assert_eq!(err.to_string(), format!("line 1: {message}"));
+        };
+        rejected(
+            "{\"ts\": 1.5, \"value\": 2}",
+            format!("{ts_rule}, found 1.5"),
         );
-        check(
-            "{\"ts\": 1, \"value\": 18446744073709551615}",
-            Err((1, "must be an integer")),
+        rejected(
+            "{\"ts\": \"1\", \"value\": 2}",
+            format!("{ts_rule}, found \"1\""),
+        );
+        rejected(
+            "{\"ts\": 1, \"value\": 2.0}",
+            format!("{value_rule}, found 2.0"),
+        );
+        rejected(
+            "{\"ts\": 1, \"value\": null}",
+            format!("{value_rule}, found null"),
+        );
+        for ts in [
+            "9007199254740992",
+            "-9007199254740992",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "18446744073709551615",
+        ] {
+            rejected(
+                &format!("{{\"ts\": {ts}, \"value\": 2}}"),
+                format!("ts {ts} is out of range: {ts_rule}"),
+            );
+        }
+        // Beyond u64, serde_json keeps only a double: still out of range, not "a fraction".
+        rejected(
+            "{\"ts\": 1, \"value\": 123456789012345678901234567890}",
+            format!("value 1.2345678901234568e+29 is out of range: {value_rule}"),
+        );
+        rejected(
+            "{\"ts\": 1, \"value\": -1e300}",
+            format!("value -1e+300 is out of range: {value_rule}"),
+        );
+        assert_eq!(
+            parse_events(
+                "{\"ts\": 9007199254740991, \"value\": -9007199254740991}\n\
+                 {\"ts\": -9007199254740991, \"value\": 9007199254740991}"
+            ),
+            Ok(vec![
+                Event {
+                    ts: EVENT_INT_MAX,
+                    value: EVENT_INT_MIN
+                },
+                Event {
+                    ts: EVENT_INT_MIN,
+                    value: EVENT_INT_MAX
+                },
+            ])
         );
     }
 }

@@ -15,7 +15,7 @@ pub mod window;
 
 pub use checkpoint::{Checkpoint, PendingTxn};
 pub use engine::{Engine, EngineConfig, EngineError, IncarnationStats, Interrupt, KeyScheme};
-pub use event::{parse_events, Event, EventParseError};
+pub use event::{parse_events, Event, EventParseError, EVENT_INT_MAX, EVENT_INT_MIN};
 pub use protocol::CheckpointProtocol;
 pub use record::{Record, RecordKind};
 pub use sink::SinkKind;

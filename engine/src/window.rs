@@ -160,6 +160,50 @@ mod tests {
     }
 
     #[test]
+    fn the_extreme_timestamps_and_knobs_do_not_overflow() {
+        use crate::event::{EVENT_INT_MAX as MAX, EVENT_INT_MIN as MIN};
+        // Debug builds (tests) panic on overflow: every combination of the extremes runs.
+        for (window, ooo) in [(1, 0), (1, MAX), (10, 5), (MAX, 0), (MAX, MAX)] {
+            let events = [(MIN, MAX), (MAX, MIN), (MIN, MIN), (0, MAX), (MAX, MAX)];
+            let (records, state) = run(&events, window, ooo);
+            assert!(!records.is_empty());
+            assert_eq!(state.max_ts, Some(MAX));
+            let (_, low) = run(&[(MIN, MIN)], window, ooo);
+            assert_eq!(low.watermark(ooo), Some(MIN - ooo));
+        }
+        let (records, _) = run(&[(MAX, MAX), (MIN, MIN)], MAX, MAX);
+        assert_eq!(
+            records,
+            vec![
+                r#"{"key": "1:0", "window_end": 0, "sum": -9007199254740991, "watermark": 0, "kind": "fire"}"#,
+                r#"{"key": "flush:18014398509481982", "window_end": 18014398509481982, "sum": 9007199254740991, "watermark": 0, "kind": "flush"}"#,
+            ]
+        );
+    }
+
+    /// The limits `JSON_SAFE_INT_MAX` documents for plain i64, with W = 10 and D = 5.
+    #[test]
+    fn where_plain_i64_would_overflow() {
+        let (w, d) = (10_i64, 5_i64);
+        let end = |ts: i64| ts.div_euclid(w).checked_mul(w)?.checked_add(w);
+        assert_eq!(
+            end(9_223_372_036_854_775_799),
+            Some(9_223_372_036_854_775_800)
+        );
+        assert_eq!(end(9_223_372_036_854_775_800), None);
+        assert_eq!(
+            end(-9_223_372_036_854_775_800),
+            Some(-9_223_372_036_854_775_790)
+        );
+        assert_eq!(end(-9_223_372_036_854_775_801), None);
+        assert_eq!(
+            (-9_223_372_036_854_775_803_i64).checked_sub(d),
+            Some(i64::MIN)
+        );
+        assert_eq!((-9_223_372_036_854_775_804_i64).checked_sub(d), None);
+    }
+
+    #[test]
     fn no_events_no_records() {
         let (records, state) = run(&[], 10, 5);
         assert!(records.is_empty());

@@ -38,9 +38,14 @@ impl Scenario {
     }
 }
 
-/// Parses a user's events file; errors name the file and the line.
+/// Parses a user's events file; errors name the file and the line. A file without a single
+/// event (empty, or only blank lines) is an error: there would be nothing to test.
 pub fn events_from_text(path: &str, text: &str) -> Result<Vec<Event>, KeelError> {
-    parse_events(text).map_err(|e| KeelError::usage(format!("{path}: {e}")))
+    let events = parse_events(text).map_err(|e| KeelError::usage(format!("{path}: {e}")))?;
+    if events.is_empty() {
+        return Err(KeelError::usage(format!("no events in {path}")));
+    }
+    Ok(events)
 }
 
 #[cfg(test)]
@@ -62,6 +67,10 @@ mod tests {
             ]
         );
         assert!(ch04.iter().all(|e| e.value == e.ts + 1));
+        for blank in ["", "\n", " \n\t\n\n"] {
+            let error = events_from_text("e.jsonl", blank).unwrap_err();
+            assert_eq!(error, KeelError::usage("no events in e.jsonl"));
+        }
         assert!(Scenario::by_name("nope")
             .unwrap_err()
             .message

@@ -88,12 +88,20 @@ fn bad_event_files_are_rejected_with_file_and_line() {
         (
             "float.jsonl",
             "{\"ts\": 1.5, \"value\": 2}\n".to_string(),
-            &["float.jsonl", "line 1", "\"ts\" must be an integer"],
+            &[
+                "float.jsonl",
+                "line 1",
+                "ts must be an integer from -9007199254740991 to 9007199254740991, found 1.5",
+            ],
         ),
         (
             "string.jsonl",
             format!("{good}{{\"ts\": 3, \"value\": \"7\"}}\n"),
-            &["string.jsonl", "line 2", "\"value\" must be an integer"],
+            &[
+                "string.jsonl",
+                "line 2",
+                "value must be an integer from -9007199254740991 to 9007199254740991, found \"7\"",
+            ],
         ),
         (
             "array.jsonl",
@@ -113,6 +121,121 @@ fn bad_event_files_are_rejected_with_file_and_line() {
     check_rejected(
         &["run", "--events", &short, "--crash-after-event", "1"],
         &["--crash-after-event 1", "0..=0"],
+    );
+}
+
+/// `keel <args>`: exit code, stdout, stderr.
+fn keel(args: &[&str]) -> (Option<i32>, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_keel"))
+        .args(args)
+        .output()
+        .expect("keel runs");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn an_events_file_without_events_is_an_error_for_every_command() {
+    for (name, contents) in [("empty.jsonl", ""), ("blank.jsonl", "\n  \n\t\n\n")] {
+        let path = events_file(name, contents);
+        for command in [
+            "run", "sites", "sweep", "explore", "replay", "shrink", "teach", "bench",
+        ] {
+            assert_eq!(
+                keel(&[command, "--events", &path]),
+                (
+                    Some(2),
+                    String::new(),
+                    format!("error: no events in {path}\n")
+                ),
+                "keel {command} --events {name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn event_fields_out_of_range_name_the_range() {
+    let rule = |name: &str| {
+        format!("{name} must be an integer from -9007199254740991 to 9007199254740991")
+    };
+    let good = "{\"ts\": 1, \"value\": 2}\n";
+    let cases = [
+        (
+            "ts_u64_max.jsonl",
+            format!("{good}{good}{{\"ts\": 18446744073709551615, \"value\": 1}}\n"),
+            format!(
+                "line 3: ts 18446744073709551615 is out of range: {}",
+                rule("ts")
+            ),
+        ),
+        (
+            "ts_i64_min.jsonl",
+            "{\"ts\": -9223372036854775808, \"value\": 1}\n".to_string(),
+            format!(
+                "line 1: ts -9223372036854775808 is out of range: {}",
+                rule("ts")
+            ),
+        ),
+        (
+            "ts_2_53.jsonl",
+            format!("{good}{{\"ts\": 9007199254740992, \"value\": 1}}\n"),
+            format!(
+                "line 2: ts 9007199254740992 is out of range: {}",
+                rule("ts")
+            ),
+        ),
+        (
+            "value_i64_max.jsonl",
+            "{\"ts\": 1, \"value\": 9223372036854775807}\n".to_string(),
+            format!(
+                "line 1: value 9223372036854775807 is out of range: {}",
+                rule("value")
+            ),
+        ),
+    ];
+    for (name, contents, message) in cases {
+        let path = events_file(name, &contents);
+        assert_eq!(
+            keel(&["run", "--events", &path]),
+            (
+                Some(2),
+                String::new(),
+                format!("error: {path}: {message}\n")
+            ),
+        );
+    }
+    // The limits themselves are events like any other, with W and D at their limits too.
+    let extremes = events_file(
+        "extremes.jsonl",
+        "{\"ts\": 9007199254740991, \"value\": 9007199254740991}\n\
+         {\"ts\": -9007199254740991, \"value\": -9007199254740991}\n",
+    );
+    for (window, ooo) in [("10", "5"), ("9007199254740991", "9007199254740991")] {
+        let (code, stdout, stderr) = keel(&[
+            "run",
+            "--events",
+            &extremes,
+            "--window",
+            window,
+            "--out-of-orderness",
+            ooo,
+            "--crash-after-event",
+            "0",
+        ]);
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(stdout.contains("final_windows={"), "{stdout}");
+    }
+    let (code, help, _) = keel(&["run", "--help"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        help.contains(
+            "ts and value are integers from -9007199254740991 to 9007199254740991 (±(2^53 - 1))"
+        ),
+        "{help}"
     );
 }
 
