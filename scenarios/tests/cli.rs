@@ -240,6 +240,29 @@ fn event_fields_out_of_range_name_the_range() {
 }
 
 #[test]
+fn bench_has_no_shard() {
+    // A benchmark of a slice is not mergeable: bench runs whole, and says so by not taking it.
+    assert_eq!(
+        keel(&["bench", "--seeds", "0..1000", "--shard", "0/2"]),
+        (
+            Some(2),
+            String::new(),
+            "error: unexpected argument '--shard' found\n\n\
+             Usage: keel bench --seeds <A..B>\n\n\
+             For more information, try '--help'.\n"
+                .to_string()
+        )
+    );
+    let (code, help, _) = keel(&["bench", "--help"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        help.contains("--jobs <N>") && help.contains("--quiet"),
+        "{help}"
+    );
+    assert!(!help.contains("--shard"), "{help}");
+}
+
+#[test]
 fn an_events_file_runs_like_a_scenario() {
     let path = events_file(
         "tiny.jsonl",

@@ -1,15 +1,13 @@
 //! `keel bench`: simulation speed on the wall clock, in runs and steps per second.
 
-use super::args::{
-    jobs, parse_seed_range, FaultArg, JobArgs, ScenarioArgs, SeedPlanArgs, SeedRange, SinkArg,
-};
+use super::args::{parse_seed_range, FaultArg, ScenarioArgs, SeedPlanArgs, SeedRange, SinkArg};
 use super::explore::{explore_baselines, explore_spec};
 use super::files::prepare;
 use super::output::Output;
 use super::progress::Progress;
 use crate::error::KeelError;
 use crate::explore::{MAX_FAULTS_DEFAULT, OUTAGE_MS_DEFAULT};
-use crate::parallel::par_map;
+use crate::parallel::{default_jobs, par_map};
 use crate::runner::run;
 use clap::Args;
 
@@ -32,7 +30,21 @@ pub struct BenchArgs {
     pub sinks: Vec<SinkArg>,
 
     #[command(flatten)]
-    pub job: JobArgs,
+    pub job: BenchJobArgs,
+}
+
+/// Threads and progress. No `--shard`: a benchmark always runs whole, since the speed of a
+/// slice cannot be merged into the speed of the whole run.
+#[derive(Debug, Args)]
+pub struct BenchJobArgs {
+    /// Independent simulations run on this many threads; the fingerprint is the same for any
+    /// N (default: the machine's cores).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub jobs: Option<u64>,
+
+    /// No progress bar (it is also hidden when stderr is not a terminal).
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// The only place keel reads the wall clock: to time simulations, never inside one.
@@ -54,7 +66,7 @@ pub(crate) fn cmd_bench(args: &BenchArgs) -> Result<Output, KeelError> {
     let baselines = explore_baselines(&spec, &events, &explore)?;
     let points = explore.points();
     let progress = Progress::new(points.len(), args.job.quiet);
-    let jobs = jobs(&args.job);
+    let jobs = args.job.jobs.map_or_else(default_jobs, |n| n as usize);
     let started = std::time::Instant::now();
     let rows = par_map(
         &points,
