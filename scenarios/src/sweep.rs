@@ -28,12 +28,45 @@ pub use crate::sites::sites;
 /// Crash states drawn per step when a power loss there has more than the enumeration bound.
 pub const POWER_LOSS_SAMPLES_PER_STEP: u64 = 32;
 
-/// Every single fault of `kind` the sweep tries, in step order.
-pub fn points(sites: &[SiteRow], kind: FaultKind, seed: u64, outage_ms: u64) -> Vec<PlannedFault> {
+/// Marks the points of a row where some crash states were drawn, not all run.
+pub const SAMPLED_MARK: &str = "*";
+
+/// `n` with a comma every three digits: 62208 -> "62,208".
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+/// A step where the sweep ran only some of the crash states a power loss admits there. It is
+/// carried by the first point drawn there; the points drawn there follow it in its row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sampled {
+    /// The crash states the model admits there (None: more than a u64 counts, or unknown:
+    /// at depth 2, the pairs that start with a state that was not drawn).
+    pub states: Option<u64>,
+    /// How many points were drawn there: this one and the `drawn - 1` after it in its row.
+    pub drawn: u64,
+}
+
+/// Every single fault of `kind` the sweep tries, in step order, each with the sampled step
+/// it opens (the first point drawn at a step whose crash states were not all run).
+pub fn points(
+    sites: &[SiteRow],
+    kind: FaultKind,
+    seed: u64,
+    outage_ms: u64,
+) -> Vec<(PlannedFault, Option<Sampled>)> {
     let mut points = Vec::new();
     for site in sites.iter().filter(|s| s.faults.contains(&kind)) {
         let step = site.step;
-        let mut push = |fault| points.push(PlannedFault { step, fault });
+        let mut push = |fault| points.push((PlannedFault { step, fault }, None));
         match kind {
             FaultKind::ProcessCrash => push(Fault::ProcessCrash {
                 at: CrashPoint::After,
@@ -47,17 +80,28 @@ pub fn points(sites: &[SiteRow], kind: FaultKind, seed: u64, outage_ms: u64) -> 
                         });
                     }
                 }
-                _ => {
+                states => {
                     // Too many to enumerate: draw them from the seed, per step, so one step's
                     // draws never depend on another's.
                     let mut rng = SeedTree::new(seed ^ step.wrapping_mul(0x9e37_79b9_7f4a_7c15))
                         .stream(Subsystem::DiskCrash);
+                    let first = points.len();
                     for _ in 0..POWER_LOSS_SAMPLES_PER_STEP {
-                        push(Fault::PowerLoss {
-                            at: CrashPoint::After,
-                            state: rng.next_u64(),
-                        });
+                        points.push((
+                            PlannedFault {
+                                step,
+                                fault: Fault::PowerLoss {
+                                    at: CrashPoint::After,
+                                    state: rng.next_u64(),
+                                },
+                            },
+                            None,
+                        ));
                     }
+                    points[first].1 = Some(Sampled {
+                        states,
+                        drawn: POWER_LOSS_SAMPLES_PER_STEP,
+                    });
                 }
             },
             FaultKind::DiskError => push(Fault::DiskError),
@@ -92,6 +136,16 @@ pub struct SweepRow {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub view: Option<String>,
     pub points: u64,
+    /// The crash states the model admits, summed over the row's points (one a point for
+    /// faults other than a power loss; a power loss step counts all of its states, run or
+    /// not). None: more than a u64 counts, or unknown.
+    pub states_total: Option<u64>,
+    /// The states run: one a point.
+    pub states_run: u64,
+    /// Whether every state ran (no step was sampled).
+    pub exhaustive: bool,
+    /// The steps where only some states ran (None when exhaustive).
+    pub sampled: Option<SampledSteps>,
     pub points_with_duplicates: u64,
     pub duplicates: u64,
     pub points_with_loss: u64,
@@ -113,6 +167,16 @@ pub struct SweepRow {
     pub first_failure: Option<FirstFailure>,
 }
 
+/// The sampled steps of a row: how many, how many crash states they admit, how many ran.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SampledSteps {
+    pub steps: u64,
+    /// The crash states those steps admit (None: more than a u64 counts, or unknown).
+    pub states: Option<u64>,
+    /// The points drawn there.
+    pub drawn: u64,
+}
+
 /// What a sweep covers; serializable so shard files can carry it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SweepSpec {
@@ -130,6 +194,8 @@ pub struct SweepSpec {
 pub struct SweepReport {
     pub scenario: String,
     pub protocol: String,
+    /// The seed sampled crash states were drawn with (`--seed`).
+    pub seed: u64,
     /// What the points were judged by: an `--expect`, or "promised" (what each sink promises
     /// to each view).
     pub judged_by: String,
@@ -148,6 +214,9 @@ pub struct SweepPoint {
     /// The row it is tallied in: a fault kind, or "first+second" at depth 2.
     pub row: String,
     pub faults: Vec<PlannedFault>,
+    /// The sampled steps this point opens, outermost first (at depth 2, a sampled first
+    /// step holds every pair that starts there).
+    pub sampled: Vec<Sampled>,
 }
 
 /// What one point's run came to: a line of a shard file.
@@ -161,6 +230,9 @@ pub struct PointRecord {
     pub dirty_reads: u64,
     pub visibility_delay_ms_max: u64,
     pub faults: Vec<PlannedFault>,
+    /// The sampled steps this point opens (see [`SweepPoint::sampled`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sampled: Vec<Sampled>,
     pub duplicates: u64,
     pub lost: u64,
     pub wrong: u64,
@@ -206,16 +278,40 @@ pub fn sweep_points(
         for &first_kind in &sweep.faults {
             let firsts = points(&baseline.sites, first_kind, spec.seed, sweep.outage_ms);
             if sweep.depth == 1 {
-                all.extend(firsts.into_iter().map(|first| SweepPoint {
+                all.extend(firsts.into_iter().map(|(first, sampled)| SweepPoint {
                     sink,
                     row: first_kind.name().to_string(),
                     faults: vec![first],
+                    sampled: sampled.into_iter().collect(),
                 }));
                 continue;
             }
             for &second_kind in &sweep.faults {
                 let row = format!("{first_kind}+{second_kind}");
-                for first in &firsts {
+                // A sampled first step: where its pairs start in `all`, and what it admits.
+                let mut open: Option<(usize, u64)> = None;
+                let close = |all: &mut Vec<SweepPoint>, open: Option<(usize, u64)>| {
+                    if let Some((start, _)) = open {
+                        if start < all.len() {
+                            // The pairs of states that were not drawn were never counted.
+                            let drawn = (all.len() - start) as u64;
+                            all[start].sampled.insert(
+                                0,
+                                Sampled {
+                                    states: None,
+                                    drawn,
+                                },
+                            );
+                        }
+                    }
+                };
+                for (first, first_sampled) in &firsts {
+                    if first_sampled.is_some() || open.is_some_and(|(_, step)| step != first.step) {
+                        close(&mut all, open.take());
+                    }
+                    if first_sampled.is_some() {
+                        open = Some((all.len(), first.step));
+                    }
                     // The second fault aims at the steps of the run the first one changed,
                     // recovery included: record that run's sites.
                     let after_first = run_recording_crash_states(&RunSpec {
@@ -226,14 +322,17 @@ pub fn sweep_points(
                         .into_iter()
                         .filter(|site| site.step > first.step)
                         .collect();
-                    for second in points(&later, second_kind, spec.seed, sweep.outage_ms) {
+                    for (second, sampled) in points(&later, second_kind, spec.seed, sweep.outage_ms)
+                    {
                         all.push(SweepPoint {
                             sink,
                             row: row.clone(),
                             faults: vec![*first, second],
+                            sampled: sampled.into_iter().collect(),
                         });
                     }
                 }
+                close(&mut all, open.take());
             }
         }
     }
@@ -293,6 +392,7 @@ pub fn run_point(
                 dirty_reads: verdict.dirty_reads,
                 visibility_delay_ms_max: verdict.visibility_delay_ms_max,
                 faults: point.faults.clone(),
+                sampled: point.sampled.clone(),
                 duplicates: verdict.duplicates,
                 lost: verdict.lost,
                 wrong: verdict.wrong,
@@ -311,16 +411,72 @@ pub fn run_point(
         .collect()
 }
 
+/// What a row's sampled steps add up to, while tallying.
+#[derive(Clone, Copy, Debug)]
+struct Coverage {
+    /// The states of sampled steps that did not run (None: unknown, or too many to count).
+    unrun: Option<u64>,
+    /// The points of the current sampled step (or steps) still to come.
+    drawn_to_come: u64,
+    sampled: SampledSteps,
+}
+
+impl Default for Coverage {
+    fn default() -> Self {
+        Coverage {
+            unrun: Some(0),
+            drawn_to_come: 0,
+            sampled: SampledSteps {
+                steps: 0,
+                states: Some(0),
+                drawn: 0,
+            },
+        }
+    }
+}
+
+impl Coverage {
+    /// Counts one point of the row, and the sampled steps it opens.
+    fn count(&mut self, opens: &[Sampled]) {
+        for step in opens {
+            self.sampled.steps += 1;
+            self.sampled.states = self
+                .sampled
+                .states
+                .zip(step.states)
+                .and_then(|(sum, states)| sum.checked_add(states));
+            self.unrun = self
+                .unrun
+                .zip(step.states)
+                .and_then(|(sum, states)| sum.checked_add(states.saturating_sub(step.drawn)));
+            // A step nested in another (depth 2) lies within its points.
+            self.drawn_to_come = self.drawn_to_come.max(step.drawn);
+        }
+        if self.drawn_to_come > 0 {
+            self.drawn_to_come -= 1;
+            self.sampled.drawn += 1;
+        }
+    }
+
+    /// Fills in the row's states and sampled steps.
+    fn finish(&self, row: &mut SweepRow) {
+        row.states_run = row.points;
+        row.exhaustive = self.sampled.steps == 0;
+        row.states_total = self.unrun.and_then(|unrun| unrun.checked_add(row.points));
+        row.sampled = (!row.exhaustive).then_some(self.sampled);
+    }
+}
+
 /// Tallies point records (in point order) into rows, in the order rows first appear, each
 /// point judged by `asked` (None: what its sink promises to its view).
 pub fn aggregate(
-    scenario: &str,
-    protocol: &str,
+    spec: &ScenarioSpec,
     records: &[PointRecord],
     asked: Option<&Expectation>,
 ) -> SweepReport {
     let mut rows: Vec<SweepRow> = Vec::new();
     let mut outcomes: Vec<std::collections::BTreeSet<&str>> = Vec::new();
+    let mut coverage: Vec<Coverage> = Vec::new();
     let mut fingerprints = String::new();
     for record in records {
         let sink = record.sink.name();
@@ -336,11 +492,13 @@ pub fn aggregate(
                 ..SweepRow::default()
             });
             outcomes.push(Default::default());
+            coverage.push(Coverage::default());
             rows.len() - 1
         });
         let row = &mut rows[position];
         outcomes[position].insert(&record.outcome_digest);
         row.distinct_outcomes = outcomes[position].len() as u64;
+        coverage[position].count(&record.sampled);
         let faults: Vec<String> = record
             .faults
             .iter()
@@ -386,9 +544,13 @@ pub fn aggregate(
             });
         }
     }
+    for (row, coverage) in rows.iter_mut().zip(&coverage) {
+        coverage.finish(row);
+    }
     SweepReport {
-        scenario: scenario.to_string(),
-        protocol: protocol.to_string(),
+        scenario: spec.label(),
+        protocol: spec.protocol.name().to_string(),
+        seed: spec.seed,
         judged_by: asked.map_or("promised".to_string(), Expectation::name),
         model_mismatch: records.iter().find_map(|r| r.model_mismatch.clone()),
         rows,
@@ -397,14 +559,21 @@ pub fn aggregate(
 }
 
 impl SweepReport {
-    pub fn table(&self) -> Table {
+    /// The rows as a table. In CSV, the points column is a plain number and three columns say
+    /// how many crash states there were and whether all ran; in text and Markdown, the points
+    /// of a sampled row carry [`SAMPLED_MARK`] and a line under the table explains it.
+    pub fn table(&self, format: TableFormat) -> Table {
         let with_views = self.rows.iter().any(|r| r.view.is_some());
+        let csv = format == TableFormat::Csv;
         let mut headers = vec!["sink", "fault"];
         if with_views {
             headers.push("view");
         }
+        headers.push("points");
+        if csv {
+            headers.extend(["states_total", "states_run", "exhaustive"]);
+        }
         headers.extend([
-            "points",
             "dup_points",
             "duplicates",
             "loss_points",
@@ -433,8 +602,25 @@ impl SweepReport {
             if with_views {
                 cells.push(row.view.clone().unwrap_or_else(|| "-".to_string()));
             }
+            if csv {
+                cells.extend([
+                    row.points.to_string(),
+                    row.states_total
+                        .map_or_else(String::new, |total| total.to_string()),
+                    row.states_run.to_string(),
+                    row.exhaustive.to_string(),
+                ]);
+            } else if row.exhaustive {
+                cells.push(row.points.to_string());
+            } else {
+                let mark = match format {
+                    // A bare `*` could start emphasis in Markdown.
+                    TableFormat::Markdown => "\\*",
+                    _ => SAMPLED_MARK,
+                };
+                cells.push(format!("{}{mark}", row.points));
+            }
             cells.extend([
-                row.points.to_string(),
                 row.points_with_duplicates.to_string(),
                 row.duplicates.to_string(),
                 row.points_with_loss.to_string(),
@@ -473,9 +659,25 @@ impl SweepReport {
                 ));
             }
         }
-        out.push_str(&self.table().render(format));
+        out.push_str(&self.table(format).render(format));
         if format != TableFormat::Csv {
-            out.push('\n');
+            let lines = self.sampled_lines();
+            if !lines.is_empty() {
+                // In Markdown, each its own paragraph (and none a table row).
+                let (mark, end) = match format {
+                    TableFormat::Markdown => ("\\*", "\n\n"),
+                    _ => (SAMPLED_MARK, "\n"),
+                };
+                out.push('\n');
+                for line in lines {
+                    out.push_str(&format!("{mark} {line}{end}"));
+                }
+                if end == "\n" {
+                    out.push('\n');
+                }
+            } else {
+                out.push('\n');
+            }
             for row in &self.rows {
                 if let Some(first) = &row.first_failure {
                     let view = row
@@ -495,6 +697,35 @@ impl SweepReport {
             out.push_str(&format!("fingerprint={}\n", self.fingerprint));
         }
         out
+    }
+
+    /// One line per sampled row: how many crash states were drawn, of how many, at how many
+    /// steps, and with which seed.
+    pub fn sampled_lines(&self) -> Vec<String> {
+        self.rows
+            .iter()
+            .filter_map(|row| {
+                let sampled = row.sampled?;
+                let view = row
+                    .view
+                    .as_ref()
+                    .map_or(String::new(), |v| format!(" / {v}"));
+                let of = match sampled.states {
+                    Some(states) => format!("of {} ", thousands(states)),
+                    None => "of more than can be counted ".to_string(),
+                };
+                let steps = if sampled.steps == 1 { "step" } else { "steps" };
+                Some(format!(
+                    "sampled {} / {}{view}: {} {of}crash states at {} {steps} were drawn with seed {} (at most {} a step)",
+                    row.sink,
+                    row.fault,
+                    thousands(sampled.drawn),
+                    sampled.steps,
+                    self.seed,
+                    thousands(POWER_LOSS_SAMPLES_PER_STEP),
+                ))
+            })
+            .collect()
     }
 
     pub fn to_json(&self) -> String {

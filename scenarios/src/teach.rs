@@ -201,10 +201,7 @@ fn crash_sweep(
         .enumerate()
         .flat_map(|(i, point)| run_point(spec, &baselines, i as u64, point))
         .collect();
-    Ok((
-        aggregate(&spec.label(), spec.protocol.name(), &records, None),
-        records,
-    ))
+    Ok((aggregate(spec, &records, None), records))
 }
 
 /// A step that commits a checkpoint: the rename of a new checkpoint file into place (or, for

@@ -126,7 +126,7 @@ pub(crate) fn sweep_output(
     expect: Option<&Expectation>,
     format: TableFormatArg,
 ) -> Output {
-    let report = aggregate(&spec.label(), spec.protocol.name(), records, expect);
+    let report = aggregate(spec, records, expect);
     let mut stdout = match table_format(format) {
         Some(format) => report.render(format),
         None => report.to_json(),
