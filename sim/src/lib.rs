@@ -22,4 +22,4 @@ pub use txlog::{
     AbortReason, EntryKind, LogEntry, LogError, LogRecord, OpenTransaction, Producer,
     ResumeOutcome, TxLog, TxnStatus,
 };
-pub use world::{Crash, CrashKind, Env, RequestError, Site, World};
+pub use world::{Crash, CrashKind, Env, RequestError, Site, World, WrappedState};

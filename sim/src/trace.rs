@@ -17,7 +17,8 @@ pub enum TraceLine {
         incarnation: u32,
         op: &'static str,
         target: String,
-        /// The fault injected at this step, if any.
+        /// The fault the plan aims at this step, if any (a power loss with the crash state
+        /// that ran, when the planned one wrapped).
         fault: Option<Fault>,
     },
     /// The process died at `step` (by a power loss, when its crash state is given).
@@ -92,6 +93,18 @@ impl Trace {
 
     pub fn lines(&self) -> &[TraceLine] {
         &self.lines
+    }
+
+    /// Restates the fault of `step`'s line as the fault that ran (a power loss whose planned
+    /// crash state wrapped to one of the step's states).
+    pub(crate) fn restate_fault(&mut self, step: u64, ran: Fault) {
+        let line = self.lines.iter_mut().rev().find_map(|line| match line {
+            TraceLine::Step { step: s, fault, .. } if *s == step => Some(fault),
+            _ => None,
+        });
+        if let Some(fault) = line {
+            *fault = Some(ran);
+        }
     }
 
     /// Each line in its canonical text (what the fingerprint hashes).

@@ -115,6 +115,17 @@ impl Default for Env {
     }
 }
 
+/// A power loss whose planned crash state was not below the step's count of crash states,
+/// so the world wrapped it (a generator may draw any u64; a plan file must not).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WrappedState {
+    pub step: u64,
+    /// The state the plan asked for.
+    pub planned: u64,
+    /// How many crash states the step had: the state that ran is `planned % count`.
+    pub count: u64,
+}
+
 /// The simulated world. Clone it to fork a run at any point.
 #[derive(Clone, Debug)]
 pub struct World {
@@ -131,6 +142,8 @@ pub struct World {
     /// The planned faults that took effect, in order (a fault aimed at a step where it does
     /// not apply, or at a step the run never reached, is not here).
     injected: Vec<PlannedFault>,
+    /// The power losses whose planned state wrapped, in order.
+    wrapped: Vec<WrappedState>,
     /// While a zombie runs: its incarnation (for the trace) and the steps it has left.
     zombie: Option<(u32, u64)>,
 }
@@ -161,6 +174,7 @@ impl World {
             kill_done: false,
             crash_state_counts: None,
             injected: Vec::new(),
+            wrapped: Vec::new(),
             zombie: None,
         }
     }
@@ -214,6 +228,12 @@ impl World {
     /// The planned faults that took effect so far, in order.
     pub fn faults_injected(&self) -> &[PlannedFault] {
         &self.injected
+    }
+
+    /// The power losses whose planned crash state was beyond their step's count and wrapped
+    /// (the injected fault, in [`World::faults_injected`], has the state that ran).
+    pub fn wrapped_states(&self) -> &[WrappedState] {
+        &self.wrapped
     }
 
     fn injected_at(&mut self, step: u64, fault: Fault) {
@@ -305,9 +325,28 @@ impl World {
             }
             Some(Fault::PowerLoss { at: planned, state }) if planned == at => {
                 // A state number beyond an enumerable count wraps, so any u64 a generator
-                // draws names a state; `keel run --crash-state` checks the range instead.
+                // draws names a state; `keel run --crash-state` and plan files check the
+                // range instead (`wrapped_states` says where it happened).
                 let state = match self.env.disk.power_loss_states().count() {
-                    Some(count) if count <= POWER_LOSS_ENUMERATION_BOUND => state % count,
+                    Some(count) if count <= POWER_LOSS_ENUMERATION_BOUND => {
+                        if state >= count {
+                            self.wrapped.push(WrappedState {
+                                step,
+                                planned: state,
+                                count,
+                            });
+                            // The trace shows the state that ran, so the plan that ran
+                            // replays with the same fingerprint.
+                            self.trace.restate_fault(
+                                step,
+                                Fault::PowerLoss {
+                                    at,
+                                    state: state % count,
+                                },
+                            );
+                        }
+                        state % count
+                    }
                     _ => state,
                 };
                 self.injected_at(step, Fault::PowerLoss { at, state });
@@ -518,6 +557,44 @@ mod tests {
 
         let mut late = World::new(0, FaultPlan::kill_at_ms(0));
         assert_eq!(late.effect("op", "a", |_| ()).unwrap_err().step, 0);
+    }
+
+    #[test]
+    fn a_wrapped_crash_state_is_recorded_and_traced_as_the_state_that_ran() {
+        let power_loss = |state| {
+            FaultPlan::new([PlannedFault {
+                step: 2,
+                fault: Fault::PowerLoss {
+                    at: CrashPoint::After,
+                    state,
+                },
+            }])
+            .unwrap()
+        };
+        let mut probe = World::new(0, FaultPlan::none());
+        write_three(&mut probe).unwrap();
+        let count = probe.env().disk.power_loss_states().count().unwrap();
+        assert!(count > 1, "the unsynced appends leave several states");
+
+        let run = |plan: FaultPlan| {
+            let mut world = World::new(0, plan);
+            write_three(&mut world).unwrap_err();
+            world
+        };
+        let drawn = run(power_loss(count + 1));
+        let ran = run(power_loss(1));
+        assert_eq!(
+            drawn.wrapped_states(),
+            [WrappedState {
+                step: 2,
+                planned: count + 1,
+                count
+            }]
+        );
+        assert!(ran.wrapped_states().is_empty());
+        assert_eq!(drawn.plan_that_ran(), power_loss(1));
+        assert_eq!(drawn.trace().text_lines(), ran.trace().text_lines());
+        assert_eq!(drawn.fingerprint(), ran.fingerprint());
     }
 
     #[test]
