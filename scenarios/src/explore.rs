@@ -7,6 +7,7 @@ use crate::property::{failures, Expectation, Property, MATCHES_MODEL};
 use crate::reproduce::replay_plan_command;
 use crate::runner::{run, RunSpec, View};
 use crate::shrink::{shrink, Shrunk};
+use crate::spec::ScenarioSpec;
 use crate::swarm::{plan_for_seed, PlanContext};
 use crate::table::{Table, TableFormat};
 use crate::verdict::{judge, judge_one};
@@ -215,17 +216,16 @@ pub struct ExploreReport {
     pub shrunk: Option<ShrunkReport>,
 }
 
-/// Builds the report from the rows (in point order), shrinking the first failure unless not
-/// asked to. `scenario_command(c)` is `keel c` with the scenario's options.
+/// Builds the report of an exploration of `spec` from its rows (in point order), shrinking
+/// the first failure unless not asked to.
 pub fn report(
-    scenario: &str,
-    protocol: &str,
+    spec: &ScenarioSpec,
     explore: &ExploreSpec,
     baselines: &BTreeMap<SinkKind, Baseline>,
     rows: Vec<ExploreRow>,
     shrink_first: bool,
-    scenario_command: &dyn Fn(&str, u64) -> String,
 ) -> ExploreReport {
+    let (scenario, protocol) = (spec.label(), spec.protocol.name());
     let asked = explore.expect.as_ref();
     let mut summary: Vec<SinkSummary> = explore
         .sinks
@@ -268,7 +268,7 @@ pub fn report(
                 outcome: row.outcome.clone(),
                 reproduce: format!(
                     "{} --sink {}{}{view_option}",
-                    scenario_command("replay", row.seed),
+                    spec.command_with_seed("replay", row.seed),
                     row.sink,
                     explore.plan_options()
                 ),
@@ -292,10 +292,10 @@ pub fn report(
             })
             .expect("a failing seed has its row");
         let baseline = &baselines[&row.sink];
-        shrink_seed(explore, baseline, (row.seed, row.view), scenario_command)
+        shrink_seed(explore, baseline, (row.seed, row.view), spec)
     });
     ExploreReport {
-        scenario: scenario.to_string(),
+        scenario,
         protocol: protocol.to_string(),
         judged_by: asked.map_or("promised".to_string(), Expectation::name),
         rows,
@@ -320,7 +320,7 @@ pub fn shrink_seed(
     explore: &ExploreSpec,
     baseline: &Baseline,
     (seed, view): (u64, Option<View>),
-    scenario_command: &dyn Fn(&str, u64) -> String,
+    spec: &ScenarioSpec,
 ) -> Option<ShrunkReport> {
     let seed_spec = baseline.seed_spec(explore, seed);
     let result = run(&seed_spec);
@@ -339,7 +339,10 @@ pub fn shrink_seed(
         &seed_spec.plan,
         (property, view),
     );
-    let view_option = view.map_or(String::new(), |v| format!(" --view {}", v.name()));
+    let seed_scenario = ScenarioSpec {
+        seed,
+        ..spec.clone()
+    };
     Some(ShrunkReport {
         seed,
         sink: sink.name().to_string(),
@@ -348,7 +351,7 @@ pub fn shrink_seed(
         plan: plan.to_file(),
         outcome: verdict.summary(),
         runs,
-        reproduce: replay_plan_command(scenario_command, seed, sink, &plan) + &view_option,
+        reproduce: replay_plan_command(&seed_scenario, sink, view, &plan),
     })
 }
 

@@ -12,6 +12,7 @@ pub mod explore;
 pub mod model;
 pub mod observation;
 pub mod parallel;
+pub mod plan_file;
 pub mod property;
 pub mod report;
 pub mod reproduce;

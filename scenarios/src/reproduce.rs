@@ -1,8 +1,11 @@
 //! The command lines that replay a fault plan: `keel run --fault ...` for one fault, else
-//! `keel replay --plan` on the plan written to a file.
+//! `keel replay --plan` on the plan written to a self-contained plan file.
 
+use crate::plan_file::SavedPlan;
+use crate::runner::View;
+use crate::spec::ScenarioSpec;
 use keel_engine::SinkKind;
-use keel_sim::{Fault, FaultPlan, PlannedFault};
+use keel_sim::{CrashPoint, Fault, FaultPlan, PlannedFault};
 
 /// The command line that replays one point alone.
 pub fn reproduce_point(prefix: &str, sink: SinkKind, planned: &PlannedFault) -> String {
@@ -12,7 +15,15 @@ pub fn reproduce_point(prefix: &str, sink: SinkKind, planned: &PlannedFault) -> 
         planned.step
     );
     match planned.fault {
-        Fault::PowerLoss { state, .. } => command.push_str(&format!(" --crash-state {state}")),
+        Fault::ProcessCrash {
+            at: CrashPoint::Before,
+        } => command.push_str(" --at before"),
+        Fault::PowerLoss { at, state } => {
+            if at == CrashPoint::Before {
+                command.push_str(" --at before");
+            }
+            command.push_str(&format!(" --crash-state {state}"))
+        }
         Fault::SinkUnavailable { duration_ms } => {
             command.push_str(&format!(" --outage-ms {duration_ms}"))
         }
@@ -21,21 +32,97 @@ pub fn reproduce_point(prefix: &str, sink: SinkKind, planned: &PlannedFault) -> 
     command
 }
 
-/// One command that replays `plan` on `sink`: `keel run --fault ...` for a single step fault,
-/// else writing the plan to a file and `keel replay --plan` on it.
+/// One command that replays `plan` on `sink` of `spec`, judged in `view`: `keel run --fault
+/// ...` for a single step fault, else writing the plan, with the run it belongs to, to a
+/// file and `keel replay --plan` on it.
 pub fn replay_plan_command(
-    scenario_command: &dyn Fn(&str, u64) -> String,
-    seed: u64,
+    spec: &ScenarioSpec,
     sink: SinkKind,
+    view: Option<View>,
     plan: &FaultPlan,
 ) -> String {
     let faults = plan.faults();
     if let ([only], None) = (faults.as_slice(), plan.kill_time_ms()) {
-        return reproduce_point(&scenario_command("run", seed), sink, only);
+        let view_option = view.map_or(String::new(), |v| format!(" --view {}", v.name()));
+        return reproduce_point(&spec.command("run"), sink, only) + &view_option;
     }
-    let json = serde_json::to_string(&plan.to_file()).expect("plans serialize");
-    format!(
-        "echo '{json}' > plan.json && {} --sink {sink} --plan plan.json",
-        scenario_command("replay", seed)
-    )
+    let json = SavedPlan::of(spec, sink, view, plan).to_json_line();
+    format!("echo '{json}' > plan.json && keel replay --plan plan.json")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::{SECTOR_SIZE_BYTES_DEFAULT, TRANSACTION_TIMEOUT_MS_DEFAULT};
+    use keel_engine::{CheckpointProtocol, KeyScheme};
+
+    fn spec() -> ScenarioSpec {
+        ScenarioSpec {
+            scenario: Some("ch04".to_string()),
+            events: None,
+            window: 10,
+            out_of_orderness: 5,
+            checkpoint_every: 8,
+            event_interval_ms: 300,
+            restart_delay_ms: 500,
+            protocol: CheckpointProtocol::Safe,
+            key: KeyScheme::EventIndex,
+            transaction_timeout_ms: TRANSACTION_TIMEOUT_MS_DEFAULT,
+            seed: 226,
+            sector_size_bytes: SECTOR_SIZE_BYTES_DEFAULT,
+        }
+    }
+
+    #[test]
+    fn one_fault_replays_with_keel_run_naming_before() {
+        let before = PlannedFault {
+            step: 23,
+            fault: Fault::PowerLoss {
+                at: CrashPoint::Before,
+                state: 4,
+            },
+        };
+        let command = replay_plan_command(
+            &spec(),
+            SinkKind::Transactional,
+            Some(View::ReadUncommitted),
+            &FaultPlan::new([before]).unwrap(),
+        );
+        assert!(
+            command.starts_with("keel run --scenario ch04 "),
+            "{command}"
+        );
+        assert!(
+            command.ends_with(
+                " --seed 226 --sink transactional --fault power-loss --at-step 23 --at before --crash-state 4 --view read_uncommitted"
+            ),
+            "{command}"
+        );
+    }
+
+    #[test]
+    fn several_faults_replay_from_a_self_contained_plan_file() {
+        let plan = FaultPlan::new([
+            PlannedFault {
+                step: 3,
+                fault: Fault::ProcessCrash {
+                    at: CrashPoint::Before,
+                },
+            },
+            PlannedFault {
+                step: 30,
+                fault: Fault::DiskError,
+            },
+        ])
+        .unwrap();
+        let command = replay_plan_command(&spec(), SinkKind::Idempotent, None, &plan);
+        let json = command
+            .strip_prefix("echo '")
+            .and_then(|rest| rest.strip_suffix("' > plan.json && keel replay --plan plan.json"))
+            .unwrap_or_else(|| panic!("{command}"));
+        let saved: SavedPlan = serde_json::from_str(json).unwrap();
+        assert_eq!(saved.spec, Some(spec()));
+        assert_eq!(saved.sink, Some(SinkKind::Idempotent));
+        assert_eq!(saved.plan().unwrap(), plan);
+    }
 }

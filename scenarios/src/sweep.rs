@@ -354,12 +354,8 @@ pub fn run_point(
     });
     let reproduce = match point.faults.as_slice() {
         [only] => reproduce_point(&spec.command("run"), point.sink, only),
-        _ => replay_plan_command(
-            &|command, _| spec.command(command),
-            spec.seed,
-            point.sink,
-            &plan,
-        ),
+        // The view, if any, is appended below, once per consumer view.
+        _ => replay_plan_command(spec, point.sink, None, &plan),
     };
     let observation = Observation::of(&result, &baseline.spec.config);
     let verdicts = judge(&baseline.reference, &observation);

@@ -300,3 +300,130 @@ fn an_events_file_runs_like_a_scenario() {
         "{stdout}"
     );
 }
+
+/// `keel <args>` fails with exit 2, prints nothing on stdout, and exactly `stderr`.
+fn check_exact(args: &[&str], stderr: &str) {
+    assert_eq!(
+        keel(args),
+        (Some(2), String::new(), stderr.to_string()),
+        "keel {args:?}"
+    );
+}
+
+/// clap's error when `option` needs `--fault KIND --at-step N`.
+fn needs_fault(option_usage: &str) -> String {
+    format!(
+        "error: the following required arguments were not provided:\n  --at-step <N>\n  --fault <FAULT>\n\n\
+         Usage: keel run --at-step <N> --fault <FAULT> {option_usage}\n\n\
+         For more information, try '--help'.\n"
+    )
+}
+
+/// clap's error for two options that cannot go together.
+fn conflict(command: &str, first: &str, second: &str) -> String {
+    format!(
+        "error: the argument '{first}' cannot be used with '{second}'\n\n\
+         Usage: keel {command} {first}\n\n\
+         For more information, try '--help'.\n"
+    )
+}
+
+#[test]
+fn options_that_would_do_nothing_are_rejected_with_the_reason() {
+    let plan = events_file(
+        "faults-only-plan.json",
+        r#"{"faults": [{"step": 23, "fault": {"kind": "process-crash", "at": "after"}}]}"#,
+    );
+    // A range of seeds: each seed is its own run's seed.
+    for command in ["explore", "bench"] {
+        check_exact(
+            &[command, "--seeds", "0..10", "--seed", "5"],
+            &format!(
+                "error: --seed has no effect on `keel {command}`: every seed of --seeds A..B is the seed of its own run; use --seeds 5..6 to run seed 5 alone\n"
+            ),
+        );
+    }
+    check_exact(
+        &["sites", "--seed", "5"],
+        "error: --seed has no effect on `keel sites`: it lists the steps of the fault-free run, which draws nothing from a seed\n",
+    );
+    // The options of one fault need that fault.
+    check_exact(
+        &["run", "--crash-state", "5"],
+        &needs_fault("--crash-state <S>"),
+    );
+    check_exact(&["run", "--at", "before"], &needs_fault("--at <AT>"));
+    check_exact(
+        &["run", "--outage-ms", "100"],
+        &needs_fault("--outage-ms <MS>"),
+    );
+    check_exact(
+        &["run", "--crash-after-event", "14", "--at", "before"],
+        &needs_fault("--crash-after-event <C> --at <AT>"),
+    );
+    check_exact(
+        &["run", "--fault", "process-crash", "--at-step", "23", "--crash-state", "5"],
+        "error: --crash-state applies to --fault power-loss only (it picks the disk state a power loss leaves); a process-crash leaves the disk as it is\n",
+    );
+    check_exact(
+        &["run", "--fault", "disk-error", "--at-step", "11", "--at", "before"],
+        "error: --at applies to --fault process-crash and --fault power-loss only (a crash before or after the step's effect); a disk-error has no before or after\n",
+    );
+    check_exact(
+        &["run", "--fault", "power-loss", "--at-step", "23", "--outage-ms", "100"],
+        "error: --outage-ms applies to --fault sink-unavailable only (it is the length of the outage), not to a power-loss\n",
+    );
+    // A plan file replaces the seed's plan, and everything that draws it.
+    for command in ["replay", "shrink"] {
+        for (option, value, usage) in [
+            ("--seed", "5", "--seed <SEED>"),
+            ("--faults", "process-crash", "--faults <FAULTS>"),
+            ("--max-faults", "2", "--max-faults <N>"),
+            ("--outage-ms", "100", "--outage-ms <MS>"),
+        ] {
+            check_exact(
+                &[command, "--plan", &plan, option, value],
+                &conflict(command, "--plan <FILE.json>", usage),
+            );
+        }
+    }
+    for command in ["sweep", "explore", "replay", "shrink"] {
+        check_exact(
+            &[command, "--faults", "process-crash", "--outage-ms", "100"],
+            "error: --outage-ms is the length of a sink-unavailable fault, and --faults does not include sink-unavailable: drop --outage-ms or add sink-unavailable to --faults\n",
+        );
+    }
+    // --shard prints JSON lines for `keel merge`, which renders, summarises and shrinks.
+    check_exact(
+        &["sweep", "--shard", "0/2", "--format", "csv"],
+        &conflict("sweep", "--shard <i/n>", "--format <FORMAT>"),
+    );
+    for (option, usage) in [
+        (&["--format", "json"][..], "--format <FORMAT>"),
+        (&["--summary-only"][..], "--summary-only"),
+        (&["--no-shrink"][..], "--no-shrink"),
+    ] {
+        let mut args = vec!["explore", "--shard", "0/2"];
+        args.extend_from_slice(option);
+        check_exact(&args, &conflict("explore", "--shard <i/n>", usage));
+    }
+    // A sweep's shards have no seeds to summarise or shrink.
+    let (code, shard, _) = keel(&[
+        "sweep",
+        "--faults",
+        "process-crash",
+        "--shard",
+        "0/1",
+        "--quiet",
+    ]);
+    assert_eq!(code, Some(0));
+    let shard_path = events_file("sweep-shard.jsonl", &shard);
+    for option in ["--summary-only", "--no-shrink"] {
+        check_exact(
+            &["merge", &shard_path, option],
+            &format!(
+                "error: {option} applies to explore shards only; these are shards of a sweep, which has no seeds to shrink or summarise\n"
+            ),
+        );
+    }
+}

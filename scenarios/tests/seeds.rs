@@ -119,11 +119,8 @@ fn a_losing_seed_shrinks_to_one_power_loss_that_replays_the_same_loss() {
     assert_eq!(shrunk["property"], "no-loss");
     assert_eq!(shrunk["plan"]["faults"].as_array().unwrap().len(), 1);
     assert_eq!(shrunk["plan"]["faults"][0]["fault"]["kind"], "power-loss");
-    let mut replay_args = vec![
-        "replay", "--plan", &plan_path, "--sink", sink, "--seed", &seed,
-    ];
-    replay_args.extend_from_slice(&protocol);
-    let replay = json(&replay_args);
+    // The plan file carries the run (protocol, sink, seed): --plan alone replays it.
+    let replay = json(&["replay", "--plan", &plan_path]);
     assert_eq!(replay["oracle"], shrunk["oracle"]);
     assert!(n(&replay["oracle"]["lost"]) > 0);
     assert_eq!(replay["fingerprint"], shrunk["fingerprint"]);
@@ -390,4 +387,305 @@ fn bench_runs_the_same_simulations_whatever_the_jobs() {
             .to_string()
     };
     assert_eq!(fingerprint("1"), fingerprint("2"));
+}
+
+/// `args` then `extra`.
+fn with<'a>(args: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+    [args, extra].concat()
+}
+
+/// `keel <args> --format json` through the real binary: exit code and the parsed output.
+fn json_bin(args: &[&str]) -> (i32, Value) {
+    let mut args = args.to_vec();
+    args.extend_from_slice(&["--format", "json"]);
+    let (code, stdout, stderr) = keel_bin(&args);
+    let value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("keel {args:?} printed no JSON ({e}): {stdout}{stderr}"));
+    (code, value)
+}
+
+#[test]
+fn a_saved_plan_carries_its_run_and_replays_alone() {
+    let path = tmp("self-contained.json");
+    let knobs = [
+        "--checkpoint-protocol",
+        "checkpoint-before-sink-sync",
+        "--sink",
+        "idempotent",
+        "--checkpoint-every",
+        "5",
+    ];
+    let mut args = vec!["run"];
+    args.extend_from_slice(&knobs);
+    args.extend_from_slice(&[
+        "--fault",
+        "power-loss",
+        "--at-step",
+        "35",
+        "--crash-state",
+        "18",
+        "--save-plan",
+        &path,
+    ]);
+    let (code, ran) = json_bin(&args);
+    assert_eq!(code, 0);
+    assert!(n(&ran["oracle"]["lost"]) > 0, "{ran}");
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(saved["spec"]["scenario"], "ch04");
+    assert_eq!(saved["spec"]["protocol"], "checkpoint-before-sink-sync");
+    assert_eq!(saved["spec"]["checkpoint_every"], 5);
+    assert_eq!(saved["sink"], "idempotent");
+    assert_eq!(
+        saved["faults"],
+        serde_json::json!([{"step": 35, "fault": {"kind": "power-loss", "at": "after", "state": 18}}])
+    );
+
+    // --plan alone: the same run, fingerprint and verdict.
+    let (code, replayed) = json_bin(&["replay", "--plan", &path]);
+    assert_eq!(code, 0);
+    assert_eq!(replayed["fingerprint"], ran["fingerprint"]);
+    assert_eq!(replayed["oracle"], ran["oracle"]);
+    assert_eq!(replayed["failures"], ran["failures"]);
+    assert_eq!(replayed["protocol"], "checkpoint-before-sink-sync");
+    assert_eq!(replayed["sink"], "idempotent");
+    // Options that agree with the plan are fine; options that differ are an error.
+    let mut agreeing = vec!["replay", "--plan", path.as_str()];
+    agreeing.extend_from_slice(&knobs);
+    assert_eq!(json_bin(&agreeing).1["fingerprint"], ran["fingerprint"]);
+    let (code, stdout, stderr) = keel_bin(&[
+        "replay",
+        "--plan",
+        &path,
+        "--checkpoint-every",
+        "8",
+        "--sink",
+        "append",
+    ]);
+    assert_eq!((code, stdout.as_str()), (2, ""));
+    assert_eq!(
+        stderr,
+        format!(
+            "error: {path} records the run it was saved from, and --checkpoint-every 8 (the plan's: 5), --sink append (the plan's: idempotent) differ: drop the options to replay the plan as saved (or edit the file to change the run)\n"
+        )
+    );
+    // The same plan with faults only runs on the options given (here the defaults).
+    let faults_only = tmp("faults-only.json");
+    std::fs::write(
+        &faults_only,
+        serde_json::json!({"faults": saved["faults"]}).to_string(),
+    )
+    .unwrap();
+    assert_eq!(
+        keel_bin(&["replay", "--plan", &faults_only]),
+        (
+            2,
+            String::new(),
+            format!(
+                "error: {faults_only}: crash state 18 does not exist at step 35: its crash states are 0..=1\n"
+            )
+        ),
+        "on the default knobs, step 35 has 2 crash states"
+    );
+    let mut with_options = vec!["replay", "--plan", faults_only.as_str()];
+    with_options.extend_from_slice(&knobs);
+    assert_eq!(json_bin(&with_options).1["fingerprint"], ran["fingerprint"]);
+
+    // The view of the transactional sink is part of the run.
+    let view_path = tmp("view.json");
+    let (_, ran) = json_bin(&[
+        "run",
+        "--sink",
+        "transactional",
+        "--view",
+        "read_uncommitted",
+        "--crash-after-event",
+        "14",
+        "--save-plan",
+        &view_path,
+    ]);
+    let (_, replayed) = json_bin(&["replay", "--plan", &view_path]);
+    assert_eq!(replayed["view"], "read_uncommitted");
+    assert_eq!(replayed["oracle"], ran["oracle"]);
+    assert_eq!(replayed["fingerprint"], ran["fingerprint"]);
+}
+
+#[test]
+fn a_saved_plan_holds_the_crash_states_that_ran() {
+    let mut power_losses = 0;
+    for seed in 0..12 {
+        let seed = seed.to_string();
+        let path = tmp(&format!("seed-{seed}.json"));
+        let (_, replay) = json_bin(&["replay", "--seed", &seed, "--save-plan", &path]);
+        let saved: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(saved["faults"], replay["injected"]["faults"], "seed {seed}");
+        power_losses += saved["faults"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["fault"]["kind"] == "power-loss")
+            .count();
+        let (_, again) = json_bin(&["replay", "--plan", &path]);
+        assert_eq!(again["fingerprint"], replay["fingerprint"], "seed {seed}");
+        assert_eq!(again["oracle"], replay["oracle"], "seed {seed}");
+        // The trace names the state that ran, not the 64-bit number the seed drew.
+        for fault in saved["faults"].as_array().unwrap() {
+            if fault["fault"]["kind"] == "power-loss" {
+                let (step, at, state) = (
+                    &fault["step"],
+                    fault["fault"]["at"].as_str().unwrap(),
+                    &fault["fault"]["state"],
+                );
+                let prefix = format!("step {step} ");
+                let marked = format!("!power-loss {at} state {state}");
+                assert!(
+                    replay["trace"].as_array().unwrap().iter().any(|line| {
+                        let line = line.as_str().unwrap();
+                        line.starts_with(&prefix) && line.ends_with(&marked)
+                    }),
+                    "seed {seed}: no trace line {prefix}... {marked}"
+                );
+            }
+        }
+    }
+    assert!(power_losses > 0, "no seed drew a power loss");
+
+    // A plan file, like --crash-state, names a state that exists (step 13 has 12).
+    let path = tmp("no-such-state.json");
+    std::fs::write(
+        &path,
+        r#"{"faults": [{"step": 13, "fault": {"kind": "power-loss", "at": "after", "state": 15}}]}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        keel_bin(&["replay", "--plan", &path]),
+        (
+            2,
+            String::new(),
+            format!(
+                "error: {path}: crash state 15 does not exist at step 13: its crash states are 0..=11\n"
+            )
+        )
+    );
+    assert_eq!(
+        keel_bin(&[
+            "run",
+            "--fault",
+            "power-loss",
+            "--at-step",
+            "13",
+            "--crash-state",
+            "15"
+        ]),
+        (
+            2,
+            String::new(),
+            "error: --crash-state 15 does not exist at step 13: its crash states are 0..=11\n"
+                .to_string()
+        )
+    );
+}
+
+#[test]
+fn every_json_report_is_json() {
+    let explore_shards: Vec<String> = (0..2)
+        .map(|i| {
+            let shard = format!("{i}/2");
+            let (code, stdout, _) = keel_bin(&[
+                "explore",
+                "--seeds",
+                "0..40",
+                "--checkpoint-protocol",
+                "checkpoint-before-sink-sync",
+                "--shard",
+                &shard,
+                "--quiet",
+            ]);
+            assert_eq!(code, 0);
+            let path = tmp(&format!("json-explore-{i}.jsonl"));
+            std::fs::write(&path, stdout).unwrap();
+            path
+        })
+        .collect();
+    let (_, sweep_shard, _) = keel_bin(&[
+        "sweep",
+        "--faults",
+        "process-crash",
+        "--shard",
+        "0/1",
+        "--quiet",
+    ]);
+    let sweep_shard_path = tmp("json-sweep-0.jsonl");
+    std::fs::write(&sweep_shard_path, sweep_shard).unwrap();
+    let unsafe_protocol = ["--checkpoint-protocol", "checkpoint-before-sink-sync"];
+    let cases: Vec<(Vec<&str>, i32)> = vec![
+        (vec!["run"], 0),
+        (vec!["run", "--crash-after-event", "14", "--trace"], 0),
+        (vec!["sites"], 0),
+        (vec!["sweep", "--faults", "process-crash", "--quiet"], 0),
+        (
+            with(
+                &[
+                    "sweep",
+                    "--faults",
+                    "power-loss",
+                    "--expect",
+                    "no-loss",
+                    "--quiet",
+                ],
+                &unsafe_protocol,
+            ),
+            1,
+        ),
+        (vec!["explore", "--seeds", "0..20", "--quiet"], 0),
+        (
+            with(
+                &[
+                    "explore",
+                    "--seeds",
+                    "220..230",
+                    "--sinks",
+                    "idempotent",
+                    "--expect",
+                    "no-loss",
+                    "--quiet",
+                ],
+                &unsafe_protocol,
+            ),
+            1,
+        ),
+        (vec!["replay", "--seed", "4"], 0),
+        (vec!["replay", "--seed", "4", "--check-determinism"], 0),
+        (vec!["shrink", "--seed", "4"], 0),
+        (
+            with(
+                &["shrink", "--seed", "226", "--sink", "idempotent"],
+                &unsafe_protocol,
+            ),
+            0,
+        ),
+        (
+            vec![
+                "merge",
+                explore_shards[0].as_str(),
+                explore_shards[1].as_str(),
+                "--summary-only",
+            ],
+            0,
+        ),
+        (vec!["merge", sweep_shard_path.as_str()], 0),
+    ];
+    for (args, expected_code) in cases {
+        let (code, report) = json_bin(&args);
+        assert_eq!(code, expected_code, "keel {args:?}: {report}");
+        assert!(
+            report.is_object() || report.is_array(),
+            "keel {args:?}: {report}"
+        );
+    }
+    let (_, nothing) = json_bin(&["shrink", "--seed", "4"]);
+    assert_eq!(nothing["shrunk"], false, "{nothing}");
+    let (_, checked) = json_bin(&["replay", "--seed", "4", "--check-determinism"]);
+    assert_eq!(checked["determinism"]["identical"], true);
+    let (_, traced) = json_bin(&["run", "--crash-after-event", "14", "--trace"]);
+    assert!(!traced["trace"].as_array().unwrap().is_empty());
 }

@@ -10,9 +10,52 @@ use crate::runner::{
 };
 use crate::spec::ScenarioSpec;
 use crate::table::TableFormat;
-use clap::{Args, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, FromArgMatches, ValueEnum};
 use keel_engine::{CheckpointProtocol, KeyScheme, SinkKind};
 use keel_sim::FaultKind;
+use std::collections::BTreeSet;
+
+/// The options given on the command line, as opposed to those left at their defaults, of
+/// the whole command it is flattened into (clap ids: field names, e.g. `seed`,
+/// `checkpoint_every`). Lets a command reject an option that has no effect where it was
+/// given, and compare the options given with the run a plan file carries.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Given(BTreeSet<String>);
+
+impl Given {
+    /// Whether the option with this clap id was given on the command line.
+    pub fn has(&self, id: &str) -> bool {
+        self.0.contains(id)
+    }
+}
+
+impl FromArgMatches for Given {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        Ok(Given(
+            matches
+                .ids()
+                .filter(|id| matches.value_source(id.as_str()) == Some(ValueSource::CommandLine))
+                .map(|id| id.as_str().to_string())
+                .collect(),
+        ))
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Given::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl Args for Given {
+    fn augment_args(command: clap::Command) -> clap::Command {
+        command
+    }
+
+    fn augment_args_for_update(command: clap::Command) -> clap::Command {
+        command
+    }
+}
 
 /// How a long job runs: threads, a slice of it, progress.
 #[derive(Debug, Args)]
@@ -120,9 +163,9 @@ impl From<ViewArg> for View {
 
 /// The view to judge on `sink`: `--view` (transactional sink only), else the sink's default
 /// (read_committed for the transactional sink, the file otherwise).
-pub fn view_for(sink: SinkKind, view: Option<ViewArg>) -> Result<Option<View>, KeelError> {
+pub fn view_for(sink: SinkKind, view: Option<View>) -> Result<Option<View>, KeelError> {
     match (sink.is_transactional(), view) {
-        (true, view) => Ok(Some(view.map_or(View::ReadCommitted, View::from))),
+        (true, view) => Ok(Some(view.unwrap_or(View::ReadCommitted))),
         (false, None) => Ok(None),
         (false, Some(_)) => Err(KeelError::usage(format!(
             "--view applies to the transactional sink only; the {sink} sink has one view, its file"
@@ -146,9 +189,37 @@ pub struct SeedPlanArgs {
     #[arg(long, value_name = "N", default_value_t = MAX_FAULTS_DEFAULT as u64, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub max_faults: u64,
 
-    /// Length of a sink outage, in simulated milliseconds.
+    /// Length of a sink outage, in simulated milliseconds (only with sink-unavailable in
+    /// --faults).
     #[arg(long, value_name = "MS", default_value_t = OUTAGE_MS_DEFAULT)]
     pub outage_ms: u64,
+}
+
+/// `--outage-ms` sets the length of the sink-unavailable faults, so it needs them in
+/// `--faults`.
+pub(crate) fn check_outage_ms(given: &Given, faults: &[FaultArg]) -> Result<(), KeelError> {
+    if given.has("outage_ms") && !faults.contains(&FaultArg::SinkUnavailable) {
+        return Err(KeelError::usage(
+            "--outage-ms is the length of a sink-unavailable fault, and --faults does not include sink-unavailable: drop --outage-ms or add sink-unavailable to --faults",
+        ));
+    }
+    Ok(())
+}
+
+/// `--seed` for a command that runs a range of seeds (`--seeds A..B`): each seed of the range
+/// is its run's seed, so a single `--seed` has no effect.
+pub(crate) fn reject_seed_for_seed_range(
+    given: &Given,
+    seed: u64,
+    command: &str,
+) -> Result<(), KeelError> {
+    if given.has("seed") {
+        return Err(KeelError::usage(format!(
+            "--seed has no effect on `keel {command}`: every seed of --seeds A..B is the seed of its own run; use --seeds {seed}..{} to run seed {seed} alone",
+            seed.saturating_add(1)
+        )));
+    }
+    Ok(())
 }
 
 /// One seed's plan (or a plan file) on one sink: what `replay` and `shrink` work on.
@@ -165,7 +236,14 @@ pub struct TargetArgs {
     pub sink: SinkArg,
 
     /// Use this plan file instead of the plan of --seed.
-    #[arg(long, value_name = "FILE.json")]
+    ///
+    /// A plan saved by `--save-plan` carries the run it came from (scenario or events file,
+    /// every knob, the seed, the sink and the view), so `--plan FILE` alone replays it; an
+    /// option given beside it must agree with the plan (a different value is an error: edit
+    /// the file to change the run). A plan of faults only ({"faults": [...]}) runs with the
+    /// options given. --seed, --faults, --max-faults and --outage-ms draw a seed's plan, so
+    /// they cannot be given with --plan.
+    #[arg(long, value_name = "FILE.json", conflicts_with_all = ["seed", "faults", "max_faults", "outage_ms"])]
     pub plan: Option<String>,
 
     /// The consumer view to judge (transactional sink only; default read_committed).
@@ -176,6 +254,13 @@ pub struct TargetArgs {
 /// Which input and which engine knobs.
 #[derive(Debug, Args)]
 pub struct ScenarioArgs {
+    // Which of the whole command's options were given on the command line (no option of
+    // its own). It must stay the first field, and `ScenarioArgs` the first field of every
+    // command: clap's derive takes each option out of the matches as it fills a field, so
+    // only the first field sees them all (the test `given_sees_every_option` checks it).
+    #[command(flatten)]
+    pub given: Given,
+
     /// A shipped scenario (default: ch04, the chapter's stream).
     #[arg(long, value_name = "NAME", conflicts_with = "events")]
     pub scenario: Option<String>,
@@ -222,7 +307,9 @@ pub struct ScenarioArgs {
     #[arg(long, value_enum, value_name = "P", default_value_t = ProtocolArg::Safe)]
     pub checkpoint_protocol: ProtocolArg,
 
-    /// Seed of the run's random streams (drawn crash states, later swarm plans).
+    /// The seed: `keel replay` and `keel shrink` run the fault plan it draws, `keel sweep`
+    /// draws from it the crash states it tries where a step has too many to try them all.
+    /// `keel run` names it in the command that reproduces the run.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
 
@@ -350,6 +437,16 @@ pub enum SinkArg {
     Transactional,
 }
 
+impl From<SinkKind> for SinkArg {
+    fn from(sink: SinkKind) -> Self {
+        match sink {
+            SinkKind::Append => SinkArg::Append,
+            SinkKind::Idempotent => SinkArg::Idempotent,
+            SinkKind::Transactional => SinkArg::Transactional,
+        }
+    }
+}
+
 impl From<SinkArg> for SinkKind {
     fn from(sink: SinkArg) -> Self {
         match sink {
@@ -412,6 +509,45 @@ pub(crate) fn dedup_kinds<T: PartialEq + Copy>(items: impl IntoIterator<Item = T
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    #[test]
+    fn given_sees_every_option() {
+        let given = |argv: &[&str]| {
+            let cli = Cli::try_parse_from(argv).expect("a valid command line");
+            match cli.command {
+                Command::Run(args) => args.scenario.given,
+                Command::Sites(args) => args.scenario.given,
+                Command::Sweep(args) => args.scenario.given,
+                Command::Explore(args) => args.scenario.given,
+                Command::Replay(args) => args.target.scenario.given,
+                Command::Shrink(args) => args.target.scenario.given,
+                Command::Bench(args) => args.scenario.given,
+                Command::Merge(_) | Command::Teach(_) => unreachable!("no scenario options"),
+            }
+        };
+        for (argv, id) in [
+            (&["keel", "run", "--seed", "5"][..], "seed"),
+            (&["keel", "run", "--sink", "idempotent"][..], "sink"),
+            (&["keel", "run", "--format", "json"][..], "format"),
+            (&["keel", "sites", "--seed", "5"][..], "seed"),
+            (&["keel", "sweep", "--outage-ms", "5"][..], "outage_ms"),
+            (&["keel", "explore", "--seed", "5"][..], "seed"),
+            (&["keel", "explore", "--outage-ms", "5"][..], "outage_ms"),
+            (&["keel", "replay", "--view", "read_committed"][..], "view"),
+            (
+                &["keel", "replay", "--check-determinism"][..],
+                "check_determinism",
+            ),
+            (&["keel", "shrink", "--window", "20"][..], "window"),
+            (&["keel", "bench", "--seed", "5"][..], "seed"),
+        ] {
+            let given = given(argv);
+            assert!(given.has(id), "{argv:?}: {given:?}");
+            assert!(!given.has("checkpoint_every"), "{argv:?}: {given:?}");
+        }
+    }
 
     #[test]
     fn shards_split_a_range_into_disjoint_covering_slices() {

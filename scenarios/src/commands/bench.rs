@@ -49,6 +49,7 @@ pub struct BenchJobArgs {
 
 /// The only place keel reads the wall clock: to time simulations, never inside one.
 pub(crate) fn cmd_bench(args: &BenchArgs) -> Result<Output, KeelError> {
+    super::args::reject_seed_for_seed_range(&args.scenario.given, args.scenario.seed, "bench")?;
     let (spec, events) = prepare(&args.scenario)?;
     let plans = SeedPlanArgs {
         faults: vec![

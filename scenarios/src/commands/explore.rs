@@ -1,8 +1,9 @@
 //! `keel explore`: seeds, each a swarm-drawn fault plan, on every sink asked for.
 
 use super::args::{
-    dedup_kinds, jobs, parse_expectation, parse_seed_range, table_format, JobArgs, ScenarioArgs,
-    SeedPlanArgs, SeedRange, SinkArg, TableFormatArg,
+    check_outage_ms, dedup_kinds, jobs, parse_expectation, parse_seed_range,
+    reject_seed_for_seed_range, table_format, JobArgs, ScenarioArgs, SeedPlanArgs, SeedRange,
+    SinkArg, TableFormatArg,
 };
 use super::files::prepare;
 use super::output::{Output, EXIT_VIOLATION};
@@ -22,6 +23,8 @@ use keel_sim::FaultKind;
 use std::collections::BTreeMap;
 
 #[derive(Debug, Args)]
+// --seed is refused here (each seed of --seeds is its run's seed), so --help does not show it.
+#[command(mut_arg("seed", |arg| arg.hide(true)))]
 pub struct ExploreArgs {
     #[command(flatten)]
     pub scenario: ScenarioArgs,
@@ -50,23 +53,26 @@ pub struct ExploreArgs {
     #[arg(long, value_name = "PROPERTIES", value_parser = parse_expectation)]
     pub expect: Option<Expectation>,
 
-    /// Do not shrink the first failing seed.
-    #[arg(long)]
+    /// Do not shrink the first failing seed (not with --shard: `keel merge` shrinks).
+    #[arg(long, conflicts_with = "shard")]
     pub no_shrink: bool,
 
-    /// Print the summary and failing seeds, not one row per seed.
-    #[arg(long)]
+    /// Print the summary and failing seeds, not one row per seed (not with --shard: `keel
+    /// merge` prints the report).
+    #[arg(long, conflicts_with = "shard")]
     pub summary_only: bool,
 
     #[command(flatten)]
     pub job: JobArgs,
 
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = TableFormatArg::Table)]
+    /// Output format (not with --shard, which prints JSON lines for `keel merge`).
+    #[arg(long, value_enum, default_value_t = TableFormatArg::Table, conflicts_with = "shard")]
     pub format: TableFormatArg,
 }
 
 pub(crate) fn cmd_explore(args: &ExploreArgs) -> Result<Output, KeelError> {
+    reject_seed_for_seed_range(&args.scenario.given, args.scenario.seed, "explore")?;
+    check_outage_ms(&args.scenario.given, &args.plans.faults)?;
     let (spec, events) = prepare(&args.scenario)?;
     let explore = explore_spec(&args.plans, &args.sinks, args.seeds, args.expect.clone());
     let baselines = explore_baselines(&spec, &events, &explore)?;
@@ -185,15 +191,6 @@ pub(crate) fn finish_explore(
     shrink_first: bool,
     (format, summary_only): (TableFormatArg, bool),
 ) -> Output {
-    let command = |command: &str, seed: u64| spec.command_with_seed(command, seed);
-    let report = explore_report(
-        &spec.label(),
-        spec.protocol.name(),
-        explore,
-        baselines,
-        rows,
-        shrink_first,
-        &command,
-    );
+    let report = explore_report(spec, explore, baselines, rows, shrink_first);
     explore_output(&report, explore, format, summary_only)
 }

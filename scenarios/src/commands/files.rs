@@ -3,10 +3,9 @@
 use super::args::{scenario_spec, ScenarioArgs};
 use crate::catalogue::{events_from_text, Scenario};
 use crate::error::KeelError;
+use crate::plan_file::SavedPlan;
 use crate::spec::ScenarioSpec;
 use keel_engine::{Event, SinkKind};
-use keel_sim::fault::PlanFile;
-use keel_sim::FaultPlan;
 
 /// The input events of a spec: a shipped scenario, or an events file read from disk.
 pub(crate) fn load_events(spec: &ScenarioSpec) -> Result<Vec<Event>, KeelError> {
@@ -22,25 +21,31 @@ pub(crate) fn load_events(spec: &ScenarioSpec) -> Result<Vec<Event>, KeelError> 
 
 /// Checks the knobs, then loads the events.
 pub(crate) fn prepare(args: &ScenarioArgs) -> Result<(ScenarioSpec, Vec<Event>), KeelError> {
-    let spec = scenario_spec(args);
+    prepare_spec(scenario_spec(args))
+}
+
+/// Checks a spec's knobs, then loads its events.
+pub(crate) fn prepare_spec(spec: ScenarioSpec) -> Result<(ScenarioSpec, Vec<Event>), KeelError> {
     spec.config(SinkKind::Append)?;
     let events = load_events(&spec)?;
     Ok((spec, events))
 }
 
-pub(crate) fn read_plan_file(path: &str) -> Result<FaultPlan, KeelError> {
+/// A plan file, checked: JSON of the right shape, at most one fault per step.
+pub(crate) fn read_plan_file(path: &str) -> Result<SavedPlan, KeelError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| KeelError::usage(format!("cannot read plan file {path}: {e}")))?;
-    let file: PlanFile = serde_json::from_str(&text).map_err(|e| {
+    let file: SavedPlan = serde_json::from_str(&text).map_err(|e| {
         KeelError::usage(format!(
-            "{path}: not a fault plan ({e}); a plan looks like {{\"faults\": [{{\"step\": 29, \"fault\": {{\"kind\": \"power-loss\", \"at\": \"after\", \"state\": 12}}}}]}}"
+            "{path}: not a fault plan ({e}); a plan looks like {{\"faults\": [{{\"step\": 29, \"fault\": {{\"kind\": \"power-loss\", \"at\": \"after\", \"state\": 12}}}}]}}, with the run it belongs to in \"spec\", \"sink\" and \"view\" when --save-plan wrote it"
         ))
     })?;
-    FaultPlan::from_file(file).map_err(|e| KeelError::usage(format!("{path}: {e}")))
+    file.plan()
+        .map_err(|e| KeelError::usage(format!("{path}: {e}")))?;
+    Ok(file)
 }
 
-pub(crate) fn write_plan_file(path: &str, plan: &FaultPlan) -> Result<(), KeelError> {
-    let json = serde_json::to_string_pretty(&plan.to_file()).expect("plans serialize") + "\n";
-    std::fs::write(path, json)
+pub(crate) fn write_plan_file(path: &str, plan: &SavedPlan) -> Result<(), KeelError> {
+    std::fs::write(path, plan.to_pretty_json())
         .map_err(|e| KeelError::usage(format!("cannot write plan file {path}: {e}")))
 }

@@ -20,11 +20,11 @@ pub struct MergeArgs {
     #[arg(required = true, value_name = "FILES")]
     pub files: Vec<String>,
 
-    /// Do not shrink the first failing seed (explore).
+    /// Do not shrink the first failing seed (explore shards only).
     #[arg(long)]
     pub no_shrink: bool,
 
-    /// Print the summary and failing seeds, not one row per seed (explore).
+    /// Print the summary and failing seeds, not one row per seed (explore shards only).
     #[arg(long)]
     pub summary_only: bool,
 
@@ -132,6 +132,16 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
                 return Err(KeelError::usage(
                     "the shard files' points are not exactly the sweep's points".to_string(),
                 ));
+            }
+            for (given, option) in [
+                (args.no_shrink, "--no-shrink"),
+                (args.summary_only, "--summary-only"),
+            ] {
+                if given {
+                    return Err(KeelError::usage(format!(
+                        "{option} applies to explore shards only; these are shards of a sweep, which has no seeds to shrink or summarise"
+                    )));
+                }
             }
             let expect = args.expect.clone().or(sweep.expect);
             Ok(sweep_output(&spec, &points, expect.as_ref(), args.format))

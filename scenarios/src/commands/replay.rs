@@ -5,6 +5,7 @@ use super::files::write_plan_file;
 use super::output::{Output, EXIT_VIOLATION};
 use super::target::{load_target, Target};
 use crate::error::KeelError;
+use crate::plan_file::SavedPlan;
 use crate::property::{Expectation, MATCHES_MODEL};
 use crate::runner::run;
 use clap::Args;
@@ -18,7 +19,9 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub check_determinism: bool,
 
-    /// Write the faults that took effect to this plan file.
+    /// Write the faults that took effect (a drawn crash state as the state that ran), with
+    /// the run they belong to (scenario, knobs, seed, sink, view), to this plan file:
+    /// `keel replay --plan FILE` alone replays it.
     #[arg(long, value_name = "FILE.json")]
     pub save_plan: Option<String>,
 
@@ -46,7 +49,8 @@ pub(crate) fn cmd_replay(args: &ReplayArgs) -> Result<Output, KeelError> {
         ..
     } = load_target(&args.target, args.expect.clone())?;
     if let Some(path) = &args.save_plan {
-        write_plan_file(path, &result.world.plan_that_ran())?;
+        let saved = SavedPlan::of(&spec, sink, view, &result.world.plan_that_ran());
+        write_plan_file(path, &saved)?;
     }
     let trace: Vec<String> = result.world.trace().text_lines();
     let mut exit_code = 0;
@@ -58,17 +62,16 @@ pub(crate) fn cmd_replay(args: &ReplayArgs) -> Result<Output, KeelError> {
     let plan_json = serde_json::to_string(&run_spec.plan.to_file()).expect("plans serialize");
     let injected_json =
         serde_json::to_string(&result.world.plan_that_ran().to_file()).expect("plans serialize");
+    // With --check-determinism: the first line where a second run's trace differs, if any.
+    let mut difference: Option<(usize, String, String)> = None;
     if args.check_determinism {
         let again = run(&run_spec);
         let trace_again: Vec<String> = again.world.trace().text_lines();
         if let Some(i) =
             (0..trace.len().max(trace_again.len())).find(|&i| trace.get(i) != trace_again.get(i))
         {
-            stdout.push_str(&format!(
-                "NONDETERMINISM: the traces differ at line {i}\n  first:  {}\n  second: {}\n",
-                trace.get(i).map_or("(end)", String::as_str),
-                trace_again.get(i).map_or("(end)", String::as_str)
-            ));
+            let line = |trace: &[String]| trace.get(i).map_or("(end)".to_string(), String::clone);
+            difference = Some((i, line(&trace), line(&trace_again)));
             exit_code = EXIT_VIOLATION;
         }
     }
@@ -81,11 +84,20 @@ pub(crate) fn cmd_replay(args: &ReplayArgs) -> Result<Output, KeelError> {
     let view_text = view.map_or(String::new(), |v| format!(" view={}", v.name()));
     match args.format {
         RunFormat::Text => {
+            if let Some((i, first, second)) = &difference {
+                stdout.push_str(&format!(
+                    "NONDETERMINISM: the traces differ at line {i}\n  first:  {first}\n  second: {second}\n"
+                ));
+            }
             stdout.push_str(&format!(
-                "replay scenario={} protocol={} sink={sink}{view_text} {source}\nplan: {plan_json}\ninjected: {injected_json}\n\n",
+                "replay scenario={} protocol={} sink={sink}{view_text} {source}\nplan: {plan_json}\ninjected: {injected_json}\n",
                 spec.label(),
                 spec.protocol
             ));
+            if !result.world.wrapped_states().is_empty() {
+                stdout.push_str("(a drawn crash state names one of its step's states, modulo their count: `injected` has the state that ran, and --save-plan writes it)\n");
+            }
+            stdout.push('\n');
             for line in &trace {
                 stdout.push_str(line);
                 stdout.push('\n');
@@ -110,7 +122,7 @@ pub(crate) fn cmd_replay(args: &ReplayArgs) -> Result<Output, KeelError> {
                 },
                 result.world.fingerprint()
             ));
-            if args.check_determinism && exit_code == 0 {
+            if args.check_determinism && difference.is_none() {
                 stdout.push_str("determinism: two runs, identical traces\n");
             }
             if violated {
@@ -136,6 +148,18 @@ pub(crate) fn cmd_replay(args: &ReplayArgs) -> Result<Output, KeelError> {
                 "oracle": verdict,
                 "fingerprint": result.world.fingerprint().to_string(),
             });
+            let mut json = json;
+            if args.check_determinism {
+                json["determinism"] = match &difference {
+                    None => serde_json::json!({"identical": true}),
+                    Some((line, first, second)) => serde_json::json!({
+                        "identical": false,
+                        "line": line,
+                        "first": first,
+                        "second": second,
+                    }),
+                };
+            }
             stdout.push_str(&(serde_json::to_string_pretty(&json).expect("json") + "\n"));
         }
     }

@@ -6,12 +6,14 @@ use super::args::{
 use super::files::{prepare, write_plan_file};
 use super::output::{Output, EXIT_VIOLATION};
 use crate::error::KeelError;
+use crate::plan_file::SavedPlan;
 use crate::property::{Expectation, MATCHES_MODEL};
-use crate::report::{run_report, CrashRequest, Judging};
+use crate::report::{run_report, CrashRequest, Judging, RunReport};
+use crate::runner::View;
 use crate::spec::ScenarioSpec;
 use clap::{Args, ValueEnum};
 use keel_engine::SinkKind;
-use keel_sim::{CrashPoint, Fault, FaultPlan, PlannedFault};
+use keel_sim::{CrashPoint, Fault, FaultKind, FaultPlan, PlannedFault};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -38,27 +40,31 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", requires = "fault")]
     pub at_step: Option<u64>,
 
-    /// For a crash or power loss: before or after the step's effect.
-    #[arg(long, value_enum, default_value_t = AtArg::After)]
-    pub at: AtArg,
+    /// For --fault process-crash or power-loss: before or after the step's effect
+    /// [default: after].
+    #[arg(long, value_enum, requires = "fault")]
+    pub at: Option<AtArg>,
 
-    /// For a power loss: which crash state the disk is left in.
-    #[arg(long, value_name = "S", default_value_t = 0)]
-    pub crash_state: u64,
+    /// For --fault power-loss: which crash state the disk is left in (`keel sites` counts
+    /// them per step) [default: 0].
+    #[arg(long, value_name = "S", requires = "fault")]
+    pub crash_state: Option<u64>,
 
-    /// For sink-unavailable: the outage, in simulated milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 2_000)]
-    pub outage_ms: u64,
+    /// For --fault sink-unavailable: the outage, in simulated milliseconds [default: 2000].
+    #[arg(long, value_name = "MS", requires = "fault")]
+    pub outage_ms: Option<u64>,
 
     /// Output format.
     #[arg(long, value_enum, default_value_t = RunFormat::Text)]
     pub format: RunFormat,
 
-    /// Print the run's whole trace (every step, fault, crash, restart and recovery decision).
+    /// Print the run's whole trace (every step, fault, crash, restart and recovery decision);
+    /// with --format json, as the field `trace` (one string per line).
     #[arg(long)]
     pub trace: bool,
 
-    /// Write the faults that took effect to this plan file (`keel replay --plan` runs it).
+    /// Write the faults that took effect, with the run they belong to (scenario, knobs,
+    /// seed, sink, view), to this plan file: `keel replay --plan FILE` alone replays it.
     #[arg(long, value_name = "FILE.json")]
     pub save_plan: Option<String>,
 
@@ -81,6 +87,34 @@ pub enum AtArg {
     After,
 }
 
+/// Sink-unavailable's outage when `--outage-ms` is not given.
+const OUTAGE_MS_DEFAULT: u64 = 2_000;
+
+/// `--at`, `--crash-state` and `--outage-ms` shape one kind of `--fault` each (clap has
+/// already checked that `--fault` is there): anywhere else they would do nothing.
+fn check_fault_options(args: &RunArgs) -> Result<(), KeelError> {
+    let Some(kind) = args.fault else {
+        return Ok(());
+    };
+    let kind_name = FaultKind::from(kind);
+    if args.at.is_some() && !matches!(kind, FaultArg::ProcessCrash | FaultArg::PowerLoss) {
+        return Err(KeelError::usage(format!(
+            "--at applies to --fault process-crash and --fault power-loss only (a crash before or after the step's effect); a {kind_name} has no before or after"
+        )));
+    }
+    if args.crash_state.is_some() && kind != FaultArg::PowerLoss {
+        return Err(KeelError::usage(format!(
+            "--crash-state applies to --fault power-loss only (it picks the disk state a power loss leaves); a {kind_name} leaves the disk as it is"
+        )));
+    }
+    if args.outage_ms.is_some() && kind != FaultArg::SinkUnavailable {
+        return Err(KeelError::usage(format!(
+            "--outage-ms applies to --fault sink-unavailable only (it is the length of the outage), not to a {kind_name}"
+        )));
+    }
+    Ok(())
+}
+
 /// The fault `keel run` was asked for, if any.
 fn run_fault(args: &RunArgs) -> Option<CrashRequest> {
     if let Some(c) = args.crash_after_event {
@@ -90,7 +124,7 @@ fn run_fault(args: &RunArgs) -> Option<CrashRequest> {
         return Some(CrashRequest::AtMs(t));
     }
     let (kind, step) = (args.fault?, args.at_step?);
-    let at = match args.at {
+    let at = match args.at.unwrap_or(AtArg::After) {
         AtArg::Before => CrashPoint::Before,
         AtArg::After => CrashPoint::After,
     };
@@ -98,13 +132,13 @@ fn run_fault(args: &RunArgs) -> Option<CrashRequest> {
         FaultArg::ProcessCrash => Fault::ProcessCrash { at },
         FaultArg::PowerLoss => Fault::PowerLoss {
             at,
-            state: args.crash_state,
+            state: args.crash_state.unwrap_or(0),
         },
         FaultArg::DiskError => Fault::DiskError,
         FaultArg::SinkError => Fault::SinkError,
         FaultArg::AckLost => Fault::AckLost,
         FaultArg::SinkUnavailable => Fault::SinkUnavailable {
-            duration_ms: args.outage_ms,
+            duration_ms: args.outage_ms.unwrap_or(OUTAGE_MS_DEFAULT),
         },
         FaultArg::Zombie => Fault::Zombie,
     };
@@ -150,10 +184,12 @@ fn reproduce_command(spec: &ScenarioSpec, args: &RunArgs) -> String {
 }
 
 pub(crate) fn cmd_run(args: &RunArgs) -> Result<Output, KeelError> {
+    check_fault_options(args)?;
     let (spec, events) = prepare(&args.scenario)?;
-    let run_spec = spec.run_spec(&events, args.sink.into(), FaultPlan::none())?;
+    let sink = SinkKind::from(args.sink);
+    let run_spec = spec.run_spec(&events, sink, FaultPlan::none())?;
     let judging = Judging {
-        view: view_for(args.sink.into(), args.view)?,
+        view: view_for(sink, args.view.map(View::from))?,
         expect: args.expect.clone(),
     };
     let report = run_report(
@@ -165,7 +201,7 @@ pub(crate) fn cmd_run(args: &RunArgs) -> Result<Output, KeelError> {
     )?;
     if let Some(path) = &args.save_plan {
         let injected = FaultPlan::from_file(report.plan.clone()).expect("a plan that ran is valid");
-        write_plan_file(path, &injected)?;
+        write_plan_file(path, &SavedPlan::of(&spec, sink, judging.view, &injected))?;
     }
     let violated = !report.failures.is_empty()
         && (args.expect.is_some() || report.failures.iter().any(|f| f == MATCHES_MODEL));
@@ -175,6 +211,19 @@ pub(crate) fn cmd_run(args: &RunArgs) -> Result<Output, KeelError> {
                 format!("{}trace:\n{}\n", report.to_text(), report.trace.join("\n"))
             }
             RunFormat::Text => report.to_text(),
+            RunFormat::Json if args.trace => {
+                #[derive(serde::Serialize)]
+                struct WithTrace<'a> {
+                    #[serde(flatten)]
+                    report: &'a RunReport,
+                    trace: &'a [String],
+                }
+                let json = WithTrace {
+                    report: &report,
+                    trace: &report.trace,
+                };
+                serde_json::to_string_pretty(&json).expect("a report always serializes") + "\n"
+            }
             RunFormat::Json => report.to_json() + "\n",
         },
         exit_code: if violated { EXIT_VIOLATION } else { 0 },

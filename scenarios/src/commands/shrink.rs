@@ -6,6 +6,7 @@ use super::output::Output;
 use super::target::{load_target, Target};
 use crate::error::KeelError;
 use crate::explore::target_property;
+use crate::plan_file::SavedPlan;
 use crate::property::Expectation;
 use crate::reproduce::replay_plan_command;
 use crate::shrink::shrink;
@@ -22,7 +23,9 @@ pub struct ShrinkArgs {
     #[arg(long, value_name = "PROPERTIES", value_parser = parse_expectation)]
     pub expect: Option<Expectation>,
 
-    /// Write the shrunk plan to this file.
+    /// Write the shrunk plan, with the run it belongs to (scenario, knobs, seed, sink,
+    /// view), to this plan file: `keel replay --plan FILE` alone replays it. Nothing is
+    /// written when there is nothing to shrink.
     #[arg(long, value_name = "FILE.json")]
     pub save_plan: Option<String>,
 
@@ -52,8 +55,12 @@ pub(crate) fn cmd_shrink(args: &ShrinkArgs) -> Result<Output, KeelError> {
                 verdict.summary()
             )
         };
+        let not_written = args
+            .save_plan
+            .as_ref()
+            .map_or(String::new(), |path| format!(" ({path} not written)"));
         return Ok(Output::ok(match args.format {
-            RunFormat::Text => format!("nothing to shrink: {why} on sink {sink}\n"),
+            RunFormat::Text => format!("nothing to shrink: {why} on sink {sink}{not_written}\n"),
             RunFormat::Json => {
                 let json = serde_json::json!({
                     "shrunk": false,
@@ -75,15 +82,10 @@ pub(crate) fn cmd_shrink(args: &ShrinkArgs) -> Result<Output, KeelError> {
         (property, view),
     );
     if let Some(path) = &args.save_plan {
-        write_plan_file(path, &shrunk.plan)?;
+        write_plan_file(path, &SavedPlan::of(&spec, sink, view, &shrunk.plan))?;
     }
     let view_option = view.map_or(String::new(), |v| format!(" --view {}", v.name()));
-    let reproduce = replay_plan_command(
-        &|command, seed| spec.command_with_seed(command, seed),
-        spec.seed,
-        sink,
-        &shrunk.plan,
-    ) + &view_option;
+    let reproduce = replay_plan_command(&spec, sink, view, &shrunk.plan);
     let plan_json = serde_json::to_string(&shrunk.plan.to_file()).expect("plans serialize");
     Ok(Output::ok(match args.format {
         RunFormat::Text => format!(

@@ -9,6 +9,8 @@ use clap::Args;
 use keel_sim::FaultPlan;
 
 #[derive(Debug, Args)]
+// --seed is refused here (the fault-free run draws nothing), so --help does not show it.
+#[command(mut_arg("seed", |arg| arg.hide(true)))]
 pub struct SitesArgs {
     #[command(flatten)]
     pub scenario: ScenarioArgs,
@@ -23,6 +25,11 @@ pub struct SitesArgs {
 }
 
 pub(crate) fn cmd_sites(args: &SitesArgs) -> Result<Output, KeelError> {
+    if args.scenario.given.has("seed") {
+        return Err(KeelError::usage(
+            "--seed has no effect on `keel sites`: it lists the steps of the fault-free run, which draws nothing from a seed",
+        ));
+    }
     let (spec, events) = prepare(&args.scenario)?;
     let (_, rows) = sites(&spec.run_spec(&events, args.sink.into(), FaultPlan::none())?);
     Ok(Output::ok(match table_format(args.format) {

@@ -1,8 +1,8 @@
 //! `keel sweep`: every single fault (or pair) at every step where it applies.
 
 use super::args::{
-    dedup_kinds, jobs, parse_expectation, table_format, FaultArg, JobArgs, ScenarioArgs, SinkArg,
-    TableFormatArg,
+    check_outage_ms, dedup_kinds, jobs, parse_expectation, table_format, FaultArg, JobArgs,
+    ScenarioArgs, SinkArg, TableFormatArg,
 };
 use super::files::prepare;
 use super::output::{Output, EXIT_VIOLATION};
@@ -41,7 +41,8 @@ pub struct SweepArgs {
     )]
     pub faults: Vec<FaultArg>,
 
-    /// Length of a sink outage, in simulated milliseconds.
+    /// Length of a sink outage, in simulated milliseconds (only with sink-unavailable in
+    /// --faults).
     #[arg(long, value_name = "MS", default_value_t = 2_000)]
     pub outage_ms: u64,
 
@@ -62,12 +63,13 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub job: JobArgs,
 
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = TableFormatArg::Table)]
+    /// Output format (not with --shard, which prints JSON lines for `keel merge`).
+    #[arg(long, value_enum, default_value_t = TableFormatArg::Table, conflicts_with = "shard")]
     pub format: TableFormatArg,
 }
 
 pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
+    check_outage_ms(&args.scenario.given, &args.faults)?;
     let (spec, events) = prepare(&args.scenario)?;
     let sweep = SweepSpec {
         sinks: dedup_kinds(args.sinks.iter().map(|&s| SinkKind::from(s))),
