@@ -18,15 +18,17 @@ use keel_sim::{
 };
 use rand_core::RngCore;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 // Re-exported for `teach.rs`, which still imports them from here; new code imports from
 // `crate::baseline` and `crate::sites`.
 pub use crate::baseline::baselines;
 pub use crate::sites::sites;
 
-/// Crash states drawn per step when a power loss there has more than the enumeration bound.
-pub const POWER_LOSS_SAMPLES_PER_STEP: u64 = 32;
+/// The default of `--power-loss-states-max`, and its largest value: the sim's enumeration
+/// bound (65,536), so that every state a sweep enumerates or draws without repetition is an
+/// index.
+pub const POWER_LOSS_STATES_MAX_DEFAULT: u64 = POWER_LOSS_ENUMERATION_BOUND;
 
 /// Marks the points of a row where some crash states were drawn, not all run.
 pub const SAMPLED_MARK: &str = "*";
@@ -55,13 +57,43 @@ pub struct Sampled {
     pub drawn: u64,
 }
 
+/// The crash states a sweep runs at a step whose power loss admits `states` of them, at most
+/// `max` (at most [`POWER_LOSS_ENUMERATION_BOUND`]): every one when there are at most `max`;
+/// else `max` of them drawn without repetition (Floyd's algorithm), in increasing order, when
+/// state numbers are indices (at most the bound); else `max` seeds. The draws come from the
+/// disk-crash stream of a seed made of the sweep's seed and the step, so one step's draws
+/// never depend on another's.
+pub fn power_loss_states(states: Option<u64>, max: u64, seed: u64, step: u64) -> Vec<u64> {
+    assert!(
+        (1..=POWER_LOSS_ENUMERATION_BOUND).contains(&max),
+        "at most {POWER_LOSS_ENUMERATION_BOUND} states a step"
+    );
+    let mut rng =
+        SeedTree::new(seed ^ step.wrapping_mul(0x9e37_79b9_7f4a_7c15)).stream(Subsystem::DiskCrash);
+    match states {
+        Some(count) if count <= max => (0..count).collect(),
+        Some(count) if count <= POWER_LOSS_ENUMERATION_BOUND => {
+            let mut chosen = BTreeSet::new();
+            for j in count - max..count {
+                // Uniform in 0..=j, up to a modulo bias below 2^-47 (j < 2^17).
+                let t = rng.next_u64() % (j + 1);
+                if !chosen.insert(t) {
+                    chosen.insert(j);
+                }
+            }
+            chosen.into_iter().collect()
+        }
+        _ => (0..max).map(|_| rng.next_u64()).collect(),
+    }
+}
+
 /// Every single fault of `kind` the sweep tries, in step order, each with the sampled step
 /// it opens (the first point drawn at a step whose crash states were not all run).
 pub fn points(
     sites: &[SiteRow],
     kind: FaultKind,
     seed: u64,
-    outage_ms: u64,
+    sweep: &SweepSpec,
 ) -> Vec<(PlannedFault, Option<Sampled>)> {
     let mut points = Vec::new();
     for site in sites.iter().filter(|s| s.faults.contains(&kind)) {
@@ -71,44 +103,39 @@ pub fn points(
             FaultKind::ProcessCrash => push(Fault::ProcessCrash {
                 at: CrashPoint::After,
             }),
-            FaultKind::PowerLoss => match site.power_loss_states {
-                Some(count) if count <= POWER_LOSS_ENUMERATION_BOUND => {
-                    for state in 0..count {
-                        push(Fault::PowerLoss {
-                            at: CrashPoint::After,
-                            state,
-                        });
-                    }
-                }
-                states => {
-                    // Too many to enumerate: draw them from the seed, per step, so one step's
-                    // draws never depend on another's.
-                    let mut rng = SeedTree::new(seed ^ step.wrapping_mul(0x9e37_79b9_7f4a_7c15))
-                        .stream(Subsystem::DiskCrash);
-                    let first = points.len();
-                    for _ in 0..POWER_LOSS_SAMPLES_PER_STEP {
-                        points.push((
-                            PlannedFault {
-                                step,
-                                fault: Fault::PowerLoss {
-                                    at: CrashPoint::After,
-                                    state: rng.next_u64(),
-                                },
+            FaultKind::PowerLoss => {
+                let states = power_loss_states(
+                    site.power_loss_states,
+                    sweep.power_loss_states_max,
+                    seed,
+                    step,
+                );
+                let first = points.len();
+                let drawn = states.len() as u64;
+                for state in states {
+                    points.push((
+                        PlannedFault {
+                            step,
+                            fault: Fault::PowerLoss {
+                                at: CrashPoint::After,
+                                state,
                             },
-                            None,
-                        ));
-                    }
+                        },
+                        None,
+                    ));
+                }
+                if site.power_loss_states != Some(drawn) {
                     points[first].1 = Some(Sampled {
-                        states,
-                        drawn: POWER_LOSS_SAMPLES_PER_STEP,
+                        states: site.power_loss_states,
+                        drawn,
                     });
                 }
-            },
+            }
             FaultKind::DiskError => push(Fault::DiskError),
             FaultKind::SinkError => push(Fault::SinkError),
             FaultKind::AckLost => push(Fault::AckLost),
             FaultKind::SinkUnavailable => push(Fault::SinkUnavailable {
-                duration_ms: outage_ms,
+                duration_ms: sweep.outage_ms,
             }),
             FaultKind::Zombie => push(Fault::Zombie),
         }
@@ -187,6 +214,8 @@ pub struct SweepSpec {
     pub outage_ms: u64,
     /// What every point must hold (None: what each sink promises to each view).
     pub expect: Option<Expectation>,
+    /// The most crash states a power loss at one step is run in; a step with more is sampled.
+    pub power_loss_states_max: u64,
 }
 
 /// A whole sweep's result.
@@ -196,6 +225,8 @@ pub struct SweepReport {
     pub protocol: String,
     /// The seed sampled crash states were drawn with (`--seed`).
     pub seed: u64,
+    /// The most crash states run at one step (`--power-loss-states-max`).
+    pub power_loss_states_max: u64,
     /// What the points were judged by: an `--expect`, or "promised" (what each sink promises
     /// to each view).
     pub judged_by: String,
@@ -276,7 +307,7 @@ pub fn sweep_points(
     for &sink in &sweep.sinks {
         let baseline = &baselines[&sink];
         for &first_kind in &sweep.faults {
-            let firsts = points(&baseline.sites, first_kind, spec.seed, sweep.outage_ms);
+            let firsts = points(&baseline.sites, first_kind, spec.seed, sweep);
             if sweep.depth == 1 {
                 all.extend(firsts.into_iter().map(|(first, sampled)| SweepPoint {
                     sink,
@@ -322,8 +353,7 @@ pub fn sweep_points(
                         .into_iter()
                         .filter(|site| site.step > first.step)
                         .collect();
-                    for (second, sampled) in points(&later, second_kind, spec.seed, sweep.outage_ms)
-                    {
+                    for (second, sampled) in points(&later, second_kind, spec.seed, sweep) {
                         all.push(SweepPoint {
                             sink,
                             row: row.clone(),
@@ -467,6 +497,7 @@ impl Coverage {
 /// point judged by `asked` (None: what its sink promises to its view).
 pub fn aggregate(
     spec: &ScenarioSpec,
+    sweep: &SweepSpec,
     records: &[PointRecord],
     asked: Option<&Expectation>,
 ) -> SweepReport {
@@ -547,6 +578,7 @@ pub fn aggregate(
         scenario: spec.label(),
         protocol: spec.protocol.name().to_string(),
         seed: spec.seed,
+        power_loss_states_max: sweep.power_loss_states_max,
         judged_by: asked.map_or("promised".to_string(), Expectation::name),
         model_mismatch: records.iter().find_map(|r| r.model_mismatch.clone()),
         rows,
@@ -708,17 +740,17 @@ impl SweepReport {
                     .map_or(String::new(), |v| format!(" / {v}"));
                 let of = match sampled.states {
                     Some(states) => format!("of {} ", thousands(states)),
-                    None => "of more than can be counted ".to_string(),
+                    None => "of an uncounted number of ".to_string(),
                 };
                 let steps = if sampled.steps == 1 { "step" } else { "steps" };
                 Some(format!(
-                    "sampled {} / {}{view}: {} {of}crash states at {} {steps} were drawn with seed {} (at most {} a step)",
+                    "sampled {} / {}{view}: {} {of}crash states at {} {steps} were drawn with seed {} (--power-loss-states-max {})",
                     row.sink,
                     row.fault,
                     thousands(sampled.drawn),
-                    sampled.steps,
+                    thousands(sampled.steps),
                     self.seed,
-                    thousands(POWER_LOSS_SAMPLES_PER_STEP),
+                    self.power_loss_states_max,
                 ))
             })
             .collect()
@@ -726,5 +758,138 @@ impl SweepReport {
 
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a sweep report always serializes") + "\n"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_step_with_at_most_max_states_runs_every_one() {
+        assert_eq!(power_loss_states(Some(5), 5, 0, 3), vec![0, 1, 2, 3, 4]);
+        assert_eq!(
+            power_loss_states(Some(5), 65_536, 9, 3),
+            vec![0, 1, 2, 3, 4]
+        );
+        assert_eq!(power_loss_states(Some(1), 1, 0, 3), vec![0]);
+    }
+
+    #[test]
+    fn more_states_than_max_are_drawn_without_repetition_below_the_count() {
+        for (count, max) in [(2, 1), (10, 9), (1_000, 100), (65_536, 65_535), (65_536, 4)] {
+            let drawn = power_loss_states(Some(count), max, 7, 40);
+            assert_eq!(drawn.len() as u64, max, "{count} {max}");
+            assert!(drawn.windows(2).all(|w| w[0] < w[1]), "distinct, in order");
+            assert!(drawn.iter().all(|&state| state < count), "indices");
+            assert_eq!(drawn, power_loss_states(Some(count), max, 7, 40));
+        }
+        let draw = |seed, step| power_loss_states(Some(1_000), 10, seed, step);
+        assert_ne!(draw(7, 40), draw(7, 41), "each step its own draws");
+        assert_ne!(draw(7, 40), draw(8, 40), "each seed its own draws");
+    }
+
+    #[test]
+    fn every_subset_is_drawn_about_equally_often() {
+        // 2 of 5 states: 10 subsets, 10,000 seeds, about 1,000 each.
+        let mut counts: BTreeMap<Vec<u64>, u64> = BTreeMap::new();
+        for seed in 0..10_000 {
+            *counts
+                .entry(power_loss_states(Some(5), 2, seed, 1))
+                .or_default() += 1;
+        }
+        assert_eq!(counts.len(), 10);
+        assert!(
+            counts.values().all(|&n| (900..=1_100).contains(&n)),
+            "{counts:?}"
+        );
+    }
+
+    #[test]
+    fn above_the_sim_bound_the_states_are_seeds_from_the_disk_crash_stream() {
+        let seeds = power_loss_states(Some(POWER_LOSS_ENUMERATION_BOUND + 1), 32, 3, 46);
+        let mut stream = SeedTree::new(3 ^ 46u64.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+            .stream(Subsystem::DiskCrash);
+        let expected: Vec<u64> = (0..32).map(|_| stream.next_u64()).collect();
+        assert_eq!(seeds, expected);
+        assert_eq!(power_loss_states(None, 32, 3, 46), expected);
+        // More draws keep the first ones: --power-loss-states-max 32 draws what 32 drew before.
+        assert_eq!(power_loss_states(None, 1_000, 3, 46)[..32], expected[..]);
+    }
+
+    /// A row of points, each opening the sampled steps given for it.
+    fn row_after(points: &[&[Sampled]]) -> SweepRow {
+        let mut coverage = Coverage::default();
+        let mut row = SweepRow::default();
+        for opens in points {
+            row.points += 1;
+            coverage.count(opens);
+        }
+        coverage.finish(&mut row);
+        row
+    }
+
+    #[test]
+    fn a_row_counts_every_state_of_its_sampled_steps() {
+        let row = row_after(&[&[], &[]]);
+        assert_eq!(
+            (
+                row.states_run,
+                row.states_total,
+                row.exhaustive,
+                row.sampled
+            ),
+            (2, Some(2), true, None)
+        );
+        // Two enumerated points, a step of 10 states with 3 drawn, one more enumerated point.
+        let step = Sampled {
+            states: Some(10),
+            drawn: 3,
+        };
+        let row = row_after(&[&[], &[], &[step], &[], &[], &[]]);
+        assert_eq!(
+            (row.states_run, row.states_total, row.exhaustive),
+            (6, Some(13), false)
+        );
+        assert_eq!(
+            row.sampled,
+            Some(SampledSteps {
+                steps: 1,
+                states: Some(10),
+                drawn: 3
+            })
+        );
+    }
+
+    #[test]
+    fn a_nested_sampled_step_is_drawn_once_and_an_uncounted_one_leaves_the_total_unknown() {
+        // Depth 2: a sampled first step holds 4 pairs; its first pair also opens a second
+        // step of 5 states with 2 drawn; one more point after both.
+        let first = Sampled {
+            states: None,
+            drawn: 4,
+        };
+        let second = Sampled {
+            states: Some(5),
+            drawn: 2,
+        };
+        let row = row_after(&[&[first, second], &[], &[], &[], &[]]);
+        assert_eq!((row.states_run, row.states_total), (5, None));
+        assert_eq!(
+            row.sampled,
+            Some(SampledSteps {
+                steps: 2,
+                states: None,
+                drawn: 4
+            })
+        );
+        // A total past u64::MAX is unknown too.
+        let huge = Sampled {
+            states: Some(u64::MAX),
+            drawn: 1,
+        };
+        let row = row_after(&[&[huge], &[]]);
+        assert_eq!(row.states_total, None);
+        assert_eq!(row.sampled.map(|s| s.states), Some(Some(u64::MAX)));
     }
 }

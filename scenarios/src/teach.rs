@@ -193,6 +193,7 @@ fn crash_sweep(
         depth: 1,
         outage_ms: 2_000,
         expect: None,
+        power_loss_states_max: crate::sweep::POWER_LOSS_STATES_MAX_DEFAULT,
     };
     let baselines = baselines(spec, events, &sweep.sinks)?;
     let points = sweep_points(spec, &sweep, &baselines);
@@ -201,7 +202,7 @@ fn crash_sweep(
         .enumerate()
         .flat_map(|(i, point)| run_point(spec, &baselines, i as u64, point))
         .collect();
-    Ok((aggregate(spec, &records, None), records))
+    Ok((aggregate(spec, &sweep, &records, None), records))
 }
 
 /// A step that commits a checkpoint: the rename of a new checkpoint file into place (or, for

@@ -137,7 +137,15 @@ fn jobs_do_not_change_a_byte() {
             "no-tail-repair",
             "--quiet",
         ],
-        vec!["sweep", "--checkpoint-protocol", "in-place", "--quiet"],
+        // Sampled steps included: 9 steps have more than 500 crash states.
+        vec![
+            "sweep",
+            "--checkpoint-protocol",
+            "in-place",
+            "--power-loss-states-max",
+            "500",
+            "--quiet",
+        ],
     ] {
         let mut one = command.clone();
         one.extend_from_slice(&["--jobs", "1"]);
@@ -170,8 +178,33 @@ fn shards_merge_into_the_unsharded_report() {
                 "--quiet",
             ],
         ),
+        // Sampled steps: the shards' points carry what the totals and the mark need.
+        (
+            "sampled-sweep",
+            vec![
+                "sweep",
+                "--checkpoint-protocol",
+                "in-place",
+                "--sinks",
+                "idempotent",
+                "--faults",
+                "power-loss",
+                "--power-loss-states-max",
+                "50",
+                "--quiet",
+            ],
+        ),
     ] {
         let whole = keel(&command);
+        if name == "sampled-sweep" {
+            assert!(
+                whole.stdout.contains(
+                    "* sampled idempotent / power-loss: 1,300 of 77,472 crash states at 26 steps were drawn with seed 0 (--power-loss-states-max 50)"
+                ),
+                "{}",
+                whole.stdout
+            );
+        }
         let mut files = Vec::new();
         for i in 0..3 {
             let mut args = command.clone();

@@ -2,7 +2,8 @@
 
 use clap::Parser;
 use keel_scenarios::cli::{execute, Cli};
-use serde_json::Value;
+use serde_json::{json, Value};
+use std::sync::OnceLock;
 
 fn keel(args: &[&str]) -> String {
     let mut argv = vec!["keel"];
@@ -13,6 +14,17 @@ fn keel(args: &[&str]) -> String {
 }
 
 fn sweep_json(protocol: &str, extra: &[&str]) -> Value {
+    if protocol == "in-place" && extra.is_empty() {
+        // 155,334 runs: once for every test that reads it.
+        static IN_PLACE: OnceLock<Value> = OnceLock::new();
+        return IN_PLACE
+            .get_or_init(|| run_sweep_json(protocol, extra))
+            .clone();
+    }
+    run_sweep_json(protocol, extra)
+}
+
+fn run_sweep_json(protocol: &str, extra: &[&str]) -> Value {
     let mut args = vec![
         "sweep",
         "--checkpoint-protocol",
@@ -211,6 +223,104 @@ fn checkpoint_before_sink_sync_loses_records_even_with_the_idempotent_sink() {
         first["broken"],
         serde_json::json!(["no-loss", "consistent-view"])
     );
+}
+
+/// Every row ran every state: states_run and states_total are its points.
+fn assert_exhaustive(report: &Value) {
+    for r in rows(report) {
+        let name = format!("{} / {}", r["sink"], r["fault"]);
+        assert_eq!(r["exhaustive"], true, "{name}");
+        assert_eq!(r["states_run"], r["points"], "{name}");
+        assert_eq!(r["states_total"], r["points"], "{name}");
+        assert!(r["sampled"].is_null(), "{name}");
+    }
+}
+
+#[test]
+fn the_safe_sweep_runs_every_crash_state() {
+    let report = sweep_json("safe", &[]);
+    assert_eq!(rows(&report).len(), 12);
+    assert_exhaustive(&report);
+    assert_eq!(
+        n(&row(&report, "append", "power-loss")["states_total"]),
+        481
+    );
+}
+
+#[test]
+fn the_in_place_sweep_runs_every_crash_state_at_the_default() {
+    let report = sweep_json("in-place", &[]);
+    assert_eq!(n(&report["power_loss_states_max"]), 65_536);
+    assert_eq!(rows(&report).len(), 12);
+    assert_exhaustive(&report);
+    // 39 steps of at most 432 states (2,427), 2 of 2,592, 6 of 7,776 and 1 of 23,328: every
+    // one an index below 65,536, so every one runs.
+    for sink in ["append", "idempotent"] {
+        let r = row(&report, sink, "power-loss");
+        assert_eq!(
+            n(&r["states_total"]),
+            2_427 + 2 * 2_592 + 6 * 7_776 + 23_328
+        );
+        assert_eq!(n(&r["states_total"]), 77_595);
+    }
+}
+
+#[test]
+fn a_sweep_with_fewer_states_a_step_says_what_it_sampled() {
+    let report = sweep_json("in-place", &["--power-loss-states-max", "1000"]);
+    assert_eq!(n(&report["power_loss_states_max"]), 1_000);
+    for sink in ["append", "idempotent"] {
+        for fault in FAULTS {
+            let r = row(&report, sink, fault);
+            if fault != "power-loss" {
+                assert_eq!(r["exhaustive"], true, "{sink} / {fault}");
+                assert_eq!(r["states_total"], r["points"], "{sink} / {fault}");
+                continue;
+            }
+            // 39 steps of at most 432 states run all 2,427; the 9 steps of 2,592 to 23,328
+            // states (75,168) run 1,000 each.
+            assert_eq!(r["exhaustive"], false, "{sink}");
+            assert_eq!(
+                (n(&r["points"]), n(&r["states_run"]), n(&r["states_total"])),
+                (11_427, 11_427, 77_595),
+                "{sink}"
+            );
+            assert_eq!(
+                r["sampled"],
+                json!({"steps": 9, "states": 75_168, "drawn": 9_000}),
+                "{sink}"
+            );
+        }
+    }
+    let text = keel(&[
+        "sweep",
+        "--checkpoint-protocol",
+        "in-place",
+        "--power-loss-states-max",
+        "1000",
+        "--seed",
+        "7",
+        "--sinks",
+        "idempotent",
+        "--faults",
+        "power-loss,ack-lost",
+    ]);
+    let points = |fault: &str| {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("idempotent") && l.contains(fault))
+            .unwrap_or_else(|| panic!("no {fault} row: {text}"));
+        line.split_whitespace().nth(2).unwrap().to_string()
+    };
+    assert_eq!(points("power-loss"), "11427*");
+    assert_eq!(points("ack-lost"), "4");
+    assert!(
+        text.contains(
+            "\n* sampled idempotent / power-loss: 9,000 of 75,168 crash states at 9 steps were drawn with seed 7 (--power-loss-states-max 1000)\n"
+        ),
+        "{text}"
+    );
+    assert_eq!(text.matches("* sampled").count(), 1, "{text}");
 }
 
 #[test]

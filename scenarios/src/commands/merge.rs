@@ -143,8 +143,14 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
                     )));
                 }
             }
-            let expect = args.expect.clone().or(sweep.expect);
-            Ok(sweep_output(&spec, &points, expect.as_ref(), args.format))
+            let expect = args.expect.clone().or(sweep.expect.clone());
+            Ok(sweep_output(
+                &spec,
+                &sweep,
+                &points,
+                expect.as_ref(),
+                args.format,
+            ))
         }
         ShardLine::ExploreHeader {
             spec,

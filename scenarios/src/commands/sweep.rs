@@ -13,7 +13,10 @@ use crate::error::KeelError;
 use crate::parallel::par_map;
 use crate::property::Expectation;
 use crate::spec::ScenarioSpec;
-use crate::sweep::{aggregate, run_point, sweep_points, PointRecord, SweepPoint, SweepSpec};
+use crate::sweep::{
+    aggregate, run_point, sweep_points, PointRecord, SweepPoint, SweepSpec,
+    POWER_LOSS_STATES_MAX_DEFAULT,
+};
 use clap::Args;
 use keel_engine::SinkKind;
 use keel_sim::FaultKind;
@@ -51,6 +54,13 @@ pub struct SweepArgs {
     #[arg(long, value_name = "D", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
     pub depth: u8,
 
+    /// The most crash states a power loss at one step is run in (1..=65536). A step with
+    /// more is sampled: N states drawn without repetition from --seed (N seeds where a step
+    /// has more than 65,536), its row marked `*` and `exhaustive: false`.
+    #[arg(long, value_name = "N", default_value_t = POWER_LOSS_STATES_MAX_DEFAULT,
+          value_parser = clap::value_parser!(u64).range(1..=POWER_LOSS_STATES_MAX_DEFAULT))]
+    pub power_loss_states_max: u64,
+
     /// What every point must hold, judged in every consumer view: a comma-separated list of
     /// no-loss, no-duplicates, no-wrong, no-rollback, recovers, consistent-view, or the
     /// shorthands at-least-once and exactly-once. A read_uncommitted consumer is never held to
@@ -77,6 +87,7 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
         depth: args.depth,
         outage_ms: args.outage_ms,
         expect: args.expect.clone(),
+        power_loss_states_max: args.power_loss_states_max,
     };
     let baselines = baselines(&spec, &events, &sweep.sinks)?;
     let points = sweep_points(&spec, &sweep, &baselines);
@@ -114,6 +125,7 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
     }
     Ok(sweep_output(
         &spec,
+        &sweep,
         &records,
         args.expect.as_ref(),
         args.format,
@@ -124,11 +136,12 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
 /// was asked, when the fault-free run departs from the model).
 pub(crate) fn sweep_output(
     spec: &ScenarioSpec,
+    sweep: &SweepSpec,
     records: &[PointRecord],
     expect: Option<&Expectation>,
     format: TableFormatArg,
 ) -> Output {
-    let report = aggregate(spec, records, expect);
+    let report = aggregate(spec, sweep, records, expect);
     let mut stdout = match table_format(format) {
         Some(format) => report.render(format),
         None => report.to_json(),

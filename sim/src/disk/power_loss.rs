@@ -54,9 +54,9 @@ use rand_core::{RngCore, SeedableRng};
 
 use super::{write_at, DataOp, DirOp, Disk, InodeId};
 
-/// Up to this many crash states, a state number is an index a test can enumerate; above it,
-/// a seed.
-pub const POWER_LOSS_ENUMERATION_BOUND: u64 = 1 << 12;
+/// Up to this many crash states (65,536), a state number is an index a test can enumerate;
+/// above it, a seed. A sweep runs at most this many states a step.
+pub const POWER_LOSS_ENUMERATION_BOUND: u64 = 1 << 16;
 
 /// At most this many details (torn sectors, undone operations) per part of a description.
 const DESCRIPTION_DETAILS_MAX: usize = 4;
@@ -967,15 +967,37 @@ mod tests {
     }
 
     #[test]
+    fn up_to_65536_states_a_state_number_is_an_index() {
+        let mut disk = Disk::with_sector_size(4);
+        disk.create("f").unwrap();
+        disk.fsync_dir().unwrap();
+        // 8 pieces of 4 bytes and the size: 3^8 * 2 = 13122 states, above the old bound 4096.
+        disk.append("f", &[7; 32]).unwrap();
+        let states = disk.power_loss_states();
+        assert_eq!(states.count(), Some(13_122));
+        assert!(states.is_enumerable(POWER_LOSS_ENUMERATION_BOUND));
+        let (crashed, outcome) = after(&disk, 13_121);
+        assert!(!outcome.seeded);
+        assert_eq!(crashed.read("f").unwrap(), [7; 32]);
+        assert_eq!(
+            outcome.to_string(),
+            "state 13121/13122: f: 1/1 writes kept, size kept"
+        );
+        let (crashed, _) = after(&disk, 0);
+        assert_eq!(crashed.read("f").unwrap(), b"");
+    }
+
+    #[test]
     fn more_states_than_the_bound_are_drawn_from_the_state_as_a_seed() {
         let mut disk = Disk::with_sector_size(4);
         disk.create("f").unwrap();
         disk.fsync_dir().unwrap();
-        // 8 pieces of 4 bytes and the size: 3^8 * 2 = 13122 states.
-        disk.append("f", &[7; 32]).unwrap();
+        // 10 pieces of 4 bytes and the size: 3^10 * 2 = 118098 states, above 65,536.
+        disk.append("f", &[7; 40]).unwrap();
         let states = disk.power_loss_states();
-        assert_eq!(states.count(), Some(13122));
+        assert_eq!(states.count(), Some(118_098));
         assert!(!states.is_enumerable(POWER_LOSS_ENUMERATION_BOUND));
+        assert!(states.is_enumerable(118_098));
         let (first, outcome) = after(&disk, 99_999);
         let (again, outcome_again) = after(&disk, 99_999);
         assert_eq!(first, again);
@@ -983,7 +1005,7 @@ mod tests {
         assert!(outcome.seeded);
         assert!(outcome
             .to_string()
-            .starts_with("seed 99999 of 13122 states: f: "));
+            .starts_with("seed 99999 of 118098 states: f: "));
     }
 
     #[test]
