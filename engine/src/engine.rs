@@ -11,7 +11,7 @@ use crate::record::Record;
 use crate::sink::{SinkConnector, SinkError, SinkKind, WriteOutcome};
 use crate::txsink::TxSink;
 use crate::window::OperatorState;
-use keel_sim::{Crash, World};
+use keel_sim::{Crash, Storage, World};
 use std::collections::BTreeSet;
 use std::fmt;
 
@@ -211,7 +211,7 @@ impl Engine {
 
     /// Start-up: restore the newest checkpoint that validates (or start empty) and open the
     /// sink, repairing its tail if the protocol does.
-    pub fn recover(&mut self, world: &mut World) -> Result<(), Interrupt> {
+    pub fn recover<S: Storage>(&mut self, world: &mut World<S>) -> Result<(), Interrupt> {
         let protocol = self.config.protocol;
         let names = world.effect("disk.list", ".", |env| env.disk.list())?;
         // Newest first: numbered checkpoints by index, then the in-place file.
@@ -297,7 +297,11 @@ impl Engine {
 
     /// Processes the input from where recovery left off to the end, flushing at the end and
     /// making the sink durable.
-    pub fn run(&mut self, world: &mut World, events: &[Event]) -> Result<(), Interrupt> {
+    pub fn run<S: Storage>(
+        &mut self,
+        world: &mut World<S>,
+        events: &[Event],
+    ) -> Result<(), Interrupt> {
         let start = self.stats.resume_from_index;
         if start > events.len() as u64 {
             return Err(Interrupt::Failed(EngineError {
@@ -345,7 +349,7 @@ impl Engine {
 
     /// The prefix of the keys of the records emitted now: the stable one (event index, or
     /// "flush"), or the processing time, which a replay does not reproduce.
-    fn key_prefix(&self, world: &World, stable: &str) -> String {
+    fn key_prefix<S: Storage>(&self, world: &World<S>, stable: &str) -> String {
         match self.config.key {
             KeyScheme::EventIndex => stable.to_string(),
             KeyScheme::ProcessingTime => format!("pt{}", world.now_ms()),
@@ -353,7 +357,7 @@ impl Engine {
     }
 
     /// Makes a file sink's writes durable (the log sink's pre-commit is a no-op).
-    fn sync_file_sink(&mut self, world: &mut World) -> Result<(), Interrupt> {
+    fn sync_file_sink<S: Storage>(&mut self, world: &mut World<S>) -> Result<(), Interrupt> {
         if let Some(Sink::File(file)) = self.sink.as_mut() {
             file.sync(world)?;
         }
@@ -362,7 +366,7 @@ impl Engine {
 
     /// A process that was cut off and replaced wakes up: it retries its last write and,
     /// on the transactional sink, tries to commit its transaction, all with its old identity.
-    pub fn wake_as_zombie(&mut self, world: &mut World) -> Result<(), Interrupt> {
+    pub fn wake_as_zombie<S: Storage>(&mut self, world: &mut World<S>) -> Result<(), Interrupt> {
         let Some(record) = self.last_record.clone() else {
             return Ok(());
         };
@@ -383,7 +387,11 @@ impl Engine {
         written
     }
 
-    fn write(&mut self, world: &mut World, record: &Record) -> Result<(), Interrupt> {
+    fn write<S: Storage>(
+        &mut self,
+        world: &mut World<S>,
+        record: &Record,
+    ) -> Result<(), Interrupt> {
         self.last_record = Some(record.clone());
         match self
             .sink
@@ -403,7 +411,12 @@ impl Engine {
     /// Writes and commits the checkpoint `index` by the configured protocol. `safe`: sync the
     /// sink; write `state-<index>.json.tmp`, fsync it, rename it to `state-<index>.json`,
     /// fsync the directory; then delete older checkpoints.
-    fn checkpoint(&mut self, world: &mut World, index: u64, last: bool) -> Result<(), Interrupt> {
+    fn checkpoint<S: Storage>(
+        &mut self,
+        world: &mut World<S>,
+        index: u64,
+        last: bool,
+    ) -> Result<(), Interrupt> {
         let protocol = self.config.protocol;
         let transactions = match self.sink.as_ref() {
             Some(Sink::Log(log)) => vec![log.pending()],
@@ -459,7 +472,11 @@ impl Engine {
         Ok(())
     }
 
-    fn remove_checkpoints(&mut self, world: &mut World, indexes: &[u64]) -> Result<(), Interrupt> {
+    fn remove_checkpoints<S: Storage>(
+        &mut self,
+        world: &mut World<S>,
+        indexes: &[u64],
+    ) -> Result<(), Interrupt> {
         for &index in indexes {
             let name = Checkpoint::file_name(index);
             disk_step(world, "disk.remove", &name, |d| d.remove(&name))?;
@@ -473,11 +490,11 @@ impl Engine {
 pub const IN_PLACE_FILE: &str = "state.json";
 
 /// One disk operation as one step; an I/O error aborts the incarnation.
-fn disk_step(
-    world: &mut World,
+fn disk_step<S: Storage>(
+    world: &mut World<S>,
     op: &'static str,
     target: &str,
-    operation: impl FnOnce(&mut keel_sim::Disk) -> Result<(), keel_sim::DiskError>,
+    operation: impl FnOnce(&mut S) -> Result<(), keel_sim::DiskError>,
 ) -> Result<(), Interrupt> {
     world
         .effect(op, target, |env| operation(&mut env.disk))?

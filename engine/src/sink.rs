@@ -7,7 +7,7 @@
 //! already there is skipped, whoever sent it.
 
 use crate::record::Record;
-use keel_sim::{Crash, Disk, DiskError, World};
+use keel_sim::{Crash, DiskError, Storage, World};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fmt;
@@ -93,7 +93,7 @@ struct KeyIndex {
 }
 
 impl KeyIndex {
-    fn refresh(&mut self, disk: &Disk, file: &str) -> Result<(), DiskError> {
+    fn refresh<S: Storage>(&mut self, disk: &S, file: &str) -> Result<(), DiskError> {
         let len_bytes = disk.len_bytes(file)?;
         if len_bytes < self.indexed_len_bytes {
             // The file was truncated (tail repair or power loss): index it again.
@@ -143,9 +143,9 @@ impl SinkConnector {
     /// Opens the sink (one step), creating its file (and syncing the directory) if needed.
     /// With `tail_repair`, a tail
     /// that is not whole records (a torn append) is truncated away and the cut made durable.
-    pub fn open(
+    pub fn open<S: Storage>(
         kind: SinkKind,
-        world: &mut World,
+        world: &mut World<S>,
         tail_repair: bool,
     ) -> Result<SinkConnector, SinkError> {
         let file = kind.file_name();
@@ -192,9 +192,9 @@ impl SinkConnector {
 
     /// Sends one record to the sink, retrying failed requests with backoff. `written` counts
     /// the records that reached the sink, even if the process then dies or the ack is lost.
-    pub fn write(
+    pub fn write<S: Storage>(
         &mut self,
-        world: &mut World,
+        world: &mut World<S>,
         record: &Record,
         written: &mut u64,
     ) -> Result<WriteOutcome, SinkError> {
@@ -245,7 +245,7 @@ impl SinkConnector {
     }
 
     /// Makes every record written so far durable (one step: fsync of the sink file).
-    pub fn sync(&mut self, world: &mut World) -> Result<(), SinkError> {
+    pub fn sync<S: Storage>(&mut self, world: &mut World<S>) -> Result<(), SinkError> {
         let file = &self.file;
         world
             .effect("disk.fsync", file.clone(), |env| env.disk.fsync(file))?

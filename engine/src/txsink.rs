@@ -15,7 +15,7 @@ use crate::checkpoint::PendingTxn;
 use crate::record::Record;
 use crate::sink::SinkError;
 use keel_sim::txlog::{LogError, Producer};
-use keel_sim::World;
+use keel_sim::{Storage, World};
 
 /// The engine's end of the two-phase-commit sink.
 #[derive(Clone, Debug)]
@@ -30,8 +30,8 @@ fn fatal(what: &str, error: impl std::fmt::Display) -> SinkError {
 impl TxSink {
     /// Recovery: commit what the restored checkpoint pre-committed, then open the
     /// transaction that follows checkpoint `resume_index`.
-    pub fn open(
-        world: &mut World,
+    pub fn open<S: Storage>(
+        world: &mut World<S>,
         restored: &[PendingTxn],
         resume_index: u64,
     ) -> Result<TxSink, SinkError> {
@@ -54,7 +54,7 @@ impl TxSink {
     }
 
     /// Registers `keel-txn-<index>` (fencing any older producer of it) and begins.
-    fn begin(world: &mut World, index: u64) -> Result<Producer, SinkError> {
+    fn begin<S: Storage>(world: &mut World<S>, index: u64) -> Result<Producer, SinkError> {
         let id = format!("keel-txn-{index}");
         let producer = world
             .request("log.init-producer", id.clone(), |env| {
@@ -74,9 +74,9 @@ impl TxSink {
     }
 
     /// Sends one record inside the current transaction.
-    pub fn write(
+    pub fn write<S: Storage>(
         &mut self,
-        world: &mut World,
+        world: &mut World<S>,
         record: &Record,
         written: &mut u64,
     ) -> Result<(), SinkError> {
@@ -106,9 +106,9 @@ impl TxSink {
 
     /// After checkpoint `index` is committed: commit the transaction, then (unless this was
     /// the final checkpoint) open the next one.
-    pub fn commit(
+    pub fn commit<S: Storage>(
         &mut self,
-        world: &mut World,
+        world: &mut World<S>,
         index: u64,
         open_next: bool,
     ) -> Result<(), SinkError> {

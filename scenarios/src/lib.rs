@@ -14,6 +14,7 @@ pub mod observation;
 pub mod parallel;
 pub mod plan_file;
 pub mod property;
+pub mod real;
 pub mod report;
 pub mod reproduce;
 pub mod runner;

@@ -60,6 +60,12 @@ pub enum DiskError {
         op: &'static str,
         name: String,
     },
+    /// A real file system refused `op` on `name` (real mode only): the OS's own message.
+    Os {
+        op: &'static str,
+        name: String,
+        message: String,
+    },
 }
 
 impl fmt::Display for DiskError {
@@ -67,6 +73,7 @@ impl fmt::Display for DiskError {
         match self {
             DiskError::NotFound { name } => write!(f, "{name}: no such file"),
             DiskError::Io { op, name } => write!(f, "{op} {name}: input/output error (EIO)"),
+            DiskError::Os { op, name, message } => write!(f, "{op} {name}: {message}"),
         }
     }
 }

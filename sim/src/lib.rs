@@ -9,6 +9,7 @@ pub mod clock;
 pub mod disk;
 pub mod fault;
 pub mod rng;
+pub mod storage;
 pub mod trace;
 pub mod txlog;
 pub mod world;
@@ -17,9 +18,10 @@ pub use clock::Clock;
 pub use disk::{Disk, DiskError};
 pub use fault::{CrashPoint, Fault, FaultKind, FaultPlan, PlanError, PlannedFault};
 pub use rng::{SeedTree, Subsystem};
+pub use storage::Storage;
 pub use trace::{Fingerprint, Trace, TraceLine};
 pub use txlog::{
     AbortReason, EntryKind, LogEntry, LogError, LogRecord, OpenTransaction, Producer,
     ResumeOutcome, TxLog, TxnStatus,
 };
-pub use world::{Crash, CrashKind, Env, RequestError, Site, World, WrappedState};
+pub use world::{Crash, CrashKind, Env, RequestError, Resume, Site, World, WrappedState};

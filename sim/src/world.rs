@@ -11,9 +11,14 @@ use crate::disk::Disk;
 use crate::disk::POWER_LOSS_ENUMERATION_BOUND;
 use crate::fault::{CrashPoint, Fault, FaultPlan, PlannedFault};
 use crate::rng::SeedTree;
+use crate::storage::Storage;
 use crate::trace::{Fingerprint, Trace, TraceLine};
 use crate::txlog::TxLog;
 use std::fmt;
+
+/// Power losses, disk errors and crash-state counts need the simulated disk: a real
+/// directory supports process crashes only (callers refuse other plans in real mode).
+const SIMULATION_ONLY: &str = "power loss and disk errors are simulation-only";
 
 /// A run that takes more steps than this is a bug (an unbounded loop), not a long run.
 const STEPS_MAX: u64 = 50_000_000;
@@ -84,11 +89,12 @@ impl fmt::Display for RequestError {
     }
 }
 
-/// What an effect may touch: the parts of the world that outlive a process.
+/// What an effect may touch: the parts of the world that outlive a process. `S` is the
+/// storage the engine's files live on: the simulated [`Disk`], or a real directory.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Env {
+pub struct Env<S = Disk> {
     pub clock: Clock,
-    pub disk: Disk,
+    pub disk: S,
     /// The transactional log service (the two-phase-commit sink's broker).
     pub txlog: TxLog,
     /// The sink refuses every request until this time (a sink outage).
@@ -98,8 +104,8 @@ pub struct Env {
 /// Default transaction timeout of an `Env::default()` log (Kafka's default is 60 s).
 const TRANSACTION_TIMEOUT_MS_DEFAULT: u64 = 60_000;
 
-impl Env {
-    pub fn new(disk: Disk, txlog: TxLog) -> Env {
+impl<S> Env<S> {
+    pub fn new(disk: S, txlog: TxLog) -> Env<S> {
         Env {
             clock: Clock::default(),
             disk,
@@ -126,10 +132,21 @@ pub struct WrappedState {
     pub count: u64,
 }
 
+/// Where a process incarnation starts in a run that another process began: the next step
+/// number, the simulated time, the incarnation number, and whether the plan's kill by the
+/// clock has happened. A real run starts each child process from one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Resume {
+    pub step_next: u64,
+    pub time_ms: u64,
+    pub incarnation: u32,
+    pub kill_done: bool,
+}
+
 /// The simulated world. Clone it to fork a run at any point.
 #[derive(Clone, Debug)]
-pub struct World {
-    env: Env,
+pub struct World<S = Disk> {
+    env: Env<S>,
     seeds: SeedTree,
     plan: FaultPlan,
     step_next: u64,
@@ -161,9 +178,11 @@ impl World {
             Env::new(disk, TxLog::new(TRANSACTION_TIMEOUT_MS_DEFAULT)),
         )
     }
+}
 
+impl<S: Storage> World<S> {
     /// A world whose outliving parts (disk, log) are `env`.
-    pub fn with_env(seed: u64, plan: FaultPlan, env: Env) -> Self {
+    pub fn with_env(seed: u64, plan: FaultPlan, env: Env<S>) -> Self {
         World {
             env,
             seeds: SeedTree::new(seed),
@@ -179,9 +198,37 @@ impl World {
         }
     }
 
+    /// A world that goes on where another process left a run: `resume` says from which
+    /// step, time and incarnation. Its trace holds only what happens from here.
+    pub fn resumed(seed: u64, plan: FaultPlan, mut env: Env<S>, resume: Resume) -> Self {
+        env.clock = Clock::default();
+        env.clock.sleep_until(resume.time_ms);
+        let mut world = World::with_env(seed, plan, env);
+        world.step_next = resume.step_next;
+        world.incarnation = resume.incarnation;
+        world.kill_done = resume.kill_done;
+        world
+    }
+
+    /// Where a process starting now would resume this run (see [`World::resumed`]).
+    pub fn resume_point(&self) -> Resume {
+        Resume {
+            step_next: self.step_next,
+            time_ms: self.now_ms(),
+            incarnation: self.incarnation,
+            kill_done: self.kill_done,
+        }
+    }
+
     /// Read-only view for the runner and the oracle; the system under test uses [`World::effect`].
-    pub fn env(&self) -> &Env {
+    pub fn env(&self) -> &Env<S> {
         &self.env
+    }
+
+    /// Appends `line` to the trace; the storage sees it first (a real process writes it out).
+    fn trace_push(&mut self, line: TraceLine) {
+        self.env.disk.record(&line);
+        self.trace.push(line);
     }
 
     pub fn seeds(&self) -> SeedTree {
@@ -256,7 +303,8 @@ impl World {
         if let Some(counts) = &mut self.crash_state_counts {
             // A step cut short by a crash before its effect has no count of its own.
             counts.resize(step as usize, None);
-            counts.push(self.env.disk.power_loss_states().count());
+            let disk = self.env.disk.simulated().expect(SIMULATION_ONLY);
+            counts.push(disk.power_loss_states().count());
         }
     }
 
@@ -300,7 +348,7 @@ impl World {
         assert!(step < STEPS_MAX, "run exceeded {STEPS_MAX} steps");
         self.step_next += 1;
         let fault = self.plan.at(step);
-        self.trace.push(TraceLine::Step {
+        self.trace_push(TraceLine::Step {
             step,
             time_ms: self.now_ms(),
             incarnation: self.zombie.map_or(self.incarnation, |(zombie, _)| zombie),
@@ -327,7 +375,14 @@ impl World {
                 // A state number beyond an enumerable count wraps, so any u64 a generator
                 // draws names a state; `keel run --crash-state` and plan files check the
                 // range instead (`wrapped_states` says where it happened).
-                let state = match self.env.disk.power_loss_states().count() {
+                let count = self
+                    .env
+                    .disk
+                    .simulated()
+                    .expect(SIMULATION_ONLY)
+                    .power_loss_states()
+                    .count();
+                let state = match count {
                     Some(count) if count <= POWER_LOSS_ENUMERATION_BOUND => {
                         if state >= count {
                             self.wrapped.push(WrappedState {
@@ -349,8 +404,9 @@ impl World {
                     }
                     _ => state,
                 };
+                let disk = self.env.disk.simulated_mut().expect(SIMULATION_ONLY);
+                let outcome = disk.power_loss(state);
                 self.injected_at(step, Fault::PowerLoss { at, state });
-                let outcome = self.env.disk.power_loss(state);
                 self.note(format!("power loss: {outcome}"));
                 Err(self.crash(step, at, CrashKind::PowerLoss { state }))
             }
@@ -360,7 +416,7 @@ impl World {
 
     /// Records a decision of the system under test in the trace (not a step: no fault applies).
     pub fn note(&mut self, text: impl Into<String>) {
-        self.trace.push(TraceLine::Note {
+        self.trace_push(TraceLine::Note {
             time_ms: self.now_ms(),
             incarnation: self.incarnation,
             text: text.into(),
@@ -374,12 +430,17 @@ impl World {
         &mut self,
         op: &'static str,
         target: impl Into<String>,
-        effect: impl FnOnce(&mut Env) -> T,
+        effect: impl FnOnce(&mut Env<S>) -> T,
     ) -> Result<T, Crash> {
         let (step, fault) = self.begin_step(op, target.into())?;
         self.crash_if_planned(step, fault, CrashPoint::Before)?;
         match fault {
-            Some(Fault::DiskError) => self.env.disk.inject_error(),
+            Some(Fault::DiskError) => self
+                .env
+                .disk
+                .simulated_mut()
+                .expect(SIMULATION_ONLY)
+                .inject_error(),
             Some(
                 f @ (Fault::SinkError
                 | Fault::AckLost
@@ -392,7 +453,8 @@ impl World {
         }
         let output = effect(&mut self.env);
         if fault == Some(Fault::DiskError) {
-            if self.env.disk.clear_injected_error() {
+            let disk = self.env.disk.simulated_mut().expect(SIMULATION_ONLY);
+            if disk.clear_injected_error() {
                 self.note("disk-error: the step did no disk operation it could fail");
             } else {
                 self.injected_at(step, Fault::DiskError);
@@ -409,7 +471,7 @@ impl World {
         &mut self,
         op: &'static str,
         target: impl Into<String>,
-        effect: impl FnOnce(&mut Env) -> T,
+        effect: impl FnOnce(&mut Env<S>) -> T,
     ) -> Result<Result<T, RequestError>, Crash> {
         let (step, fault) = self.begin_step(op, target.into())?;
         self.crash_if_planned(step, fault, CrashPoint::Before)?;
@@ -457,7 +519,7 @@ impl World {
                 self.incarnation
             ));
         }
-        self.trace.push(TraceLine::Crash {
+        self.trace_push(TraceLine::Crash {
             step,
             time_ms,
             at,
@@ -490,7 +552,7 @@ impl World {
     pub fn restart(&mut self, restart_delay_ms: u64) {
         self.env.clock.advance(restart_delay_ms);
         self.incarnation += 1;
-        self.trace.push(TraceLine::Restart {
+        self.trace_push(TraceLine::Restart {
             time_ms: self.now_ms(),
             incarnation: self.incarnation,
         });

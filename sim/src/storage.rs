@@ -1,0 +1,120 @@
+//! `Storage`: the one directory the system under test keeps its files in, as the operations
+//! it may perform; the simulated [`Disk`] is one implementation, a real directory another.
+//!
+//! The engine is generic over it (`World<S: Storage>`), so the simulated path is
+//! monomorphised exactly as before and the engine's code has no `if real` branch. What only
+//! a simulation can do (lose power, inject an I/O error, count crash states) is reached
+//! through [`Storage::simulated`], which a real directory answers with `None`: real storage
+//! supports process crashes only.
+
+use crate::disk::{Disk, DiskError};
+use crate::trace::TraceLine;
+
+/// A flat directory of files and the operations the engine performs on it, one step each.
+pub trait Storage {
+    fn exists(&self, name: &str) -> bool;
+    /// Creates `name` empty, or truncates it to zero bytes if it exists (O_CREAT | O_TRUNC).
+    fn create(&mut self, name: &str) -> Result<(), DiskError>;
+    /// Creates `name` empty unless it exists; never truncates.
+    fn open_or_create(&mut self, name: &str) -> Result<(), DiskError>;
+    /// Writes `bytes` at `offset_bytes`, extending the file with zeros if needed.
+    fn write(&mut self, name: &str, offset_bytes: u64, bytes: &[u8]) -> Result<(), DiskError>;
+    /// Appends `bytes` at the end of the file.
+    fn append(&mut self, name: &str, bytes: &[u8]) -> Result<(), DiskError>;
+    /// Sets the file's length, dropping or zero-filling its tail.
+    fn truncate(&mut self, name: &str, len_bytes: u64) -> Result<(), DiskError>;
+    /// The file's contents as the process sees them.
+    fn read(&self, name: &str) -> Result<Vec<u8>, DiskError>;
+    /// The file's contents from `offset_bytes` to its end (empty past the end).
+    fn read_from(&self, name: &str, offset_bytes: u64) -> Result<Vec<u8>, DiskError>;
+    fn len_bytes(&self, name: &str) -> Result<u64, DiskError>;
+    /// Makes the file's data and size durable (not its name).
+    fn fsync(&mut self, name: &str) -> Result<(), DiskError>;
+    /// Renames `from` to `to` atomically, replacing `to` if it exists.
+    fn rename(&mut self, from: &str, to: &str) -> Result<(), DiskError>;
+    /// Removes the name `name` (unlink).
+    fn remove(&mut self, name: &str) -> Result<(), DiskError>;
+    /// The names in the directory, sorted.
+    fn list(&self) -> Vec<String>;
+    /// Makes every create, rename and unlink so far durable.
+    fn fsync_dir(&mut self) -> Result<(), DiskError>;
+
+    /// The simulated disk behind this storage, for what only a simulation can do (power
+    /// loss, injected I/O errors, counting crash states); `None` for real storage.
+    fn simulated(&self) -> Option<&Disk>;
+    fn simulated_mut(&mut self) -> Option<&mut Disk>;
+
+    /// Sees every trace line as the world records it. The simulated disk ignores it (the
+    /// world keeps the trace); a real process writes it out at once, so a SIGKILL loses
+    /// no line.
+    fn record(&mut self, line: &TraceLine);
+}
+
+impl Storage for Disk {
+    #[inline]
+    fn exists(&self, name: &str) -> bool {
+        Disk::exists(self, name)
+    }
+    #[inline]
+    fn create(&mut self, name: &str) -> Result<(), DiskError> {
+        Disk::create(self, name)
+    }
+    #[inline]
+    fn open_or_create(&mut self, name: &str) -> Result<(), DiskError> {
+        Disk::open_or_create(self, name)
+    }
+    #[inline]
+    fn write(&mut self, name: &str, offset_bytes: u64, bytes: &[u8]) -> Result<(), DiskError> {
+        Disk::write(self, name, offset_bytes, bytes)
+    }
+    #[inline]
+    fn append(&mut self, name: &str, bytes: &[u8]) -> Result<(), DiskError> {
+        Disk::append(self, name, bytes)
+    }
+    #[inline]
+    fn truncate(&mut self, name: &str, len_bytes: u64) -> Result<(), DiskError> {
+        Disk::truncate(self, name, len_bytes)
+    }
+    #[inline]
+    fn read(&self, name: &str) -> Result<Vec<u8>, DiskError> {
+        Disk::read(self, name)
+    }
+    #[inline]
+    fn read_from(&self, name: &str, offset_bytes: u64) -> Result<Vec<u8>, DiskError> {
+        Disk::read_from(self, name, offset_bytes)
+    }
+    #[inline]
+    fn len_bytes(&self, name: &str) -> Result<u64, DiskError> {
+        Disk::len_bytes(self, name)
+    }
+    #[inline]
+    fn fsync(&mut self, name: &str) -> Result<(), DiskError> {
+        Disk::fsync(self, name)
+    }
+    #[inline]
+    fn rename(&mut self, from: &str, to: &str) -> Result<(), DiskError> {
+        Disk::rename(self, from, to)
+    }
+    #[inline]
+    fn remove(&mut self, name: &str) -> Result<(), DiskError> {
+        Disk::remove(self, name)
+    }
+    #[inline]
+    fn list(&self) -> Vec<String> {
+        Disk::list(self)
+    }
+    #[inline]
+    fn fsync_dir(&mut self) -> Result<(), DiskError> {
+        Disk::fsync_dir(self)
+    }
+    #[inline]
+    fn simulated(&self) -> Option<&Disk> {
+        Some(self)
+    }
+    #[inline]
+    fn simulated_mut(&mut self) -> Option<&mut Disk> {
+        Some(self)
+    }
+    #[inline]
+    fn record(&mut self, _line: &TraceLine) {}
+}
