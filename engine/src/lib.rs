@@ -2,7 +2,8 @@
 //!
 //! Tumbling event-time windows with a bounded-out-of-orderness watermark, a checkpoint every
 //! K events, recovery from the newest checkpoint, and sink connectors. The engine reaches the
-//! world only through `keel_sim::World::effect`: no std::fs, no threads, no wall clock.
+//! world only through `keel_sim::World` (generic over its `Storage`: the simulated disk or a
+//! real directory): no std::fs, no threads, no wall clock.
 
 pub mod checkpoint;
 pub mod engine;

@@ -1,7 +1,8 @@
 //! keel-scenarios: the scenario catalogue, the runner, the oracle's tallies, reports and the CLI.
 //!
-//! Everything here except `cli` and `commands` is pure: it builds values and strings. Only
-//! `cli` and `commands` read and write files and print.
+//! Everything here except `cli`, `commands` and `real` is pure: it builds values and strings.
+//! Only `cli`, `commands` and `real` (real mode: a real directory, real child processes)
+//! touch files, and only `cli` and `commands` print.
 
 pub mod baseline;
 pub mod catalogue;
