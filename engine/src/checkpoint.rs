@@ -23,7 +23,7 @@ const HEADER_MAGIC: &str = "keel-checkpoint v1";
 const HEADER_LEN_MAX_BYTES: usize = 128;
 
 /// A consistent copy of the operator state and how far the input was consumed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Checkpoint {
     /// The index of the next event to read after restoring this checkpoint.
     pub index: u64,

@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 /// The engine's knobs. `validate` says which one is impossible.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct EngineConfig {
     /// Tumbling window size W, in event-time units.
     pub window_size: i64,
@@ -146,7 +146,7 @@ impl From<Crash> for Interrupt {
 }
 
 /// What one incarnation did, readable by the runner even after it crashed.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct IncarnationStats {
     /// The checkpoint recovery restored, if any.
     pub restored: Option<Checkpoint>,

@@ -19,7 +19,7 @@ pub struct WindowState {
 }
 
 /// Everything the operator remembers across events: what a checkpoint saves.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OperatorState {
     /// Window end -> state, ordered by end.
     pub windows: BTreeMap<i64, WindowState>,

@@ -6,6 +6,7 @@ pub use crate::commands::output::{Output, EXIT_VIOLATION};
 
 use crate::commands::bench::{cmd_bench, BenchArgs};
 use crate::commands::explore::{cmd_explore, ExploreArgs};
+use crate::commands::incarnation::{cmd_incarnation, IncarnationArgs};
 use crate::commands::merge::{cmd_merge, MergeArgs};
 use crate::commands::replay::{cmd_replay, ReplayArgs};
 use crate::commands::run::{cmd_run, RunArgs};
@@ -48,6 +49,9 @@ pub enum Command {
     Teach(TeachArgs),
     /// Measure simulation speed: explore seeds on the wall clock, print runs and steps per second.
     Bench(BenchArgs),
+    /// (internal) One real-mode process incarnation; `keel run --real-dir` starts them.
+    #[command(name = "__incarnation", hide = true)]
+    Incarnation(IncarnationArgs),
 }
 
 /// Runs a parsed command line and returns what to print on stdout.
@@ -62,6 +66,7 @@ pub fn execute(cli: &Cli) -> Result<Output, KeelError> {
         Command::Merge(args) => cmd_merge(args),
         Command::Teach(args) => cmd_teach(args),
         Command::Bench(args) => cmd_bench(args),
+        Command::Incarnation(args) => cmd_incarnation(args),
     }
 }
 

@@ -2,8 +2,8 @@
 //! dirty reads, visibility delays, the final windows and how recovery went. One value, built
 //! once from a run's result; the oracle (`verdict.rs`) judges nothing else.
 
-use crate::runner::{Outcome, RunResult, View};
-use keel_engine::{EngineConfig, KeyScheme, Record, SinkKind};
+use crate::runner::{Incarnation, Outcome, RunResult, View};
+use keel_engine::{EngineConfig, KeyScheme, OperatorState, Record, SinkKind};
 use keel_sim::txlog::{EntryKind, TxnStatus};
 use std::collections::BTreeMap;
 
@@ -77,7 +77,37 @@ impl Observation {
             .iter()
             .map(|&view| observe_view(result, config, view))
             .collect();
-        let recovery = match result.outcome {
+        Observation::assemble(
+            config,
+            views,
+            &result.incarnations,
+            &result.outcome,
+            &result.final_state,
+        )
+    }
+
+    /// The observation of a run whose file sink holds `sink_bytes` (None: no sink file), as
+    /// a real run leaves it; the incarnations, outcome and final state as the runner saw them.
+    pub fn of_file_sink(
+        config: &EngineConfig,
+        sink_bytes: Option<&[u8]>,
+        incarnations: &[Incarnation],
+        outcome: &Outcome,
+        final_state: &OperatorState,
+    ) -> Observation {
+        assert!(!config.sink.is_transactional(), "a file sink");
+        let view = observe_file(sink_bytes);
+        Observation::assemble(config, vec![view], incarnations, outcome, final_state)
+    }
+
+    fn assemble(
+        config: &EngineConfig,
+        views: Vec<ViewObservation>,
+        incarnations: &[Incarnation],
+        outcome: &Outcome,
+        final_state: &OperatorState,
+    ) -> Observation {
+        let recovery = match outcome {
             Outcome::Completed => Recovery::Ok,
             Outcome::RecoveryFailed(_) => Recovery::Failed,
             Outcome::RestartLimit => Recovery::Looped,
@@ -88,12 +118,12 @@ impl Observation {
             views,
             recovery,
             final_windows: if recovery == Recovery::Ok {
-                result.final_state.sums()
+                final_state.sums()
             } else {
                 BTreeMap::new()
             },
-            rolled_back: rolled_back(result),
-            restarts: result.incarnations.len() as u64 - 1,
+            rolled_back: rolled_back(incarnations),
+            restarts: incarnations.len() as u64 - 1,
         }
     }
 
@@ -107,10 +137,10 @@ impl Observation {
 }
 
 /// Restarts that restored an older checkpoint than the newest one committed before them.
-fn rolled_back(result: &RunResult) -> u64 {
+fn rolled_back(incarnations: &[Incarnation]) -> u64 {
     let mut rolled_back = 0;
     let mut newest_committed = 0;
-    for (i, incarnation) in result.incarnations.iter().enumerate() {
+    for (i, incarnation) in incarnations.iter().enumerate() {
         let stats = &incarnation.stats;
         if i > 0 && stats.resume_decided && stats.resume_from_index < newest_committed {
             rolled_back += 1;
@@ -121,22 +151,34 @@ fn rolled_back(result: &RunResult) -> u64 {
     rolled_back
 }
 
+fn push_line(line: &str, observed: &mut ViewObservation) {
+    match Record::parse_line(line) {
+        Some(record) => observed.records.push(record),
+        None => observed.corrupt_lines += 1,
+    }
+}
+
+/// The file sink's one view: its lines in order (None: the file does not exist).
+fn observe_file(sink_bytes: Option<&[u8]>) -> ViewObservation {
+    let mut observed = ViewObservation::default();
+    if let Some(bytes) = sink_bytes {
+        for line in String::from_utf8_lossy(bytes).lines() {
+            push_line(line, &mut observed);
+        }
+    }
+    observed
+}
+
 fn observe_view(result: &RunResult, config: &EngineConfig, view: Option<View>) -> ViewObservation {
     let mut observed = ViewObservation {
         view,
         ..ViewObservation::default()
     };
-    let push = |line: &str, observed: &mut ViewObservation| match Record::parse_line(line) {
-        Some(record) => observed.records.push(record),
-        None => observed.corrupt_lines += 1,
-    };
+    let push = push_line;
     match view {
         None => {
-            if let Ok(bytes) = result.world.env().disk.read(&config.sink.file_name()) {
-                for line in String::from_utf8_lossy(&bytes).lines() {
-                    push(line, &mut observed);
-                }
-            }
+            let bytes = result.world.env().disk.read(&config.sink.file_name()).ok();
+            observed = observe_file(bytes.as_deref());
         }
         Some(view) => {
             let txlog = &result.world.env().txlog;

@@ -4,11 +4,12 @@
 use crate::error::KeelError;
 use crate::observation::Observation;
 use crate::property::Expectation;
-use crate::runner::{self, Outcome, RunResult, RunSpec, View};
+use crate::real::{ChildExit, ListedFile, RealRun};
+use crate::runner::{self, Incarnation, Outcome, RunResult, RunSpec, View};
 use crate::sites::sites_from_run as sites_of;
 use crate::verdict::{judge_one, Reference, Verdict};
 use keel_engine::engine::{read_target, END_OF_INPUT};
-use keel_engine::{format_windows, Checkpoint, EngineConfig, Record};
+use keel_engine::{format_windows, Checkpoint, EngineConfig, OperatorState, Record};
 use keel_sim::disk::POWER_LOSS_ENUMERATION_BOUND;
 use keel_sim::fault::PlanFile;
 use keel_sim::{CrashKind, CrashPoint, Fault, FaultPlan, PlannedFault};
@@ -239,6 +240,59 @@ pub struct RunReport {
     /// The trace, one line per entry (printed by `keel run --trace`, not in the JSON).
     #[serde(skip)]
     pub trace: Vec<String>,
+    /// "real" for a run on a real directory (`--real-dir`); absent for a simulated run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// Real mode: the directory's final listing (name, size, FNV-1a 64 of the contents).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub directory: Option<Vec<ListedFile>>,
+    /// Real mode: each incarnation's child process and how it ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub children: Option<Vec<ChildExit>>,
+}
+
+/// A finished run as the report reads it, simulated or real.
+pub struct Ran<'a> {
+    pub observation: Observation,
+    pub incarnations: &'a [Incarnation],
+    pub outcome: &'a Outcome,
+    pub final_state: &'a OperatorState,
+    pub plan: PlanFile,
+    pub fingerprint: String,
+    pub trace: Vec<String>,
+}
+
+impl<'a> Ran<'a> {
+    pub fn simulated(result: &'a RunResult, config: &EngineConfig) -> Ran<'a> {
+        Ran {
+            observation: Observation::of(result, config),
+            incarnations: &result.incarnations,
+            outcome: &result.outcome,
+            final_state: &result.final_state,
+            plan: result.world.plan_that_ran().to_file(),
+            fingerprint: result.world.fingerprint().to_string(),
+            trace: result.world.trace().text_lines(),
+        }
+    }
+
+    /// A real run: its sink file judged as the simulated disk's would be.
+    pub fn real(run: &'a RealRun, config: &EngineConfig) -> Ran<'a> {
+        Ran {
+            observation: Observation::of_file_sink(
+                config,
+                run.sink.as_deref(),
+                &run.incarnations,
+                &run.outcome,
+                &run.final_state,
+            ),
+            incarnations: &run.incarnations,
+            outcome: &run.outcome,
+            final_state: &run.final_state,
+            plan: run.plan.clone(),
+            fingerprint: run.fingerprint().to_string(),
+            trace: run.trace.clone(),
+        }
+    }
 }
 
 /// How `keel run` judges: the consumer view and what the run must hold.
@@ -278,9 +332,54 @@ pub fn run_report(
         &spec.config,
         spec.restart_delay_ms,
         (&baseline, &reference),
-        (&result, judging),
+        (Ran::simulated(&result, &spec.config), judging),
         reproduce,
     ))
+}
+
+/// `keel run --real-dir`: the same report, of a run that `run_real` carries out on a real
+/// directory with real processes (the plan is found on the simulated fault-free run, and
+/// the oracle's reference is the simulated one).
+pub fn real_run_report(
+    scenario: &str,
+    spec: &RunSpec,
+    crash: Option<CrashRequest>,
+    judging: &Judging,
+    reproduce: String,
+    run_real: impl FnOnce(&RunSpec) -> Result<RealRun, String>,
+) -> Result<(RunReport, RealRun), KeelError> {
+    spec.config.validate().map_err(KeelError::usage)?;
+    let baseline_spec = RunSpec {
+        plan: FaultPlan::none(),
+        ..spec.clone()
+    };
+    let baseline = runner::run_recording_crash_states(&baseline_spec);
+    let reference = Reference::for_spec(spec);
+    let plan = match crash {
+        None => FaultPlan::none(),
+        Some(request) => plan_for_crash(&baseline, spec.events.len() as u64, request)?,
+    };
+    let real_spec = RunSpec {
+        plan,
+        ..spec.clone()
+    };
+    crate::real::run::check_supported(&real_spec).map_err(KeelError::usage)?;
+    let real = run_real(&real_spec).map_err(|message| KeelError {
+        message,
+        exit_code: 1,
+    })?;
+    let mut report = build(
+        scenario,
+        &spec.config,
+        spec.restart_delay_ms,
+        (&baseline, &reference),
+        (Ran::real(&real, &spec.config), judging),
+        reproduce,
+    );
+    report.mode = Some("real".to_string());
+    report.directory = Some(real.listing.clone());
+    report.children = Some(real.children.clone());
+    Ok((report, real))
 }
 
 fn build(
@@ -288,10 +387,10 @@ fn build(
     config: &EngineConfig,
     restart_delay_ms: u64,
     (baseline, reference): (&RunResult, &Reference),
-    (result, judging): (&RunResult, &Judging),
+    (result, judging): (Ran<'_>, &Judging),
     reproduce: String,
 ) -> RunReport {
-    let observation = Observation::of(result, config);
+    let observation = result.observation;
     let oracle = judge_one(reference, &observation, judging.view);
     let failures = oracle.failures(judging.expect.as_ref(), config.sink);
     let contents = observation.view(judging.view).clone();
@@ -375,7 +474,7 @@ fn build(
             event_interval_ms: config.event_interval_ms,
             restart_delay_ms,
         },
-        outcome: match &result.outcome {
+        outcome: match result.outcome {
             Outcome::Completed => "completed".to_string(),
             Outcome::RecoveryFailed(e) => format!("recovery failed: {e}"),
             Outcome::RestartLimit => {
@@ -384,7 +483,7 @@ fn build(
         },
         processed_upto_index: last.stats.processed_upto_index,
         written: last.stats.written,
-        final_windows_match: result.outcome == Outcome::Completed
+        final_windows_match: *result.outcome == Outcome::Completed
             && final_windows == baseline_final_windows,
         final_windows,
         sink: contents.records,
@@ -402,10 +501,13 @@ fn build(
         oracle,
         failures,
         restarts: result.incarnations.len() as u64 - 1,
-        plan: result.world.plan_that_ran().to_file(),
-        fingerprint: result.world.fingerprint().to_string(),
+        plan: result.plan,
+        fingerprint: result.fingerprint,
         reproduce,
-        trace: result.world.trace().text_lines(),
+        trace: result.trace,
+        mode: None,
+        directory: None,
+        children: None,
     }
 }
 
@@ -531,6 +633,21 @@ impl RunReport {
             self.oracle.summary(),
             self.restarts
         ));
+        if let Some(mode) = &self.mode {
+            line(format!("mode: {mode}"));
+        }
+        for child in self.children.iter().flatten() {
+            line(format!("child: {child}"));
+        }
+        if let Some(directory) = &self.directory {
+            line("directory:".to_string());
+            for file in directory {
+                line(format!(
+                    "  {} size={} digest={}",
+                    file.name, file.size_bytes, file.digest
+                ));
+            }
+        }
         line(format!("fingerprint={}", self.fingerprint));
         line(format!("reproduce: {}", self.reproduce));
         out

@@ -524,7 +524,9 @@ mod tests {
                 Command::Replay(args) => args.target.scenario.given,
                 Command::Shrink(args) => args.target.scenario.given,
                 Command::Bench(args) => args.scenario.given,
-                Command::Merge(_) | Command::Teach(_) => unreachable!("no scenario options"),
+                Command::Merge(_) | Command::Teach(_) | Command::Incarnation(_) => {
+                    unreachable!("no scenario options")
+                }
             }
         };
         for (argv, id) in [

@@ -6,6 +6,7 @@ pub mod args;
 pub mod bench;
 pub mod explore;
 mod files;
+pub mod incarnation;
 pub mod merge;
 pub mod output;
 mod progress;

@@ -4,11 +4,13 @@ use super::args::{
     parse_expectation, view_for, FaultArg, RunFormat, ScenarioArgs, SinkArg, ViewArg,
 };
 use super::files::{prepare, write_plan_file};
+use super::incarnation::run_real_here;
 use super::output::{Output, EXIT_VIOLATION};
 use crate::error::KeelError;
 use crate::plan_file::SavedPlan;
 use crate::property::{Expectation, MATCHES_MODEL};
-use crate::report::{run_report, CrashRequest, Judging, RunReport};
+use crate::real::run::check_dir;
+use crate::report::{real_run_report, run_report, CrashRequest, Judging, RunReport};
 use crate::runner::View;
 use crate::spec::ScenarioSpec;
 use clap::{Args, ValueEnum};
@@ -78,6 +80,12 @@ pub struct RunArgs {
     /// breaks it.
     #[arg(long, value_name = "PROPERTIES", value_parser = parse_expectation)]
     pub expect: Option<Expectation>,
+
+    /// Run for real in DIR (empty or absent): each incarnation a real child process on a
+    /// real directory, a process crash a real SIGKILL (append and idempotent sinks; process
+    /// crashes and --crash-at-ms only). Time stays simulated.
+    #[arg(long, value_name = "DIR")]
+    pub real_dir: Option<std::path::PathBuf>,
 }
 
 /// Before or after a step's effect.
@@ -192,13 +200,33 @@ pub(crate) fn cmd_run(args: &RunArgs) -> Result<Output, KeelError> {
         view: view_for(sink, args.view.map(View::from))?,
         expect: args.expect.clone(),
     };
-    let report = run_report(
-        &spec.label(),
-        &run_spec,
-        run_fault(args),
-        &judging,
-        reproduce_command(&spec, args),
-    )?;
+    let report = match &args.real_dir {
+        None => run_report(
+            &spec.label(),
+            &run_spec,
+            run_fault(args),
+            &judging,
+            reproduce_command(&spec, args),
+        )?,
+        Some(dir) => {
+            crate::real::run::check_supported(&run_spec).map_err(KeelError::usage)?;
+            check_dir(dir).map_err(KeelError::usage)?;
+            let reproduce = format!(
+                "{} --real-dir {}",
+                reproduce_command(&spec, args),
+                dir.display()
+            );
+            let (report, _) = real_run_report(
+                &spec.label(),
+                &run_spec,
+                run_fault(args),
+                &judging,
+                reproduce,
+                |spec| run_real_here(spec, dir),
+            )?;
+            report
+        }
+    };
     if let Some(path) = &args.save_plan {
         let injected = FaultPlan::from_file(report.plan.clone()).expect("a plan that ran is valid");
         write_plan_file(path, &SavedPlan::of(&spec, sink, judging.view, &injected))?;

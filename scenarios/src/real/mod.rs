@@ -1,6 +1,10 @@
-//! Real mode: the engine on a real directory, each incarnation a real process killed with a
-//! real SIGKILL. The only module besides `cli` and `commands` that touches `std::fs`.
+//! Real mode: the engine on a real directory, each incarnation a real child process killed
+//! with a real SIGKILL. The only module besides `cli` and `commands` that touches `std::fs`
+//! or starts processes; it prints nothing.
 
 pub mod dir;
+pub mod incarnation;
+pub mod run;
 
 pub use dir::{disk_listing, listing, ListedFile, RealDir};
+pub use run::{run_real, ChildExit, RealRun};
