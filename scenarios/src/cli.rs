@@ -6,6 +6,7 @@ pub use crate::commands::output::{Output, EXIT_VIOLATION};
 
 use crate::commands::bench::{cmd_bench, BenchArgs};
 use crate::commands::explore::{cmd_explore, ExploreArgs};
+use crate::commands::fidelity::{cmd_fidelity, FidelityArgs};
 use crate::commands::incarnation::{cmd_incarnation, IncarnationArgs};
 use crate::commands::merge::{cmd_merge, MergeArgs};
 use crate::commands::replay::{cmd_replay, ReplayArgs};
@@ -49,6 +50,8 @@ pub enum Command {
     Teach(TeachArgs),
     /// Measure simulation speed: explore seeds on the wall clock, print runs and steps per second.
     Bench(BenchArgs),
+    /// Does the simulator predict reality? Run each crash point simulated and for real, compare.
+    Fidelity(FidelityArgs),
     /// (internal) One real-mode process incarnation; `keel run --real-dir` starts them.
     #[command(name = "__incarnation", hide = true)]
     Incarnation(IncarnationArgs),
@@ -66,6 +69,7 @@ pub fn execute(cli: &Cli) -> Result<Output, KeelError> {
         Command::Merge(args) => cmd_merge(args),
         Command::Teach(args) => cmd_teach(args),
         Command::Bench(args) => cmd_bench(args),
+        Command::Fidelity(args) => cmd_fidelity(args),
         Command::Incarnation(args) => cmd_incarnation(args),
     }
 }

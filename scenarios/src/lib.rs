@@ -10,6 +10,7 @@ pub mod cli;
 pub mod commands;
 pub mod error;
 pub mod explore;
+pub mod fidelity;
 pub mod model;
 pub mod observation;
 pub mod parallel;

@@ -223,3 +223,67 @@ fn simulation_only_sinks_and_faults_are_refused_in_real_mode() {
         "error: --real-dir supports process crashes only; power-loss is simulation-only\n"
     );
 }
+
+#[test]
+fn a_rollback_the_simulator_predicts_happens_for_real() {
+    let run = real_and_simulated(
+        "in-place-rollback",
+        &[
+            "--checkpoint-protocol",
+            "in-place",
+            "--fault",
+            "process-crash",
+            "--at-step",
+            "24",
+        ],
+    );
+    assert_eq!(
+        run["report"]["failures"],
+        serde_json::json!(["no-rollback"])
+    );
+    assert_eq!(run["children"], killed_then_completed());
+}
+
+/// `keel fidelity kill` on ch04: every process-crash point agrees, for the safe protocol and
+/// for the two unsafe ones a process crash breaks (their rollbacks included).
+#[test]
+fn fidelity_kill_on_ch04_agrees_at_every_point() {
+    for (protocol, points) in [("safe", 59), ("in-place", 48), ("delete-then-rename", 59)] {
+        let (stdout, stderr, code) = keel(&[
+            "fidelity",
+            "kill",
+            "--scenario",
+            "ch04",
+            "--sinks",
+            "append,idempotent",
+            "--checkpoint-protocol",
+            protocol,
+            "--format",
+            "json",
+        ]);
+        assert_eq!(code, 0, "{protocol}: {stdout}{stderr}");
+        let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(report["protocol"], protocol);
+        let rows = report["rows"].as_array().unwrap();
+        let figures: Vec<_> = rows
+            .iter()
+            .map(|row| {
+                (
+                    row["sink"].as_str().unwrap().to_string(),
+                    row["points"].as_u64().unwrap(),
+                    row["agree"].as_u64().unwrap(),
+                    row["disagree"].as_u64().unwrap(),
+                    row["first_disagreement"].is_null(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            figures,
+            vec![
+                ("append".to_string(), points, points, 0, true),
+                ("idempotent".to_string(), points, points, 0, true),
+            ],
+            "{protocol}"
+        );
+    }
+}

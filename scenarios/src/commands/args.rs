@@ -524,6 +524,9 @@ mod tests {
                 Command::Replay(args) => args.target.scenario.given,
                 Command::Shrink(args) => args.target.scenario.given,
                 Command::Bench(args) => args.scenario.given,
+                Command::Fidelity(cmd) => match cmd.check {
+                    crate::commands::fidelity::FidelityCheck::Kill(args) => args.scenario.given,
+                },
                 Command::Merge(_) | Command::Teach(_) | Command::Incarnation(_) => {
                     unreachable!("no scenario options")
                 }

@@ -5,6 +5,7 @@
 pub mod args;
 pub mod bench;
 pub mod explore;
+pub mod fidelity;
 mod files;
 pub mod incarnation;
 pub mod merge;
