@@ -216,24 +216,26 @@ impl FidelityReport {
         table
     }
 
+    /// The table, with a title line and the first disagreements (CSV: the table alone).
     pub fn render(&self, format: TableFormat) -> String {
+        if format == TableFormat::Csv {
+            return self.table().render(format);
+        }
         let mut out = format!(
             "fidelity kill: scenario={} protocol={} (each process-crash point simulated and with a real SIGKILL)\n",
             self.scenario, self.protocol
         );
         out.push_str(&self.table().render(format));
-        if format != TableFormat::Csv {
-            for row in &self.rows {
-                if let Some(d) = &row.first_disagreement {
-                    out.push_str(&format!(
-                        "\n{} step {}: {} differ\n  simulated: {}\n  real:      {}\n",
-                        row.sink,
-                        d.step,
-                        d.differs.join(", "),
-                        d.reproduce_simulated,
-                        d.reproduce_real
-                    ));
-                }
+        for row in &self.rows {
+            if let Some(d) = &row.first_disagreement {
+                out.push_str(&format!(
+                    "\n{} step {}: {} differ\n  simulated: {}\n  real:      {}\n",
+                    row.sink,
+                    d.step,
+                    d.differs.join(", "),
+                    d.reproduce_simulated,
+                    d.reproduce_real
+                ));
             }
         }
         out

@@ -287,3 +287,26 @@ fn fidelity_kill_on_ch04_agrees_at_every_point() {
         );
     }
 }
+
+#[test]
+fn fidelity_kill_csv_is_the_table_alone() {
+    let (stdout, stderr, code) = keel(&[
+        "fidelity",
+        "kill",
+        "--scenario",
+        "ch04",
+        "--sinks",
+        "idempotent",
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(
+        lines[0],
+        "sink,points,agree,disagree,sim_us_per_point,real_us_per_point,real/sim,first_disagreement"
+    );
+    assert!(lines[1].starts_with("idempotent,59,59,0,"), "{}", lines[1]);
+    assert!(lines[1].ends_with(",-"), "{}", lines[1]);
+}
