@@ -232,6 +232,9 @@ pub struct RunReport {
     pub oracle: Verdict,
     /// The properties (of those asked) the run breaks; empty when it holds.
     pub failures: Vec<String>,
+    /// Property by property, marking those not judged (the text report's line).
+    #[serde(skip)]
+    pub properties: String,
     pub restarts: u64,
     /// The faults that took effect, as a plan file holds them.
     pub plan: PlanFile,
@@ -393,6 +396,11 @@ fn build(
     let observation = result.observation;
     let oracle = judge_one(reference, &observation, judging.view);
     let failures = oracle.failures(judging.expect.as_ref(), config.sink);
+    let properties = oracle.properties_line(&Expectation::for_view(
+        judging.expect.as_ref(),
+        config.sink,
+        judging.view,
+    ));
     let contents = observation.view(judging.view).clone();
     let baseline_keys: BTreeSet<String> = Observation::of(baseline, config)
         .view(judging.view)
@@ -500,6 +508,7 @@ fn build(
             .map_or("promised".to_string(), Expectation::name),
         oracle,
         failures,
+        properties,
         restarts: result.incarnations.len() as u64 - 1,
         plan: result.plan,
         fingerprint: result.fingerprint,
@@ -549,7 +558,7 @@ impl RunReport {
             self.scenario, c.window, c.out_of_orderness, c.checkpoint_every, c.sink
         ));
         line(self.verdict_line());
-        line(format!("properties: {}", self.oracle.properties_line()));
+        line(format!("properties: {}", self.properties));
         if let Some(mismatch) = &self.oracle.model_mismatch {
             line(format!(
                 "MODEL MISMATCH: the fault-free run departs from the reference model at {mismatch}"

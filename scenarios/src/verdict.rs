@@ -197,16 +197,19 @@ impl Verdict {
         }
     }
 
-    /// Property by property: "no-loss ok, no-duplicates FAILED, ...".
-    pub fn properties_line(&self) -> String {
+    /// Property by property, as judged by `judged`: "no-loss ok, no-duplicates FAILED, ...";
+    /// a property outside `judged` is marked "(not judged)" (a read_uncommitted consumer's
+    /// duplicates, say).
+    pub fn properties_line(&self, judged: &Expectation) -> String {
         Property::ALL
             .into_iter()
             .map(|p| {
-                format!(
-                    "{} {}",
-                    p.name(),
-                    if p.holds(self) { "ok" } else { "FAILED" }
-                )
+                let state = if p.holds(self) { "ok" } else { "FAILED" };
+                if judged.properties().any(|q| q == p) {
+                    format!("{} {state}", p.name())
+                } else {
+                    format!("{} {state} (not judged)", p.name())
+                }
             })
             .collect::<Vec<_>>()
             .join(", ")

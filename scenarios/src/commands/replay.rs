@@ -114,7 +114,11 @@ pub(crate) fn cmd_replay(args: &ReplayArgs) -> Result<Output, KeelError> {
                 verdict.recovery,
                 verdict.restarts,
                 verdict.final_windows_match,
-                verdict.properties_line(),
+                verdict.properties_line(&Expectation::for_view(
+                    explore.expect.as_ref(),
+                    sink,
+                    view
+                )),
                 if failures.is_empty() {
                     "holds".to_string()
                 } else {
