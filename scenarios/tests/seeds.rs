@@ -412,7 +412,17 @@ fn saved_plans_replay_byte_for_byte() {
 #[test]
 fn bench_runs_the_same_simulations_whatever_the_jobs() {
     let fingerprint = |jobs: &str| {
-        let out = keel(&["bench", "--seeds", "0..50", "--quiet", "--jobs", jobs]).stdout;
+        let out = keel(&[
+            "bench",
+            "--seeds",
+            "0..50",
+            "--quiet",
+            "--jobs",
+            jobs,
+            "--real-points",
+            "0",
+        ])
+        .stdout;
         assert!(out.contains("runs=150 "), "{out}");
         out.lines()
             .find(|l| l.starts_with("fingerprint="))

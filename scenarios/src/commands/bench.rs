@@ -1,15 +1,24 @@
-//! `keel bench`: simulation speed on the wall clock, in runs and steps per second.
+//! `keel bench`: simulation speed on the wall clock, in runs and steps per second, and
+//! against a small sample of real process-crash points (a real child process on a fresh
+//! temporary directory, killed with SIGKILL at the step), timed in the same run: the speed
+//! ratio of issue 9.
 
 use super::args::{parse_seed_range, FaultArg, ScenarioArgs, SeedPlanArgs, SeedRange, SinkArg};
 use super::explore::{explore_baselines, explore_spec};
+use super::fidelity::{compare_point, process_crash_points};
 use super::files::prepare;
 use super::output::Output;
 use super::progress::Progress;
+use crate::baseline::baselines;
 use crate::error::KeelError;
 use crate::explore::{MAX_FAULTS_DEFAULT, OUTAGE_MS_DEFAULT};
+use crate::fidelity::PointComparison;
 use crate::parallel::{default_jobs, par_map};
 use crate::runner::run;
+use crate::spec::ScenarioSpec;
 use clap::Args;
+use keel_engine::SinkKind;
+use keel_sim::PlannedFault;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -29,6 +38,14 @@ pub struct BenchArgs {
     )]
     pub sinks: Vec<SinkArg>,
 
+    /// Also run this many process-crash points of the scenario for real (on the first
+    /// --sinks sink real mode supports: append or idempotent), spread evenly over its
+    /// points, each simulated too and compared as `keel fidelity kill` does, and print the
+    /// speed ratio: simulated runs per second over real points per second, both measured
+    /// here with the same --jobs. 0: simulated runs only.
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    pub real_points: u64,
+
     #[command(flatten)]
     pub job: BenchJobArgs,
 }
@@ -47,10 +64,25 @@ pub struct BenchJobArgs {
     pub quiet: bool,
 }
 
-/// The only place keel reads the wall clock: to time simulations, never inside one.
+/// One of the two places keel reads the wall clock (with `keel fidelity kill`): to time
+/// whole runs from outside, never inside one.
 pub(crate) fn cmd_bench(args: &BenchArgs) -> Result<Output, KeelError> {
     super::args::reject_seed_for_seed_range(&args.scenario.given, args.scenario.seed, "bench")?;
     let (spec, events) = prepare(&args.scenario)?;
+    let real_sink = args
+        .sinks
+        .iter()
+        .map(|&s| SinkKind::from(s))
+        .find(|s| !s.is_transactional());
+    let real_sink = match (args.real_points, real_sink) {
+        (0, _) => None,
+        (_, Some(sink)) => Some(sink),
+        (_, None) => {
+            return Err(KeelError::usage(
+                "keel bench --real-points needs an append or idempotent sink in --sinks (the transactional sink is simulation-only); give --real-points 0 to run simulations only",
+            ))
+        }
+    };
     let plans = SeedPlanArgs {
         faults: vec![
             FaultArg::ProcessCrash,
@@ -83,14 +115,76 @@ pub(crate) fn cmd_bench(args: &BenchArgs) -> Result<Output, KeelError> {
     progress.finish();
     let steps: u64 = rows.iter().map(|(steps, _)| steps).sum();
     let digest: String = rows.iter().map(|(_, f)| f.to_string()).collect();
-    Ok(Output::ok(format!(
-        "bench scenario={} protocol={} jobs={jobs}\nruns={} steps={} elapsed={elapsed:.3}s\nruns_per_second={:.0} steps_per_second={:.0}\nfingerprint={}\n",
+    let runs_per_second = rows.len() as f64 / elapsed;
+    let mut stdout = format!(
+        "bench scenario={} protocol={} jobs={jobs}\nruns={} steps={} elapsed={elapsed:.3}s\nruns_per_second={runs_per_second:.0} steps_per_second={:.0}\nfingerprint={}\n",
         spec.label(),
         spec.protocol,
         rows.len(),
         steps,
-        rows.len() as f64 / elapsed,
         steps as f64 / elapsed,
         keel_sim::Fingerprint::of(digest.as_bytes()),
-    )))
+    );
+    if let Some(sink) = real_sink {
+        let real = real_sample(&spec, &events, sink, args.real_points, jobs, args.job.quiet)?;
+        let real_per_second = real.points as f64 / real.elapsed;
+        stdout.push_str(&format!(
+            "real_points={} sink={sink} agree={} elapsed={:.3}s real_points_per_second={real_per_second:.1}\nspeed_ratio={:.0} (simulated runs per second / real points per second)\n",
+            real.points,
+            real.agree,
+            real.elapsed,
+            runs_per_second / real_per_second,
+        ));
+    }
+    Ok(Output::ok(stdout))
+}
+
+/// What the real sample measured.
+struct RealSample {
+    points: u64,
+    agree: u64,
+    /// Wall seconds for the whole sample on `jobs` threads.
+    elapsed: f64,
+}
+
+/// `n` process-crash points of `sink`, spread evenly over all of them, each run simulated
+/// and for real (`keel fidelity kill`'s comparison), timed as a whole.
+fn real_sample(
+    spec: &ScenarioSpec,
+    events: &[keel_engine::Event],
+    sink: SinkKind,
+    n: u64,
+    jobs: usize,
+    quiet: bool,
+) -> Result<RealSample, KeelError> {
+    let baseline = &baselines(spec, events, &[sink])?[&sink];
+    let all = process_crash_points(baseline, spec.seed);
+    let n = (n as usize).min(all.len());
+    let sample: Vec<PlannedFault> = (0..n).map(|i| all[i * all.len() / n]).collect();
+    let prefix = spec.command("run");
+    let progress = Progress::new(sample.len(), quiet);
+    let started = std::time::Instant::now();
+    let compared = par_map(
+        &sample,
+        jobs,
+        |&point| compare_point(baseline, sink, point, &prefix),
+        &|result: &Result<PointComparison, String>| {
+            progress.done(result.as_ref().map_or(true, |c| !c.differences.is_empty()))
+        },
+    );
+    let elapsed = started.elapsed().as_secs_f64().max(1e-9);
+    progress.finish();
+    let compared: Vec<PointComparison> =
+        compared
+            .into_iter()
+            .collect::<Result<_, _>>()
+            .map_err(|message| KeelError {
+                message,
+                exit_code: 1,
+            })?;
+    Ok(RealSample {
+        points: compared.len() as u64,
+        agree: compared.iter().filter(|c| c.differences.is_empty()).count() as u64,
+        elapsed,
+    })
 }

@@ -11,7 +11,7 @@ use super::output::{Output, EXIT_VIOLATION};
 use super::progress::Progress;
 use crate::baseline::{baselines, Baseline};
 use crate::error::KeelError;
-use crate::fidelity::{aggregate, differences, PointComparison, Side};
+use crate::fidelity::{aggregate, differences, FidelityReport, PointComparison, Side};
 use crate::parallel::par_map;
 use crate::reproduce::reproduce_point;
 use crate::runner::{self, RunSpec};
@@ -78,26 +78,13 @@ fn cmd_kill(args: &KillArgs) -> Result<Output, KeelError> {
             "keel fidelity kill: the transactional sink is simulation-only (its log is simulated)",
         ));
     }
-    let sweep = SweepSpec {
-        sinks: sinks.clone(),
-        faults: vec![FaultKind::ProcessCrash],
-        depth: 1,
-        outage_ms: 2_000,
-        expect: None,
-        power_loss_states_max: POWER_LOSS_STATES_MAX_DEFAULT,
-    };
     let baselines = baselines(&spec, &events, &sinks)?;
     let items: Vec<(SinkKind, PlannedFault)> = sinks
         .iter()
         .flat_map(|&sink| {
-            points(
-                &baselines[&sink].sites,
-                FaultKind::ProcessCrash,
-                spec.seed,
-                &sweep,
-            )
-            .into_iter()
-            .map(move |(point, _)| (sink, point))
+            process_crash_points(&baselines[&sink], spec.seed)
+                .into_iter()
+                .map(move |point| (sink, point))
         })
         .collect();
     let progress = Progress::new(items.len(), args.job.quiet);
@@ -120,22 +107,44 @@ fn cmd_kill(args: &KillArgs) -> Result<Output, KeelError> {
                 exit_code: 1,
             })?;
     let report = aggregate(&spec.label(), spec.protocol.name(), &sinks, &compared);
-    let stdout = match table_format(args.format) {
+    Ok(kill_output(&report, args.format))
+}
+
+/// The report in `format`; exit 1 if any point disagrees.
+fn kill_output(report: &FidelityReport, format: TableFormatArg) -> Output {
+    let stdout = match table_format(format) {
         Some(format) => report.render(format),
         None => report.to_json(),
     };
-    Ok(Output {
+    Output {
         stdout,
         exit_code: if report.disagreements() > 0 {
             EXIT_VIOLATION
         } else {
             0
         },
-    })
+    }
+}
+
+/// The process-crash points of one sink's baseline, as `keel sweep --faults process-crash`
+/// has them (every step where a process crash applies, after its effect).
+pub(crate) fn process_crash_points(baseline: &Baseline, seed: u64) -> Vec<PlannedFault> {
+    let sweep = SweepSpec {
+        sinks: vec![baseline.spec.config.sink],
+        faults: vec![FaultKind::ProcessCrash],
+        depth: 1,
+        outage_ms: 2_000,
+        expect: None,
+        power_loss_states_max: POWER_LOSS_STATES_MAX_DEFAULT,
+    };
+    points(&baseline.sites, FaultKind::ProcessCrash, seed, &sweep)
+        .into_iter()
+        .map(|(point, _)| point)
+        .collect()
 }
 
 /// Runs one point simulated and for real, and compares what they left.
-fn compare_point(
+pub(crate) fn compare_point(
     baseline: &Baseline,
     sink: SinkKind,
     point: PlannedFault,
@@ -172,4 +181,131 @@ fn compare_point(
         reproduce_real: format!("{reproduce_simulated} --real-dir DIR"),
         reproduce_simulated,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalogue::Scenario;
+    use keel_engine::EngineConfig;
+    use keel_sim::{CrashPoint, Fault};
+
+    fn crash(step: u64, at: CrashPoint) -> PlannedFault {
+        PlannedFault {
+            step,
+            fault: Fault::ProcessCrash { at },
+        }
+    }
+
+    /// The disagree path without a fault switch in the engine: a "real" side that is the
+    /// simulated run of another point (before step 23's sink write instead of after it: no
+    /// duplicate instead of one) stands in for a real run that went differently.
+    #[test]
+    fn a_disagreeing_point_is_reported_with_both_commands_and_exits_1() {
+        let spec = RunSpec {
+            events: Scenario::by_name("ch04").unwrap().events(),
+            config: EngineConfig::default(),
+            plan: FaultPlan::none(),
+            seed: 0,
+            restart_delay_ms: 500,
+            sector_size_bytes: 512,
+            transaction_timeout_ms: 60_000,
+        };
+        let baseline = Baseline::new(spec.clone());
+        let side = |point| {
+            let spec = RunSpec {
+                plan: FaultPlan::new([point]).unwrap(),
+                ..spec.clone()
+            };
+            Side::simulated(&runner::run(&spec), &baseline)
+        };
+        let after = crash(23, CrashPoint::After);
+        let simulated = side(after);
+        let real = side(crash(23, CrashPoint::Before));
+        assert_eq!(
+            differences(&simulated, &simulated.clone()),
+            Vec::<&str>::new()
+        );
+        let differ = differences(&simulated, &real);
+        // The same final windows; but the sink holds the replayed record twice on one side
+        // (so its file, the directory listing and the oracle's tally differ), and the
+        // traces differ from step 23 on.
+        assert_eq!(differ, vec!["sink", "verdict", "directory", "trace"]);
+
+        let prefix = "keel run --scenario ch04";
+        let agreeing = |step| PointComparison {
+            sink: SinkKind::Append,
+            point: crash(step, CrashPoint::After),
+            differences: Vec::new(),
+            simulated_us: 100,
+            real_us: 50_000,
+            reproduce_simulated: String::new(),
+            reproduce_real: String::new(),
+        };
+        let disagreeing = PointComparison {
+            sink: SinkKind::Append,
+            point: after,
+            differences: differ,
+            simulated_us: 100,
+            real_us: 50_000,
+            reproduce_simulated: format!(
+                "{prefix} --sink append --fault process-crash --at-step 23"
+            ),
+            reproduce_real: format!(
+                "{prefix} --sink append --fault process-crash --at-step 23 --real-dir DIR"
+            ),
+        };
+        let points = [agreeing(22), disagreeing, agreeing(24), agreeing(25)];
+        let report = aggregate(
+            "ch04",
+            "safe",
+            &[SinkKind::Append, SinkKind::Idempotent],
+            &points,
+        );
+        assert_eq!(report.disagreements(), 1);
+        let row = &report.rows[0];
+        assert_eq!((row.points, row.agree, row.disagree), (4, 3, 1));
+        assert_eq!(row.ratio, 500.0);
+        let first = row.first_disagreement.as_ref().unwrap();
+        assert_eq!(first.step, 23);
+        assert_eq!(first.differs, vec!["sink", "verdict", "directory", "trace"]);
+        // A sink without points: an empty row, nothing to disagree with.
+        let empty = &report.rows[1];
+        assert_eq!((empty.points, empty.agree, empty.disagree), (0, 0, 0));
+        assert!(empty.first_disagreement.is_none());
+
+        let table = kill_output(&report, TableFormatArg::Table);
+        assert_eq!(table.exit_code, EXIT_VIOLATION);
+        assert!(
+            table
+                .stdout
+                .contains("step 23 (sink,verdict,directory,trace)"),
+            "{}",
+            table.stdout
+        );
+        assert!(
+            table.stdout.ends_with(
+                "\nappend step 23: sink, verdict, directory, trace differ\n  \
+                 simulated: keel run --scenario ch04 --sink append --fault process-crash --at-step 23\n  \
+                 real:      keel run --scenario ch04 --sink append --fault process-crash --at-step 23 --real-dir DIR\n"
+            ),
+            "{}",
+            table.stdout
+        );
+        let json = kill_output(&report, TableFormatArg::Json);
+        assert_eq!(json.exit_code, EXIT_VIOLATION);
+        let json: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+        assert_eq!(
+            json["rows"][0]["first_disagreement"],
+            serde_json::json!({
+                "step": 23,
+                "differs": ["sink", "verdict", "directory", "trace"],
+                "reproduce_simulated": "keel run --scenario ch04 --sink append --fault process-crash --at-step 23",
+                "reproduce_real": "keel run --scenario ch04 --sink append --fault process-crash --at-step 23 --real-dir DIR",
+            })
+        );
+
+        let agreed = aggregate("ch04", "safe", &[SinkKind::Append], &points[2..]);
+        assert_eq!(kill_output(&agreed, TableFormatArg::Table).exit_code, 0);
+    }
 }
