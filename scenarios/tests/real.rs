@@ -458,10 +458,10 @@ fn fidelity_kill_on_a_random_stream_of_200_events_agrees_at_every_point() {
 }
 
 /// Issue 9, figure 2, whole: three random streams with different W, D and K, both file
-/// sinks (5,002 real points; minutes). Run it with
+/// sinks (4,986 real points; minutes). Run it with
 /// `cargo test --release -p keel-scenarios --test real -- --ignored`.
 #[test]
-#[ignore = "minutes: 5,002 real points; run with --release -- --ignored"]
+#[ignore = "minutes: 4,986 real points; run with --release -- --ignored"]
 fn fidelity_kill_on_three_random_streams_agrees_at_every_point() {
     let both = ["append", "idempotent"];
     for ((seed, len), knobs, points) in [
