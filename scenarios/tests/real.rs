@@ -513,6 +513,30 @@ fn bench_times_a_sample_of_real_points_besides_the_simulated_runs() {
         "{with_real}"
     );
     assert!(lines[5].starts_with("speed_ratio="), "{with_real}");
+    // No file sink to run for real: no sample by default, an error when asked for.
+    let (stdout, stderr, code) = keel(&[
+        "bench",
+        "--seeds",
+        "0..5",
+        "--quiet",
+        "--sinks",
+        "transactional",
+    ]);
+    assert_eq!((code, stdout.lines().count()), (0, 4), "{stdout}{stderr}");
+    let (stdout, stderr, code) = keel(&[
+        "bench",
+        "--seeds",
+        "0..5",
+        "--sinks",
+        "transactional",
+        "--real-points",
+        "2",
+    ]);
+    assert_eq!((code, stdout.as_str()), (2, ""));
+    assert_eq!(
+        stderr,
+        "error: keel bench --real-points needs an append or idempotent sink in --sinks (the transactional sink is simulation-only)\n"
+    );
     assert!(
         lines[5].ends_with(" (simulated runs per second / real points per second)"),
         "{with_real}"

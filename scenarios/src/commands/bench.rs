@@ -42,7 +42,8 @@ pub struct BenchArgs {
     /// --sinks sink real mode supports: append or idempotent), spread evenly over its
     /// points, each simulated too and compared as `keel fidelity kill` does, and print the
     /// speed ratio: simulated runs per second over real points per second, both measured
-    /// here with the same --jobs. 0: simulated runs only.
+    /// here with the same --jobs. 0: simulated runs only (also the default when --sinks has
+    /// only the transactional sink).
     #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u64).range(0..=10_000))]
     pub real_points: u64,
 
@@ -77,9 +78,11 @@ pub(crate) fn cmd_bench(args: &BenchArgs) -> Result<Output, KeelError> {
     let real_sink = match (args.real_points, real_sink) {
         (0, _) => None,
         (_, Some(sink)) => Some(sink),
+        // `--sinks transactional` alone: no real sample, unless asked for by name.
+        (_, None) if !args.scenario.given.has("real_points") => None,
         (_, None) => {
             return Err(KeelError::usage(
-                "keel bench --real-points needs an append or idempotent sink in --sinks (the transactional sink is simulation-only); give --real-points 0 to run simulations only",
+                "keel bench --real-points needs an append or idempotent sink in --sinks (the transactional sink is simulation-only)",
             ))
         }
     };
