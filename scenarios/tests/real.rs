@@ -457,26 +457,6 @@ fn fidelity_kill_on_a_random_stream_of_200_events_agrees_at_every_point() {
     );
 }
 
-/// Issue 9, figure 2, whole: three random streams with different W, D and K, both file
-/// sinks (4,986 real points; minutes). Run it with
-/// `cargo test --release -p keel-scenarios --test real -- --ignored`.
-#[test]
-#[ignore = "minutes: 4,986 real points; run with --release -- --ignored"]
-fn fidelity_kill_on_three_random_streams_agrees_at_every_point() {
-    let both = ["append", "idempotent"];
-    for ((seed, len), knobs, points) in [
-        ((1, 200), (10, 5, 8), 409),
-        ((2, 500), (7, 3, 13), 876),
-        ((3, 1000), (20, 9, 50), 1208),
-    ] {
-        assert_eq!(
-            fidelity_kill_on_random_stream((seed, len), knobs, "append,idempotent"),
-            all_agree(&both, points),
-            "{len} events"
-        );
-    }
-}
-
 /// `keel bench --real-points`: the simulated runs and their fingerprint are the same with
 /// or without the real sample, which agrees point for point and yields a speed ratio.
 #[test]
