@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# The oracle's own test: sweeps and explorations on random event streams, judged only by
+# the oracle (`--expect`). No pinned figures, no snapshots, no unit tests. A correct engine
+# passes; `cargo mutants` (see .cargo/mutants.toml) runs this once per mutant of engine/ and
+# counts a mutant as caught when it fails.
+#
+#   scripts/mutants-oracle.sh [KEEL_BINARY]       (default: $KEEL, else target/debug/keel)
+#
+#   scripts/mutants-oracle.sh --mutants [CARGO_MUTANTS_ARGS...]
+#
+# The second form is the whole mutation test in one command: it builds keel, runs this
+# harness on the unmutated tree (a correct engine must pass), then runs `cargo mutants` over
+# engine/ with this harness as the only test (results in mutants.out/). cargo-mutants' own
+# baseline is skipped because it would test the mutated package (keel-engine), which does not
+# hold the harness; the baseline here takes its place.
+#
+# Part 1 (the oracle flags a violation): on ch04 and three generated streams, every single
+# fault at every step of the safe protocol (`keel sweep`) and 1,000 swarm-drawn plans of up
+# to three faults (`keel explore`), each sink held to what it promises: append at-least-once,
+# idempotent and transactional exactly-once. The unsafe protocols are also held to their
+# promise under the faults the README says they survive (faults of the sink only).
+# Part 2 (negative controls, run only when part 1 passed): every unsafe protocol must still
+# be flagged under the fault that breaks it; a sweep that exits 0 there means the engine no
+# longer does what the protocol's name says.
+#
+# Exit status: 0 when every check holds, 1 otherwise. The first failing check is printed as
+# `FAILED: <check>` on stderr (part 1) or `CONTROL FAILED: <check>` (part 2).
+set -u
+
+if [ "${1:-}" = "--mutants" ]; then
+    shift
+    cd "$(dirname "$0")/.." || exit 2
+    cargo build --quiet -p keel-scenarios || exit 2
+    "$0" "${CARGO_TARGET_DIR:-target}/debug/keel" || {
+        echo "error: the unmutated engine fails the harness; no mutants tested" >&2
+        exit 2
+    }
+    exec env -u CARGO_TARGET_DIR cargo mutants -p keel-engine --baseline=skip --timeout 300 --build-timeout 900 "$@"
+fi
+
+KEEL=${1:-${KEEL:-target/debug/keel}}
+if [ ! -x "$KEEL" ]; then
+    echo "error: no keel binary at $KEEL (cargo build, or pass its path)" >&2
+    exit 2
+fi
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/keel-mutants-oracle.XXXXXX")
+trap '[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"' EXIT
+
+# The properties each sink promises. The appending sink duplicates by design.
+APPEND_EXPECT=${APPEND_EXPECT:-at-least-once}
+EXACT_EXPECT=${EXACT_EXPECT:-exactly-once}
+EXACT_SINKS=${EXACT_SINKS:-idempotent,transactional}
+FAULTS=process-crash,power-loss,disk-error,sink-error,ack-lost,sink-unavailable,zombie
+SINK_FAULTS=sink-error,ack-lost,sink-unavailable,zombie
+SEEDS=${SEEDS:-0..1000}
+
+# A deterministic generator (a 31-bit LCG in shell arithmetic, the same on every machine):
+# N events, timestamps mostly increasing by 0..STEP, about 20% of them late (up to 3
+# windows behind the newest timestamp, so some land in windows that already fired), small
+# values (some negative, some zero), optionally starting below zero.
+rng=0
+next() { # next BOUND: a number in 0..BOUND-1 in $r
+    rng=$(((rng * 1103515245 + 12345) % 2147483648))
+    r=$(((rng >> 8) % $1))
+}
+generate() { # generate FILE SEED N STEP WINDOW START
+    local file=$1 n=$3 step=$4 window=$5 ts=$6 max i late value
+    rng=$2
+    max=$ts
+    : >"$file"
+    for ((i = 0; i < n; i++)); do
+        next 100
+        if [ "$r" -lt 20 ] && [ "$i" -gt 2 ]; then
+            next $((3 * window))
+            late=$((max - 1 - r))
+        else
+            next $((step + 1))
+            ts=$((ts + r))
+            late=$ts
+            [ "$ts" -gt "$max" ] && max=$ts
+        fi
+        next 13
+        value=$((r - 3))
+        echo "{\"ts\": $late, \"value\": $value}" >>"$file"
+    done
+}
+
+generate "$WORK/r1.jsonl" 11 40 3 10 0
+generate "$WORK/r2.jsonl" 23 50 2 7 0
+generate "$WORK/r3.jsonl" 37 60 4 20 -30
+
+# Each stream with its knobs: window, out-of-orderness, checkpoint interval.
+STREAMS=(
+    "--scenario ch04"
+    "--events $WORK/r1.jsonl --window 10 --out-of-orderness 5 --checkpoint-every 5"
+    "--events $WORK/r2.jsonl --window 7 --out-of-orderness 3 --checkpoint-every 3"
+    "--events $WORK/r3.jsonl --window 20 --out-of-orderness 8 --checkpoint-every 7"
+)
+UNSAFE=(in-place no-fsync-rename no-dir-fsync delete-then-rename size-only
+    checkpoint-before-sink-sync no-tail-repair)
+
+check() { # check ARGS...: keel must exit 0
+    if ! "$KEEL" "$@" --quiet >"$WORK/out" 2>&1; then
+        echo "FAILED: keel $*" >&2
+        grep -E 'VIOLATION|error|panicked' "$WORK/out" | head -5 >&2
+        exit 1
+    fi
+}
+
+for stream in "${STREAMS[@]}"; do
+    # shellcheck disable=SC2086 # a stream is several words on purpose
+    set -- $stream
+    check sweep "$@" --sinks append --faults "$FAULTS" --expect "$APPEND_EXPECT"
+    check sweep "$@" --sinks "$EXACT_SINKS" --faults "$FAULTS" --expect "$EXACT_EXPECT"
+    check explore "$@" --seeds "$SEEDS" --no-shrink --summary-only --sinks append \
+        --faults "$FAULTS" --expect "$APPEND_EXPECT"
+    check explore "$@" --seeds "$SEEDS" --no-shrink --summary-only --sinks "$EXACT_SINKS" \
+        --faults "$FAULTS" --expect "$EXACT_EXPECT"
+done
+# The unsafe protocols keep their promise where the sink alone fails.
+set -- ${STREAMS[1]}
+for protocol in "${UNSAFE[@]}"; do
+    check sweep "$@" --checkpoint-protocol "$protocol" --sinks "$EXACT_SINKS" \
+        --faults "$SINK_FAULTS" --expect "$EXACT_EXPECT"
+done
+
+# Negative controls: each unsafe protocol is caught by the fault that breaks it.
+control() { # control PROTOCOL FAULTS: the sweep must find a violation (exit 1)
+    "$KEEL" sweep --scenario ch04 --checkpoint-protocol "$1" --sinks idempotent \
+        --faults "$2" --expect "$EXACT_EXPECT" --quiet >"$WORK/out" 2>&1
+    local status=$?
+    if [ "$status" -ne 1 ]; then
+        echo "CONTROL FAILED (exit $status, expected 1): keel sweep --checkpoint-protocol $1 --faults $2" >&2
+        exit 1
+    fi
+}
+control in-place process-crash
+control delete-then-rename process-crash
+control no-fsync-rename power-loss
+control no-dir-fsync power-loss
+control size-only power-loss
+control checkpoint-before-sink-sync power-loss
+control no-tail-repair power-loss
+echo "oracle harness: every check held"
