@@ -192,6 +192,10 @@ impl Checkpoint {
         if let Some((end, w)) = windows.iter().find(|(_, w)| w.sum.abs() > sum_max) {
             return Err(format!("window {end} has sum {}, out of range", w.sum));
         }
+        // A window counts at most every event of the input (the next event adds one).
+        if let Some((end, w)) = windows.iter().find(|(_, w)| w.cnt > EVENTS_MAX as u64) {
+            return Err(format!("window {end} has count {}, out of range", w.cnt));
+        }
         Ok(Checkpoint {
             index: file.index,
             state: OperatorState {
@@ -285,6 +289,17 @@ mod tests {
         assert_eq!(
             Checkpoint::decode_body(body(9, i128::MAX).as_bytes()),
             Err(format!("window 10 has sum {}, out of range", i128::MAX))
+        );
+        // A count the next event would overflow (a panic in debug builds).
+        let count = |cnt: u64| {
+            format!(
+                r#"{{"index":8,"max_ts":9,"windows":[{{"end":10,"sum":40,"cnt":{cnt},"fired":false}}]}}"#
+            )
+        };
+        assert!(Checkpoint::decode_body(count(1_000_000).as_bytes()).is_ok());
+        assert_eq!(
+            Checkpoint::decode_body(count(u64::MAX).as_bytes()),
+            Err("window 10 has count 18446744073709551615, out of range".to_string())
         );
     }
 

@@ -7,7 +7,9 @@ pub use crate::commands::output::{Output, EXIT_VIOLATION};
 use crate::commands::bench::{cmd_bench, BenchArgs};
 use crate::commands::explore::{cmd_explore, ExploreArgs};
 use crate::commands::fidelity::{cmd_fidelity, FidelityArgs};
+use crate::commands::files::write_atomically;
 use crate::commands::incarnation::{cmd_incarnation, IncarnationArgs};
+use crate::commands::interrupt::install_handler;
 use crate::commands::merge::{cmd_merge, MergeArgs};
 use crate::commands::replay::{cmd_replay, ReplayArgs};
 use crate::commands::run::{cmd_run, RunArgs};
@@ -17,6 +19,7 @@ use crate::commands::sweep::{cmd_sweep, SweepArgs};
 use crate::commands::teach::{cmd_teach, TeachArgs};
 use crate::error::KeelError;
 use clap::{Parser, Subcommand};
+use std::path::Path;
 use std::process::ExitCode;
 
 /// keel: deterministic simulation testing for a small stream-processing engine.
@@ -57,13 +60,14 @@ pub enum Command {
     Incarnation(IncarnationArgs),
 }
 
-/// Runs a parsed command line and returns what to print on stdout.
+/// Runs a parsed command line and returns what to print on stdout (nothing, when `--out`
+/// wrote it to a file).
 pub fn execute(cli: &Cli) -> Result<Output, KeelError> {
     match &cli.command {
         Command::Run(args) => cmd_run(args),
         Command::Sites(args) => cmd_sites(args),
-        Command::Sweep(args) => cmd_sweep(args),
-        Command::Explore(args) => cmd_explore(args),
+        Command::Sweep(args) => write_out(args.job.out.as_deref(), cmd_sweep(args)?),
+        Command::Explore(args) => write_out(args.job.out.as_deref(), cmd_explore(args)?),
         Command::Replay(args) => cmd_replay(args),
         Command::Shrink(args) => cmd_shrink(args),
         Command::Merge(args) => cmd_merge(args),
@@ -74,9 +78,24 @@ pub fn execute(cli: &Cli) -> Result<Output, KeelError> {
     }
 }
 
-/// `keel`'s whole life: parse, execute, print once, exit with a clear code.
+/// With `--out FILE`, the report goes to FILE (atomically) and nothing to stdout.
+fn write_out(out: Option<&str>, output: Output) -> Result<Output, KeelError> {
+    let Some(path) = out else {
+        return Ok(output);
+    };
+    write_atomically(Path::new(path), output.stdout.as_bytes())
+        .map_err(|e| KeelError::usage(format!("cannot write {path}: {e}")))?;
+    Ok(Output {
+        stdout: String::new(),
+        ..output
+    })
+}
+
+/// `keel`'s whole life: parse, execute, print once, exit with a clear code. Ctrl-C stops a
+/// long job at the next run boundary (exit 130, no report) and any other command at once.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    install_handler();
     match execute(&cli) {
         Ok(output) => {
             print!("{}", output.stdout);

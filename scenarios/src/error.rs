@@ -6,6 +6,10 @@ use std::process::ExitCode;
 /// Exit status 2: the command line or an input file is wrong (same code clap uses).
 pub const EXIT_USAGE: u8 = 2;
 
+/// Exit status 130: stopped by Ctrl-C (SIGINT) before the end; nothing was printed as if
+/// complete (128 + the signal's number, as a shell reports it).
+pub const EXIT_INTERRUPTED: u8 = 130;
+
 /// An error that stops `keel`, printed once as `error: <message>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeelError {
@@ -19,6 +23,14 @@ impl KeelError {
         KeelError {
             message: message.into(),
             exit_code: EXIT_USAGE,
+        }
+    }
+
+    /// Stopped by Ctrl-C: `message` says how far the command got.
+    pub fn interrupted(message: impl Into<String>) -> Self {
+        KeelError {
+            message: message.into(),
+            exit_code: EXIT_INTERRUPTED,
         }
     }
 

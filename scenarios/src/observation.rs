@@ -158,6 +158,14 @@ fn push_line(line: &str, observed: &mut ViewObservation) {
     }
 }
 
+/// What a consumer reading a file sink sees in its bytes: the records of its lines in order,
+/// and how many lines are not a whole record (a torn append nothing repaired, bytes that are
+/// not UTF-8). The reader `fuzz/` feeds arbitrary bytes.
+pub fn file_sink_records(bytes: &[u8]) -> (Vec<Record>, u64) {
+    let observed = observe_file(Some(bytes));
+    (observed.records, observed.corrupt_lines)
+}
+
 /// The file sink's one view: its lines in order (None: the file does not exist).
 fn observe_file(sink_bytes: Option<&[u8]>) -> ViewObservation {
     let mut observed = ViewObservation::default();

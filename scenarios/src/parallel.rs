@@ -1,7 +1,7 @@
 //! Parallelism across independent runs only: a map over items on N threads whose result is
 //! in item order, so every output is the same, byte for byte, whatever N is.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// `f` over `items` on `jobs` threads; results in `items` order. `on_done` is called once
@@ -12,22 +12,42 @@ pub fn par_map<T: Sync, R: Send>(
     f: impl Fn(&T) -> R + Sync,
     on_done: &(dyn Fn(&R) + Sync),
 ) -> Vec<R> {
+    let never = AtomicBool::new(false);
+    par_map_until(items, jobs, f, on_done, &never).expect("nothing sets the stop flag")
+}
+
+/// [`par_map`] that stops when `stop` is set (Ctrl-C): no thread starts another item after
+/// it sees the flag, items already running finish (a run is never cut in the middle), and the
+/// result is `None`: an incomplete map is never returned as if complete.
+pub fn par_map_until<T: Sync, R: Send>(
+    items: &[T],
+    jobs: usize,
+    f: impl Fn(&T) -> R + Sync,
+    on_done: &(dyn Fn(&R) + Sync),
+    stop: &AtomicBool,
+) -> Option<Vec<R>> {
     assert!(jobs >= 1);
+    let stopped = || stop.load(Ordering::SeqCst);
     if jobs == 1 || items.len() <= 1 {
-        return items
-            .iter()
-            .map(|item| {
-                let result = f(item);
-                on_done(&result);
-                result
-            })
-            .collect();
+        let mut results = Vec::with_capacity(items.len());
+        for item in items {
+            if stopped() {
+                return None;
+            }
+            let result = f(item);
+            on_done(&result);
+            results.push(result);
+        }
+        return Some(results);
     }
     let next = AtomicUsize::new(0);
     let slots: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
     std::thread::scope(|scope| {
         for _ in 0..jobs.min(items.len()) {
             scope.spawn(|| loop {
+                if stopped() {
+                    break;
+                }
                 let index = next.fetch_add(1, Ordering::Relaxed);
                 if index >= items.len() {
                     break;
@@ -42,11 +62,7 @@ pub fn par_map<T: Sync, R: Send>(
     });
     slots
         .into_iter()
-        .map(|slot| {
-            slot.into_inner()
-                .expect("no worker panicked")
-                .expect("every item was mapped")
-        })
+        .map(|slot| slot.into_inner().expect("no worker panicked"))
         .collect()
 }
 
@@ -72,5 +88,32 @@ mod tests {
             done.fetch_add(1, Ordering::Relaxed);
         });
         assert_eq!(done.load(Ordering::Relaxed), 1000);
+    }
+
+    #[test]
+    fn a_stop_flag_ends_the_map_at_a_run_boundary_with_no_result() {
+        let items: Vec<u64> = (0..1000).collect();
+        for jobs in [1, 3] {
+            let stop = AtomicBool::new(false);
+            let done = AtomicUsize::new(0);
+            let result = par_map_until(
+                &items,
+                jobs,
+                |x| x * 2,
+                &|_| {
+                    if done.fetch_add(1, Ordering::SeqCst) + 1 == 10 {
+                        stop.store(true, Ordering::SeqCst);
+                    }
+                },
+                &stop,
+            );
+            assert_eq!(result, None);
+            // Each thread finishes the item it holds, then starts no other.
+            let finished = done.load(Ordering::SeqCst);
+            assert!((10..10 + jobs).contains(&finished), "{finished}");
+            let never = AtomicBool::new(false);
+            let all = par_map_until(&items, jobs, |x| x * 2, &|_| {}, &never).unwrap();
+            assert_eq!(all, par_map(&items, 1, |x| x * 2, &|_| {}));
+        }
     }
 }

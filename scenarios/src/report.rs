@@ -81,8 +81,18 @@ pub fn plan_for_crash(
                     planned.step, site.op, site.target
                 )));
             }
-            if let Fault::PowerLoss { state, .. } = planned.fault {
-                let enumerable = site
+            if let Fault::PowerLoss { state, at } = planned.fault {
+                // A site's count is the disk's after its effect. Before it, the disk is as
+                // the previous step left it (nothing changes it between steps); step 0 reads
+                // the directory, which changes nothing.
+                let counted = match (at, planned.step.checked_sub(1)) {
+                    (CrashPoint::Before, Some(previous)) => sites
+                        .iter()
+                        .find(|s| s.step == previous)
+                        .expect("the steps before a site are sites"),
+                    _ => site,
+                };
+                let enumerable = counted
                     .power_loss_states
                     .filter(|&count| count <= POWER_LOSS_ENUMERATION_BOUND);
                 if let Some(count) = enumerable {

@@ -128,6 +128,17 @@ pub fn run_recording_crash_states(spec: &RunSpec) -> RunResult {
     run_world(spec, world)
 }
 
+/// Runs `spec` on a disk that already holds files (what a fuzzer or a test put there, as a
+/// power loss could have left them); its sector size is the disk's own.
+pub fn run_on_disk(spec: &RunSpec, disk: Disk) -> RunResult {
+    let world = World::with_env(
+        spec.seed,
+        spec.plan.clone(),
+        Env::new(disk, TxLog::new(spec.transaction_timeout_ms)),
+    );
+    run_world(spec, world)
+}
+
 fn new_world(spec: &RunSpec, plan: FaultPlan) -> World {
     World::with_env(
         spec.seed,

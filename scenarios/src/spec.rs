@@ -4,6 +4,7 @@
 use crate::error::KeelError;
 use crate::runner::RunSpec;
 use keel_engine::{CheckpointProtocol, EngineConfig, Event, KeyScheme, SinkKind};
+use keel_sim::disk::SECTOR_SIZE_MAX_BYTES;
 use keel_sim::FaultPlan;
 use serde::{Deserialize, Serialize};
 
@@ -51,6 +52,24 @@ impl ScenarioSpec {
                     "{option} must be at most {TIME_MS_MAX} (about 11 days of simulated time), got {value_ms}"
                 )));
             }
+        }
+        // Checked here, not only by the option's parser: a plan file or a shard header
+        // carries a spec too, and the disk asserts its sector size.
+        if !(1..=SECTOR_SIZE_MAX_BYTES).contains(&self.sector_size_bytes) {
+            return Err(KeelError::usage(format!(
+                "--sector-size-bytes must be between 1 and {SECTOR_SIZE_MAX_BYTES}, got {}",
+                self.sector_size_bytes
+            )));
+        }
+        // Every event would arrive at the same processing time: distinct records would share
+        // a key, and the idempotent sink would drop them with no fault at all.
+        if sink == SinkKind::Idempotent
+            && self.key == KeyScheme::ProcessingTime
+            && self.event_interval_ms == 0
+        {
+            return Err(KeelError::usage(
+                "--key processing-time needs --event-interval-ms 1 or more on the idempotent sink: with 0 every event arrives at the same processing time, so distinct records get the same key and the sink drops them without any fault",
+            ));
         }
         let config = EngineConfig {
             window_size: self.window,

@@ -44,7 +44,7 @@ const FILE_SIZE_MAX_BYTES: u64 = 64 * 1024 * 1024;
 /// The sector size of [`Disk::new`]: the unit a write tears at, as on most disks.
 const SECTOR_SIZE_DEFAULT_BYTES: usize = 512;
 /// The largest sector size [`Disk::with_sector_size`] accepts (a huge page).
-const SECTOR_SIZE_MAX_BYTES: usize = 1 << 21;
+pub const SECTOR_SIZE_MAX_BYTES: usize = 1 << 21;
 
 /// An inode number: files keep their identity across renames.
 type InodeId = u64;

@@ -95,15 +95,16 @@ impl Trace {
         &self.lines
     }
 
-    /// Restates the fault of `step`'s line as the fault that ran (a power loss whose planned
-    /// crash state wrapped to one of the step's states).
-    pub(crate) fn restate_fault(&mut self, step: u64, ran: Fault) {
+    /// Restates the fault of `step`'s line as the fault that ran: a power loss whose planned
+    /// crash state wrapped to one of the step's states, or none for a planned fault that does
+    /// not apply to the step (the trace is then that of the run without it).
+    pub(crate) fn restate_fault(&mut self, step: u64, ran: Option<Fault>) {
         let line = self.lines.iter_mut().rev().find_map(|line| match line {
             TraceLine::Step { step: s, fault, .. } if *s == step => Some(fault),
             _ => None,
         });
         if let Some(fault) = line {
-            *fault = Some(ran);
+            *fault = ran;
         }
     }
 

@@ -21,7 +21,7 @@ use std::fmt;
 const SIMULATION_ONLY: &str = "power loss and disk errors are simulation-only";
 
 /// A run that takes more steps than this is a bug (an unbounded loop), not a long run.
-const STEPS_MAX: u64 = 50_000_000;
+pub const STEPS_MAX: u64 = 50_000_000;
 
 /// Where an effect happens: the operation and what it acts on (a path, a key, an event).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -394,10 +394,10 @@ impl<S: Storage> World<S> {
                             // replays with the same fingerprint.
                             self.trace.restate_fault(
                                 step,
-                                Fault::PowerLoss {
+                                Some(Fault::PowerLoss {
                                     at,
                                     state: state % count,
-                                },
+                                }),
                             );
                         }
                         state % count
@@ -442,12 +442,11 @@ impl<S: Storage> World<S> {
                 .expect(SIMULATION_ONLY)
                 .inject_error(),
             Some(
-                f @ (Fault::SinkError
-                | Fault::AckLost
-                | Fault::SinkUnavailable { .. }
-                | Fault::Zombie),
+                Fault::SinkError | Fault::AckLost | Fault::SinkUnavailable { .. } | Fault::Zombie,
             ) => {
-                self.note(format!("{f}: does not apply to a local step"));
+                // A fault that does not apply leaves no mark: the run is the one without it,
+                // so the plan that ran (which omits it) replays with the same fingerprint.
+                self.trace.restate_fault(step, None);
             }
             _ => {}
         }
@@ -455,7 +454,8 @@ impl<S: Storage> World<S> {
         if fault == Some(Fault::DiskError) {
             let disk = self.env.disk.simulated_mut().expect(SIMULATION_ONLY);
             if disk.clear_injected_error() {
-                self.note("disk-error: the step did no disk operation it could fail");
+                // The step did no disk operation it could fail: no mark, as above.
+                self.trace.restate_fault(step, None);
             } else {
                 self.injected_at(step, Fault::DiskError);
             }
@@ -483,7 +483,8 @@ impl<S: Storage> World<S> {
                 let until_ms = now_ms.saturating_add(duration_ms);
                 self.env.sink_down_until_ms = self.env.sink_down_until_ms.max(until_ms);
             }
-            Some(Fault::DiskError) => self.note("disk-error: does not apply to a sink request"),
+            // Does not apply to a sink request: no mark, as in `effect`.
+            Some(Fault::DiskError) => self.trace.restate_fault(step, None),
             _ => {}
         }
         let outcome = if now_ms < self.env.sink_down_until_ms {

@@ -73,6 +73,12 @@ pub struct JobArgs {
     /// No progress bar (it is also hidden when stderr is not a terminal).
     #[arg(long, short)]
     pub quiet: bool,
+
+    /// Write the report (with --shard, the JSON lines for `keel merge`) to FILE instead of
+    /// stdout, atomically: a temp file, fsync, rename; an interrupted keel leaves no file or
+    /// a complete one.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<String>,
 }
 
 /// The i-th of n slices of a job.

@@ -7,6 +7,7 @@ use super::args::{parse_seed_range, FaultArg, ScenarioArgs, SeedPlanArgs, SeedRa
 use super::explore::{explore_baselines, explore_spec};
 use super::fidelity::{compare_point, process_crash_points};
 use super::files::prepare;
+use super::interrupt::par_map_interruptible;
 use super::output::Output;
 use super::progress::Progress;
 use crate::baseline::baselines;
@@ -104,7 +105,7 @@ pub(crate) fn cmd_bench(args: &BenchArgs) -> Result<Output, KeelError> {
     let progress = Progress::new(points.len(), args.job.quiet);
     let jobs = args.job.jobs.map_or_else(default_jobs, |n| n as usize);
     let started = std::time::Instant::now();
-    let rows = par_map(
+    let rows = par_map_interruptible(
         &points,
         jobs,
         |&(seed, sink)| {
@@ -113,9 +114,9 @@ pub(crate) fn cmd_bench(args: &BenchArgs) -> Result<Output, KeelError> {
             (result.world.steps_taken(), result.world.fingerprint())
         },
         &|_| progress.done(false),
-    );
+        &progress,
+    )?;
     let elapsed = started.elapsed().as_secs_f64().max(1e-9);
-    progress.finish();
     let steps: u64 = rows.iter().map(|(steps, _)| steps).sum();
     let digest: String = rows.iter().map(|(_, f)| f.to_string()).collect();
     let runs_per_second = rows.len() as f64 / elapsed;

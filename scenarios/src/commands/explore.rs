@@ -6,6 +6,7 @@ use super::args::{
     SinkArg, TableFormatArg,
 };
 use super::files::prepare;
+use super::interrupt::par_map_interruptible;
 use super::output::{Output, EXIT_VIOLATION};
 use super::progress::Progress;
 use super::shard::{shard_output, ShardLine};
@@ -14,7 +15,6 @@ use crate::error::KeelError;
 use crate::explore::{
     explore_one, report as explore_report, ExploreReport, ExploreRow, ExploreSpec,
 };
-use crate::parallel::par_map;
 use crate::property::{Expectation, MATCHES_MODEL};
 use crate::spec::ScenarioSpec;
 use clap::Args;
@@ -82,7 +82,7 @@ pub(crate) fn cmd_explore(args: &ExploreArgs) -> Result<Output, KeelError> {
         .shard
         .map_or(0..points.len(), |shard| shard.range(points.len()));
     let progress = Progress::new(range.len(), args.job.quiet);
-    let rows = par_map(
+    let rows = par_map_interruptible(
         &points[range],
         jobs(&args.job),
         |&(seed, sink)| explore_one(&explore, &baselines[&sink], seed),
@@ -92,11 +92,11 @@ pub(crate) fn cmd_explore(args: &ExploreArgs) -> Result<Output, KeelError> {
                     .any(|r| !r.failures(explore.expect.as_ref()).is_empty()),
             )
         },
-    )
+        &progress,
+    )?
     .into_iter()
     .flatten()
     .collect::<Vec<ExploreRow>>();
-    progress.finish();
     if let Some(shard) = args.job.shard {
         let mut lines = vec![ShardLine::ExploreHeader {
             spec,

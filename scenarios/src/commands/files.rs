@@ -1,4 +1,5 @@
-//! The files commands read and write: events files and plan files.
+//! The files commands read and write: events files and plan files, and `write_atomically`,
+//! through which every file keel writes goes.
 
 use super::args::{scenario_spec, ScenarioArgs};
 use crate::catalogue::{events_from_text, Scenario};
@@ -6,6 +7,8 @@ use crate::error::KeelError;
 use crate::plan_file::SavedPlan;
 use crate::spec::ScenarioSpec;
 use keel_engine::{Event, SinkKind};
+use std::io::Write;
+use std::path::Path;
 
 /// The input events of a spec: a shipped scenario, or an events file read from disk.
 pub(crate) fn load_events(spec: &ScenarioSpec) -> Result<Vec<Event>, KeelError> {
@@ -46,6 +49,49 @@ pub(crate) fn read_plan_file(path: &str) -> Result<SavedPlan, KeelError> {
 }
 
 pub(crate) fn write_plan_file(path: &str, plan: &SavedPlan) -> Result<(), KeelError> {
-    std::fs::write(path, plan.to_pretty_json())
+    write_atomically(Path::new(path), plan.to_pretty_json().as_bytes())
         .map_err(|e| KeelError::usage(format!("cannot write plan file {path}: {e}")))
+}
+
+/// Writes every file keel writes (plan files, `--out` reports and shard files, SVG pictures):
+/// the bytes go to a temp file beside `path`, which is fsynced and renamed over `path`, and
+/// the directory is fsynced. A keel killed at any moment leaves `path` as it was (absent, or
+/// the previous file) or complete, never half-written; at worst a temp file
+/// `.<name>.keel-tmp-<pid>` is left beside it.
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name"))?;
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let mut temp_name = std::ffi::OsString::from(".");
+    temp_name.push(name);
+    temp_name.push(format!(".keel-tmp-{}", std::process::id()));
+    let temp = dir.join(temp_name);
+    let written = (|| {
+        let mut file = std::fs::File::create(&temp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&temp, path)?;
+        sync_dir(dir)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
+}
+
+/// Makes a rename in `dir` durable.
+#[cfg(unix)]
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// Elsewhere a directory cannot be opened to sync it; the rename is as durable as it gets.
+#[cfg(not(unix))]
+fn sync_dir(_dir: &Path) -> std::io::Result<()> {
+    Ok(())
 }

@@ -4,7 +4,7 @@ use super::args::{parse_expectation, Shard, TableFormatArg};
 use super::explore::{explore_baselines, finish_explore};
 use super::files::load_events;
 use super::output::Output;
-use super::shard::ShardLine;
+use super::shard::{parse_shard_file, ShardLine};
 use super::sweep::sweep_output;
 use crate::error::KeelError;
 use crate::explore::ExploreRow;
@@ -47,26 +47,15 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
     for path in &args.files {
         let text = std::fs::read_to_string(path)
             .map_err(|e| KeelError::usage(format!("cannot read shard file {path}: {e}")))?;
-        for (i, line) in text
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-        {
-            let parsed: ShardLine = serde_json::from_str(line).map_err(|e| {
-                KeelError::usage(format!(
-                    "{path}: line {}: not a keel shard line: {e}",
-                    i + 1
-                ))
-            })?;
+        for (line_number, parsed) in parse_shard_file(path, &text)? {
             match parsed {
                 ShardLine::Point(record) => points.push(record),
                 ShardLine::Row(row) => rows.push(row),
                 ref h @ (ShardLine::SweepHeader { shard, .. }
                 | ShardLine::ExploreHeader { shard, .. }) => {
-                    if i != 0 {
+                    if line_number != 1 {
                         return Err(KeelError::usage(format!(
-                            "{path}: line {}: a header after the first line",
-                            i + 1
+                            "{path}: line {line_number}: a header after the first line"
                         )));
                     }
                     if shards_seen.contains(&shard) {
@@ -219,12 +208,13 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
 }
 
 fn check_complete(seen: &[Shard], count: u64, got: u64, total: u64) -> Result<(), KeelError> {
-    let mut missing: Vec<String> = (0..count)
+    // The first few only: a header may claim any count up to 2^64 - 1.
+    let missing: Vec<String> = (0..count)
         .filter(|i| !seen.iter().any(|s| s.index == *i))
         .map(|i| format!("{i}/{count}"))
+        .take(8)
         .collect();
     if !missing.is_empty() {
-        missing.truncate(8);
         return Err(KeelError::usage(format!(
             "missing shard files: {}",
             missing.join(", ")

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub(crate) struct Progress {
     bar: Option<ProgressBar>,
     failures: AtomicU64,
+    runs_done: AtomicU64,
 }
 
 impl Progress {
@@ -32,10 +33,12 @@ impl Progress {
         Progress {
             bar,
             failures: AtomicU64::new(0),
+            runs_done: AtomicU64::new(0),
         }
     }
 
     pub(crate) fn done(&self, failed: bool) {
+        self.runs_done.fetch_add(1, Ordering::Relaxed);
         if let Some(bar) = &self.bar {
             if failed {
                 let failures = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
@@ -45,9 +48,21 @@ impl Progress {
         }
     }
 
+    /// Items finished so far.
+    pub(crate) fn runs_done(&self) -> u64 {
+        self.runs_done.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
+    }
+}
+
+impl Drop for Progress {
+    /// The bar never outlives its job, whatever way the job ends.
+    fn drop(&mut self) {
+        self.finish();
     }
 }

@@ -5,12 +5,12 @@ use super::args::{
     ScenarioArgs, SinkArg, TableFormatArg,
 };
 use super::files::prepare;
+use super::interrupt::par_map_interruptible;
 use super::output::{Output, EXIT_VIOLATION};
 use super::progress::Progress;
 use super::shard::{shard_output, ShardLine};
 use crate::baseline::baselines;
 use crate::error::KeelError;
-use crate::parallel::par_map;
 use crate::property::Expectation;
 use crate::spec::ScenarioSpec;
 use crate::sweep::{
@@ -97,7 +97,7 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
         .map_or(0..points.len(), |shard| shard.range(points.len()));
     let indexed: Vec<(u64, &SweepPoint)> = range.clone().map(|i| (i as u64, &points[i])).collect();
     let progress = Progress::new(indexed.len(), args.job.quiet);
-    let records: Vec<PointRecord> = par_map(
+    let records: Vec<PointRecord> = par_map_interruptible(
         &indexed,
         jobs(&args.job),
         |(index, point)| run_point(&spec, &baselines, *index, point),
@@ -108,11 +108,11 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
                     .any(|r| !r.failures(args.expect.as_ref()).is_empty()),
             )
         },
-    )
+        &progress,
+    )?
     .into_iter()
     .flatten()
     .collect();
-    progress.finish();
     if let Some(shard) = args.job.shard {
         let mut lines = vec![ShardLine::SweepHeader {
             spec,

@@ -1,6 +1,6 @@
 //! `keel teach`: the chapter's tables in English or Chinese, and SVG pictures of them.
 
-use super::files::load_events;
+use super::files::{load_events, write_atomically};
 use super::output::Output;
 use crate::error::KeelError;
 use crate::table::TableFormat;
@@ -73,7 +73,7 @@ pub(crate) fn cmd_teach(args: &TeachArgs) -> Result<Output, KeelError> {
             .map_err(|e| KeelError::usage(format!("cannot create {dir}: {e}")))?;
         for (name, svg) in lessons.svgs(lang) {
             let path = std::path::Path::new(dir).join(&name);
-            std::fs::write(&path, svg)
+            write_atomically(&path, svg.as_bytes())
                 .map_err(|e| KeelError::usage(format!("cannot write {}: {e}", path.display())))?;
             // A status line, not part of the lessons: stdout stays the report alone.
             eprintln!("wrote {}", path.display());

@@ -1,0 +1,50 @@
+//! Ctrl-C: a long job (`sweep`, `explore`, `bench`) stops at the next run boundary, clears its
+//! progress bar and exits 130 without printing a partial report; any other command is ended
+//! at once (it has nothing half-written: keel writes every file through a temp file and a
+//! rename, see `files::write_atomically`).
+
+use super::progress::Progress;
+use crate::error::KeelError;
+use crate::parallel::par_map_until;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set by the Ctrl-C handler while a long job runs: its threads start no other run.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// Whether a long job is running (and so stops by itself at the next run boundary).
+static LONG_JOB: AtomicBool = AtomicBool::new(false);
+
+/// Installs the Ctrl-C (SIGINT) handler; `keel`'s `main` calls it once. The first Ctrl-C
+/// during a long job asks it to stop; a Ctrl-C at any other time, or a second one, exits 130.
+pub fn install_handler() {
+    // Without a handler (e.g. the process already has one) Ctrl-C keeps its default action.
+    let _ = ctrlc::set_handler(|| {
+        if LONG_JOB.load(Ordering::SeqCst) && !STOP.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        eprintln!("error: interrupted (Ctrl-C)");
+        std::process::exit(i32::from(crate::error::EXIT_INTERRUPTED));
+    });
+}
+
+/// `f` over `items` on `jobs` threads, as `par_map`, stopping at the next run boundary on
+/// Ctrl-C: then the progress bar is cleared and the error says how far the job got.
+pub(crate) fn par_map_interruptible<T: Sync, R: Send>(
+    items: &[T],
+    jobs: usize,
+    f: impl Fn(&T) -> R + Sync,
+    on_done: &(dyn Fn(&R) + Sync),
+    progress: &Progress,
+) -> Result<Vec<R>, KeelError> {
+    LONG_JOB.store(true, Ordering::SeqCst);
+    let results = par_map_until(items, jobs, f, on_done, &STOP);
+    LONG_JOB.store(false, Ordering::SeqCst);
+    progress.finish();
+    results.ok_or_else(|| {
+        KeelError::interrupted(format!(
+            "interrupted (Ctrl-C) after {} of {} runs; no report printed",
+            progress.runs_done(),
+            items.len()
+        ))
+    })
+}
