@@ -349,10 +349,16 @@ impl Engine {
 
     /// The prefix of the keys of the records emitted now: the stable one (event index, or
     /// "flush"), or the processing time, which a replay does not reproduce.
-    fn key_prefix<S: Storage>(&self, world: &World<S>, stable: &str) -> String {
+    /// The processing time is read at microsecond resolution and written as milliseconds
+    /// ("pt3900.000"), so two emissions never share it, not even in a replay that reads its
+    /// backlog within one simulated millisecond.
+    fn key_prefix<S: Storage>(&self, world: &mut World<S>, stable: &str) -> String {
         match self.config.key {
             KeyScheme::EventIndex => stable.to_string(),
-            KeyScheme::ProcessingTime => format!("pt{}", world.now_ms()),
+            KeyScheme::ProcessingTime => {
+                let timestamp_us = world.timestamp_us();
+                format!("pt{}.{:03}", timestamp_us / 1000, timestamp_us % 1000)
+            }
         }
     }
 

@@ -61,16 +61,6 @@ impl ScenarioSpec {
                 self.sector_size_bytes
             )));
         }
-        // Every event would arrive at the same processing time: distinct records would share
-        // a key, and the idempotent sink would drop them with no fault at all.
-        if sink == SinkKind::Idempotent
-            && self.key == KeyScheme::ProcessingTime
-            && self.event_interval_ms == 0
-        {
-            return Err(KeelError::usage(
-                "--key processing-time needs --event-interval-ms 1 or more on the idempotent sink: with 0 every event arrives at the same processing time, so distinct records get the same key and the sink drops them without any fault",
-            ));
-        }
         let config = EngineConfig {
             window_size: self.window,
             out_of_orderness: self.out_of_orderness,

@@ -908,7 +908,7 @@ impl Lessons {
         };
         match lang {
             Lang::En if delivered_twice > 0 => format!(
-                "A processing-time key: the replay emits {} again at a later simulated time, so it gets a new key; the idempotent sink sees {} (the run without a crash has {}) and keeps {copies}: {} more than once. Dedup only works with a key that is stable across restarts.",
+                "A processing-time key: the replay emits {} again at a later simulated time, under a new key each time; the idempotent sink sees {} (the run without a crash has {}) and keeps {copies}: {} more than once. Dedup only works with a key that is stable across restarts.",
                 if names.is_empty() { "records".to_string() } else { list(lang, &names) },
                 count(keys, "different key", "different keys"),
                 count(records, "record", "records"),

@@ -4,7 +4,7 @@
 //!
 //! Record identity: a record is identified by its *slot* (window end, kind, and the event that
 //! triggered it when the sink's key names one: "13:10" names event 13, "flush:30" the end of
-//! input, a processing-time key "pt4500:20" names nothing) and its *content* (sum and
+//! input, a processing-time key "pt4500.000:20" names nothing) and its *content* (sum and
 //! watermark). Within a slot the reference is a multiset: the n-th copy of a content is the
 //! n-th occurrence of that record, so two equal records of the fault-free run are two
 //! identities, and a sink holding both has neither a duplicate nor a loss.

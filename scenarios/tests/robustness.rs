@@ -108,31 +108,37 @@ fn a_saved_plan_replays_with_the_fingerprint_of_the_seed_it_came_from() {
     assert_eq!(plan["oracle"], seed["oracle"]);
 }
 
-/// Fuzz target 4 (runner): processing-time keys with `--event-interval-ms 0` give every
+/// Fuzz target 4 (runner): processing-time keys with `--event-interval-ms 0` gave every
 /// record of one window the same key, so the idempotent sink dropped distinct records in a
-/// fault-free run; that combination is now an error.
+/// fault-free run. The processing clock now has microsecond resolution and never hands out
+/// the same timestamp twice, so every emission has a key of its own.
 #[test]
-fn processing_time_keys_at_one_instant_are_rejected_on_the_idempotent_sink() {
-    let message = "--key processing-time needs --event-interval-ms 1 or more on the idempotent sink: with 0 every event arrives at the same processing time, so distinct records get the same key and the sink drops them without any fault";
-    for command in [
-        vec!["run", "--sink", "idempotent"],
-        vec!["explore", "--seeds", "0..2"],
-        vec!["sweep", "--sinks", "idempotent"],
-    ] {
-        let mut args = command.clone();
-        args.extend_from_slice(&["--key", "processing-time", "--event-interval-ms", "0"]);
-        assert_eq!(usage_error(&args), message, "{command:?}");
-    }
-    // The other sinks keep no key: the combination runs there.
-    stdout(&[
+fn processing_time_keys_at_one_instant_stay_distinct_on_the_idempotent_sink() {
+    let run: Value = serde_json::from_str(&stdout(&[
         "run",
         "--sink",
-        "append",
+        "idempotent",
         "--key",
         "processing-time",
         "--event-interval-ms",
         "0",
-    ]);
+        "--format",
+        "json",
+    ]))
+    .unwrap();
+    assert_eq!(run["failures"], serde_json::json!([]));
+    let keys: Vec<&str> = run["sink"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|record| record["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys.len(), 4, "{keys:?}");
+    assert_eq!(
+        keys,
+        ["pt0.014:10", "pt0.025:20", "pt0.026:20", "pt0.031:30"],
+        "one timestamp per event read (and one for the flush), in order"
+    );
 }
 
 /// Fuzz target 4 (runner): `keel run --at before --crash-state N` checked N against the crash

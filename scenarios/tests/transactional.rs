@@ -137,8 +137,8 @@ fn a_processing_time_key_brings_duplicates_back_to_the_idempotent_sink() {
     // The sink sees five different keys, so it deduplicates nothing.
     assert_eq!(n(&report["tally"]["total_records"]), 5);
     assert_eq!(n(&report["tally"]["unique_keys"]), 5);
-    assert_eq!(report["sink"][0]["key"], "pt3900:10");
-    assert_eq!(report["sink"][1]["key"], "pt5000:10");
+    assert_eq!(report["sink"][0]["key"], "pt3900.000:10");
+    assert_eq!(report["sink"][1]["key"], "pt5000.005:10");
     // The stable key: no duplicate.
     let stable = json(&["run", "--sink", "idempotent", "--crash-after-event", "14"]);
     assert_eq!(n(&stable["oracle"]["duplicates"]), 0);

@@ -139,6 +139,9 @@ pub struct WrappedState {
 pub struct Resume {
     pub step_next: u64,
     pub time_ms: u64,
+    /// The last processing timestamp read (see [`Clock::timestamp_us`]).
+    #[serde(default)]
+    pub timestamp_us_last: u64,
     pub incarnation: u32,
     pub kill_done: bool,
 }
@@ -201,8 +204,7 @@ impl<S: Storage> World<S> {
     /// A world that goes on where another process left a run: `resume` says from which
     /// step, time and incarnation. Its trace holds only what happens from here.
     pub fn resumed(seed: u64, plan: FaultPlan, mut env: Env<S>, resume: Resume) -> Self {
-        env.clock = Clock::default();
-        env.clock.sleep_until(resume.time_ms);
+        env.clock = Clock::resumed(resume.time_ms, resume.timestamp_us_last);
         let mut world = World::with_env(seed, plan, env);
         world.step_next = resume.step_next;
         world.incarnation = resume.incarnation;
@@ -215,6 +217,7 @@ impl<S: Storage> World<S> {
         Resume {
             step_next: self.step_next,
             time_ms: self.now_ms(),
+            timestamp_us_last: self.env.clock.timestamp_us_last(),
             incarnation: self.incarnation,
             kill_done: self.kill_done,
         }
@@ -237,6 +240,12 @@ impl<S: Storage> World<S> {
 
     pub fn now_ms(&self) -> u64 {
         self.env.clock.now_ms()
+    }
+
+    /// A processing timestamp in microseconds, unique within the run (see
+    /// [`Clock::timestamp_us`]). Reading the clock is not a step.
+    pub fn timestamp_us(&mut self) -> u64 {
+        self.env.clock.timestamp_us()
     }
 
     /// The number the next step will get (= the number of steps taken so far).
