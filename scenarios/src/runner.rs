@@ -164,15 +164,30 @@ fn run_world(spec: &RunSpec, mut world: World) -> RunResult {
             // the most harm, when the new process already owns the sink.
             if let Some((incarnation, mut old)) = zombie.take() {
                 world.begin_zombie(incarnation, ZOMBIE_STEPS_MAX);
+                let mut power_loss = None;
                 let outcome = match old.wake_as_zombie(&mut world) {
                     Ok(()) => "its writes were accepted".to_string(),
-                    Err(Interrupt::Crash(_)) => "it died for good".to_string(),
+                    Err(Interrupt::Crash(crash)) => {
+                        // The zombie shares the machine (and the disk) with its
+                        // replacement: a power loss takes both down, a kill only the zombie.
+                        if matches!(crash.kind, CrashKind::PowerLoss { .. }) {
+                            power_loss = Some(crash);
+                        }
+                        "it died for good".to_string()
+                    }
                     Err(Interrupt::Abort(e) | Interrupt::Failed(e)) => {
                         format!("it was stopped: {e}")
                     }
                 };
                 world.end_zombie();
                 world.note(format!("zombie: p{incarnation} is gone ({outcome})"));
+                if let Some(crash) = power_loss {
+                    world.note(format!(
+                        "power loss: p{} goes down with the machine",
+                        world.incarnation()
+                    ));
+                    return Err(Interrupt::Crash(crash));
+                }
             }
             engine.run(&mut world, &spec.events)
         });
