@@ -73,7 +73,7 @@ pub fn execute(cli: &Cli) -> Result<Output, KeelError> {
         Command::Merge(args) => cmd_merge(args),
         Command::Teach(args) => cmd_teach(args),
         Command::Bench(args) => cmd_bench(args),
-        Command::Fidelity(args) => cmd_fidelity(args),
+        Command::Fidelity(args) => write_out(args.out(), cmd_fidelity(args)?),
         Command::Incarnation(args) => cmd_incarnation(args),
     }
 }

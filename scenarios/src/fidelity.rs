@@ -11,8 +11,11 @@ use crate::table::{Table, TableFormat};
 use crate::verdict::{judge_one, Verdict};
 use keel_engine::{Record, SinkKind};
 use keel_sim::PlannedFault;
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
+
+/// The aspects two sides are compared in, in the order [`differences`] names them.
+pub const ASPECTS: [&str; 5] = ["sink", "final_windows", "verdict", "directory", "trace"];
 
 /// What one side (simulated or real) of a point left, in the terms both share.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,7 +73,7 @@ impl Side {
     }
 }
 
-/// The aspects in which two sides differ, in a fixed order (empty: they agree).
+/// The aspects in which two sides differ, in the order of [`ASPECTS`] (empty: they agree).
 pub fn differences(simulated: &Side, real: &Side) -> Vec<&'static str> {
     let mut differ = Vec::new();
     if (&simulated.records, simulated.corrupt_lines) != (&real.records, real.corrupt_lines) {
@@ -91,11 +94,14 @@ pub fn differences(simulated: &Side, real: &Side) -> Vec<&'static str> {
     differ
 }
 
-/// One crash point, run both ways.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One crash point, run both ways (with `--shard`, a line of the shard file).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PointComparison {
+    /// The point's place among all the points of the run (sink by sink, step by step).
+    pub index: u64,
     pub sink: SinkKind,
     pub point: PlannedFault,
+    #[serde(deserialize_with = "aspects")]
     pub differences: Vec<&'static str>,
     /// Wall time of the simulated and the real run, in microseconds.
     pub simulated_us: u64,
@@ -103,6 +109,26 @@ pub struct PointComparison {
     /// The commands that replay the point simulated and for real.
     pub reproduce_simulated: String,
     pub reproduce_real: String,
+}
+
+/// Aspect names read back from a shard file, as the `'static` names of [`ASPECTS`]; any
+/// other name is an error.
+fn aspects<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<&'static str>, D::Error> {
+    Vec::<String>::deserialize(deserializer)?
+        .iter()
+        .map(|name| {
+            ASPECTS
+                .iter()
+                .find(|aspect| *aspect == name)
+                .copied()
+                .ok_or_else(|| {
+                    serde::de::Error::custom(format!(
+                        "unknown aspect '{name}' (the aspects are {})",
+                        ASPECTS.join(", ")
+                    ))
+                })
+        })
+        .collect()
 }
 
 /// The first point of a row where the two sides differ.

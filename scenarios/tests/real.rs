@@ -523,3 +523,137 @@ fn bench_times_a_sample_of_real_points_besides_the_simulated_runs() {
         "{with_real}"
     );
 }
+
+/// The report without its wall times (they differ from run to run; nothing else does).
+fn without_wall_times(mut report: serde_json::Value) -> serde_json::Value {
+    for row in report["rows"].as_array_mut().unwrap() {
+        let row = row.as_object_mut().unwrap();
+        for field in ["simulated_us_per_point", "real_us_per_point", "ratio"] {
+            row.remove(field).unwrap();
+        }
+    }
+    report
+}
+
+/// `keel fidelity kill --shard i/n`: the shards run every point exactly once between them
+/// (the slices cross from one sink to the other), and `keel merge` makes of them the
+/// unsharded report (wall times aside); a disagreement in a shard exits 1 after the merge.
+#[test]
+fn fidelity_kill_shards_cover_every_point_once_and_merge_to_the_unsharded_report() {
+    let common = ["fidelity", "kill", "--scenario", "ch04", "--quiet"];
+    let (stdout, stderr, code) = keel(&[&common[..], &["--format", "json"]].concat());
+    assert_eq!(code, 0, "{stderr}");
+    let unsharded: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+
+    let dir = fresh_dir("fidelity-shards");
+    let mut files = Vec::new();
+    let mut indexes = Vec::new();
+    let mut points = Vec::new();
+    for shard in ["0/3", "1/3", "2/3"] {
+        let file = dir.join(format!("shard-{}.jsonl", &shard[..1]));
+        let out = file.to_str().unwrap().to_string();
+        let (stdout, stderr, code) = keel(
+            &[
+                &common[..],
+                &["--shard", shard, "--jobs", "2", "--out", &out],
+            ]
+            .concat(),
+        );
+        assert_eq!((code, stdout.as_str()), (0, ""), "{stderr}");
+        let text = std::fs::read_to_string(&file).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(lines[0]["type"], "fidelity-kill-header");
+        assert_eq!(lines[0]["total"], 118);
+        assert_eq!(
+            lines[0]["sinks"],
+            serde_json::json!(["append", "idempotent"])
+        );
+        for line in &lines[1..] {
+            assert_eq!(line["type"], "fidelity-point");
+            assert_eq!(line["differences"], serde_json::json!([]), "{line}");
+            indexes.push(line["index"].as_u64().unwrap());
+            points.push((
+                line["sink"].as_str().unwrap().to_string(),
+                line["point"]["step"].as_u64().unwrap(),
+            ));
+        }
+        files.push(out);
+    }
+    // Every point exactly once: 59 process-crash steps on each sink, in sink and step order.
+    assert_eq!(indexes, (0..118).collect::<Vec<u64>>());
+    let mut sorted = points.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 118);
+    assert_eq!(
+        points[..59].iter().filter(|(s, _)| s == "append").count(),
+        59
+    );
+    assert_eq!(
+        points[59..]
+            .iter()
+            .filter(|(s, _)| s == "idempotent")
+            .count(),
+        59
+    );
+
+    let merge = |files: &[String], extra: &[&str]| {
+        let mut args = vec!["merge"];
+        args.extend(files.iter().map(String::as_str));
+        args.extend_from_slice(extra);
+        keel(&args)
+    };
+    let (stdout, stderr, code) = merge(&files, &["--format", "json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let merged: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(without_wall_times(merged), without_wall_times(unsharded));
+    let (stdout, _, code) = merge(&files, &["--format", "csv"]);
+    assert_eq!(code, 0);
+    let rows: Vec<&str> = stdout.lines().collect();
+    assert!(rows[1].starts_with("append,59,59,0,"), "{stdout}");
+    assert!(rows[2].starts_with("idempotent,59,59,0,"), "{stdout}");
+
+    // A shard missing, --expect (which a comparison does not take), a point that disagrees.
+    let (_, stderr, code) = merge(&files[..2], &[]);
+    assert_eq!(
+        (code, stderr.as_str()),
+        (2, "error: missing shard files: 2/3\n")
+    );
+    let (_, stderr, code) = merge(&files, &["--expect", "no-loss"]);
+    assert_eq!(
+        (code, stderr.as_str()),
+        (2, "error: --expect does not apply to shards of keel fidelity kill, which compares each point simulated and real (any disagreement exits 1)\n")
+    );
+    let text = std::fs::read_to_string(&files[1]).unwrap();
+    let tampered = dir.join("shard-1-disagrees.jsonl");
+    std::fs::write(
+        &tampered,
+        text.replacen("\"differences\":[]", "\"differences\":[\"trace\"]", 1),
+    )
+    .unwrap();
+    let with_disagreement = [
+        files[0].clone(),
+        tampered.to_str().unwrap().to_string(),
+        files[2].clone(),
+    ];
+    let (stdout, _, code) = merge(&with_disagreement, &[]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("\nappend step 39: trace differ\n"),
+        "{stdout}"
+    );
+    std::fs::write(
+        &tampered,
+        text.replacen("\"differences\":[]", "\"differences\":[\"mood\"]", 1),
+    )
+    .unwrap();
+    let (_, stderr, code) = merge(&with_disagreement, &[]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("shard-1-disagrees.jsonl: line 2: not a keel shard line: unknown aspect 'mood' (the aspects are sink, final_windows, verdict, directory, trace)"),
+        "{stderr}"
+    );
+}

@@ -164,14 +164,19 @@ fn real_sample(
     let baseline = &baselines(spec, events, &[sink])?[&sink];
     let all = process_crash_points(baseline, spec.seed);
     let n = (n as usize).min(all.len());
-    let sample: Vec<PlannedFault> = (0..n).map(|i| all[i * all.len() / n]).collect();
+    let sample: Vec<(u64, PlannedFault)> = (0..n)
+        .map(|i| {
+            let index = i * all.len() / n;
+            (index as u64, all[index])
+        })
+        .collect();
     let prefix = spec.command("run");
     let progress = Progress::new(sample.len(), quiet);
     let started = std::time::Instant::now();
     let compared = par_map(
         &sample,
         jobs,
-        |&point| compare_point(baseline, sink, point, &prefix),
+        |&(index, point)| compare_point(baseline, index, point, &prefix),
         &|result: &Result<PointComparison, String>| {
             progress.done(result.as_ref().map_or(true, |c| !c.differences.is_empty()))
         },

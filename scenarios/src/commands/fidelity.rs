@@ -1,6 +1,7 @@
 //! `keel fidelity kill`: every process-crash point of a scenario, simulated and with a real
 //! SIGKILL on a real directory, compared; rows per sink with wall times (this command and
-//! `keel bench` are the only ones that read the wall clock: to time runs from outside).
+//! `keel bench` are the only ones that time runs on the wall clock, from outside). With
+//! `--shard i/n`, one slice of the points as JSON lines for `keel merge`.
 
 use super::args::{
     dedup_kinds, jobs, table_format, JobArgs, ScenarioArgs, SinkArg, TableFormatArg,
@@ -9,6 +10,7 @@ use super::files::prepare;
 use super::incarnation::run_real_here;
 use super::output::{Output, EXIT_VIOLATION};
 use super::progress::Progress;
+use super::shard::{shard_output, ShardLine};
 use crate::baseline::{baselines, Baseline};
 use crate::error::KeelError;
 use crate::fidelity::{aggregate, differences, FidelityReport, PointComparison, Side};
@@ -54,9 +56,19 @@ pub struct KillArgs {
     #[command(flatten)]
     pub job: JobArgs,
 
-    /// Output format. Wall times differ from run to run; everything else does not.
-    #[arg(long, value_enum, default_value_t = TableFormatArg::Table)]
+    /// Output format (not with --shard, which prints JSON lines for `keel merge`). Wall
+    /// times differ from run to run; everything else does not.
+    #[arg(long, value_enum, default_value_t = TableFormatArg::Table, conflicts_with = "shard")]
     pub format: TableFormatArg,
+}
+
+impl FidelityArgs {
+    /// `--out FILE`, if given.
+    pub(crate) fn out(&self) -> Option<&str> {
+        match &self.check {
+            FidelityCheck::Kill(args) => args.job.out.as_deref(),
+        }
+    }
 }
 
 pub(crate) fn cmd_fidelity(args: &FidelityArgs) -> Result<Output, KeelError> {
@@ -66,11 +78,6 @@ pub(crate) fn cmd_fidelity(args: &FidelityArgs) -> Result<Output, KeelError> {
 }
 
 fn cmd_kill(args: &KillArgs) -> Result<Output, KeelError> {
-    if args.job.shard.is_some() {
-        return Err(KeelError::usage(
-            "keel fidelity kill takes no --shard: its wall times do not merge",
-        ));
-    }
     let (spec, events) = prepare(&args.scenario)?;
     let sinks = dedup_kinds(args.sinks.iter().map(|&s| SinkKind::from(s)));
     if sinks.iter().any(SinkKind::is_transactional) {
@@ -79,20 +86,27 @@ fn cmd_kill(args: &KillArgs) -> Result<Output, KeelError> {
         ));
     }
     let baselines = baselines(&spec, &events, &sinks)?;
-    let items: Vec<(SinkKind, PlannedFault)> = sinks
+    let items: Vec<(u64, SinkKind, PlannedFault)> = sinks
         .iter()
         .flat_map(|&sink| {
             process_crash_points(&baselines[&sink], spec.seed)
                 .into_iter()
                 .map(move |point| (sink, point))
         })
+        .enumerate()
+        .map(|(index, (sink, point))| (index as u64, sink, point))
         .collect();
-    let progress = Progress::new(items.len(), args.job.quiet);
+    let range = args
+        .job
+        .shard
+        .map_or(0..items.len(), |shard| shard.range(items.len()));
+    let mine = &items[range];
+    let progress = Progress::new(mine.len(), args.job.quiet);
     let prefix = spec.command("run");
     let compared: Vec<Result<PointComparison, String>> = par_map(
-        &items,
+        mine,
         jobs(&args.job),
-        |&(sink, point)| compare_point(&baselines[&sink], sink, point, &prefix),
+        |&(index, sink, point)| compare_point(&baselines[&sink], index, point, &prefix),
         &|result: &Result<PointComparison, String>| {
             progress.done(result.as_ref().map_or(true, |c| !c.differences.is_empty()))
         },
@@ -106,12 +120,22 @@ fn cmd_kill(args: &KillArgs) -> Result<Output, KeelError> {
                 message,
                 exit_code: 1,
             })?;
+    if let Some(shard) = args.job.shard {
+        let mut lines = vec![ShardLine::FidelityKillHeader {
+            spec,
+            sinks,
+            shard,
+            total: items.len() as u64,
+        }];
+        lines.extend(compared.into_iter().map(ShardLine::FidelityPoint));
+        return Ok(Output::ok(shard_output(&lines)));
+    }
     let report = aggregate(&spec.label(), spec.protocol.name(), &sinks, &compared);
     Ok(kill_output(&report, args.format))
 }
 
 /// The report in `format`; exit 1 if any point disagrees.
-fn kill_output(report: &FidelityReport, format: TableFormatArg) -> Output {
+pub(crate) fn kill_output(report: &FidelityReport, format: TableFormatArg) -> Output {
     let stdout = match table_format(format) {
         Some(format) => report.render(format),
         None => report.to_json(),
@@ -143,13 +167,15 @@ pub(crate) fn process_crash_points(baseline: &Baseline, seed: u64) -> Vec<Planne
         .collect()
 }
 
-/// Runs one point simulated and for real, and compares what they left.
+/// Runs one point (the `index`-th of the run) simulated and for real, and compares what
+/// they left.
 pub(crate) fn compare_point(
     baseline: &Baseline,
-    sink: SinkKind,
+    index: u64,
     point: PlannedFault,
     prefix: &str,
 ) -> Result<PointComparison, String> {
+    let sink = baseline.spec.config.sink;
     static DIR_NEXT: AtomicU64 = AtomicU64::new(0);
     let spec = RunSpec {
         plan: FaultPlan::new([point]).expect("one fault"),
@@ -173,6 +199,7 @@ pub(crate) fn compare_point(
     let real = Side::real(&real?, baseline);
     let reproduce_simulated = reproduce_point(prefix, sink, &point);
     Ok(PointComparison {
+        index,
         sink,
         point,
         differences: differences(&simulated, &real),
@@ -234,6 +261,7 @@ mod tests {
 
         let prefix = "keel run --scenario ch04";
         let agreeing = |step| PointComparison {
+            index: step,
             sink: SinkKind::Append,
             point: crash(step, CrashPoint::After),
             differences: Vec::new(),
@@ -243,6 +271,7 @@ mod tests {
             reproduce_real: String::new(),
         };
         let disagreeing = PointComparison {
+            index: 23,
             sink: SinkKind::Append,
             point: after,
             differences: differ,

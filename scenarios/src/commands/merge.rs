@@ -1,13 +1,16 @@
-//! `keel merge`: `--shard` output files combined into the report an unsharded run prints.
+//! `keel merge`: `--shard` output files (of `sweep`, `explore` or `fidelity kill`) combined
+//! into the report an unsharded run prints.
 
 use super::args::{parse_expectation, Shard, TableFormatArg};
 use super::explore::{explore_baselines, finish_explore};
+use super::fidelity::kill_output;
 use super::files::load_events;
 use super::output::Output;
 use super::shard::{parse_shard_file, ShardLine};
 use super::sweep::sweep_output;
 use crate::error::KeelError;
 use crate::explore::ExploreRow;
+use crate::fidelity::{aggregate as fidelity_aggregate, PointComparison};
 use crate::property::Expectation;
 use crate::sweep::PointRecord;
 use clap::Args;
@@ -16,7 +19,8 @@ use std::collections::BTreeMap;
 
 #[derive(Debug, Args)]
 pub struct MergeArgs {
-    /// Shard files written by `keel sweep --shard` or `keel explore --shard`.
+    /// Shard files written by `keel sweep --shard`, `keel explore --shard` or `keel fidelity
+    /// kill --shard`.
     #[arg(required = true, value_name = "FILES")]
     pub files: Vec<String>,
 
@@ -44,6 +48,7 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
     let mut shards_seen: Vec<Shard> = Vec::new();
     let mut points: Vec<PointRecord> = Vec::new();
     let mut rows: Vec<ExploreRow> = Vec::new();
+    let mut compared: Vec<PointComparison> = Vec::new();
     for path in &args.files {
         let text = std::fs::read_to_string(path)
             .map_err(|e| KeelError::usage(format!("cannot read shard file {path}: {e}")))?;
@@ -51,8 +56,10 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
             match parsed {
                 ShardLine::Point(record) => points.push(record),
                 ShardLine::Row(row) => rows.push(row),
+                ShardLine::FidelityPoint(point) => compared.push(point),
                 ref h @ (ShardLine::SweepHeader { shard, .. }
-                | ShardLine::ExploreHeader { shard, .. }) => {
+                | ShardLine::ExploreHeader { shard, .. }
+                | ShardLine::FidelityKillHeader { shard, .. }) => {
                     if line_number != 1 {
                         return Err(KeelError::usage(format!(
                             "{path}: line {line_number}: a header after the first line"
@@ -65,24 +72,31 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
                         )));
                     }
                     shards_seen.push(shard);
-                    let key = |line: &ShardLine| match line {
-                        ShardLine::SweepHeader {
-                            spec,
-                            sweep,
-                            total,
-                            shard,
-                        } => {
-                            serde_json::to_string(&(spec, sweep, total, shard.count)).expect("json")
-                        }
-                        ShardLine::ExploreHeader {
-                            spec,
-                            explore,
-                            total,
-                            shard,
-                        } => serde_json::to_string(&(spec, explore, total, shard.count))
-                            .expect("json"),
-                        _ => unreachable!("only headers have keys"),
-                    };
+                    let key =
+                        |line: &ShardLine| match line {
+                            ShardLine::SweepHeader {
+                                spec,
+                                sweep,
+                                total,
+                                shard,
+                            } => serde_json::to_string(&(spec, sweep, total, shard.count))
+                                .expect("json"),
+                            ShardLine::ExploreHeader {
+                                spec,
+                                explore,
+                                total,
+                                shard,
+                            } => serde_json::to_string(&(spec, explore, total, shard.count))
+                                .expect("json"),
+                            ShardLine::FidelityKillHeader {
+                                spec,
+                                sinks,
+                                total,
+                                shard,
+                            } => serde_json::to_string(&(spec, sinks, total, shard.count))
+                                .expect("json"),
+                            _ => unreachable!("only headers have keys"),
+                        };
                     match &header {
                         None => header = Some((path.clone(), h.clone())),
                         Some((first_path, first)) if key(first) != key(h) => {
@@ -101,6 +115,16 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
             "no shard header found: give files written with --shard i/n".to_string(),
         ));
     };
+    let (command, foreign) = match header {
+        ShardLine::SweepHeader { .. } => ("keel sweep", rows.len() + compared.len()),
+        ShardLine::ExploreHeader { .. } => ("keel explore", points.len() + compared.len()),
+        _ => ("keel fidelity kill", points.len() + rows.len()),
+    };
+    if foreign > 0 {
+        return Err(KeelError::usage(format!(
+            "these are shards of {command}, but {foreign} of their lines come from another command"
+        )));
+    }
     match header {
         ShardLine::SweepHeader {
             spec,
@@ -202,6 +226,37 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
                 shrink_first,
                 (args.format, args.summary_only),
             ))
+        }
+        ShardLine::FidelityKillHeader {
+            spec,
+            sinks,
+            shard,
+            total,
+        } => {
+            for (given, option) in [
+                (args.no_shrink, "--no-shrink"),
+                (args.summary_only, "--summary-only"),
+                (args.expect.is_some(), "--expect"),
+            ] {
+                if given {
+                    return Err(KeelError::usage(format!(
+                        "{option} does not apply to shards of keel fidelity kill, which compares each point simulated and real (any disagreement exits 1)"
+                    )));
+                }
+            }
+            compared.sort_by_key(|point| point.index);
+            check_complete(&shards_seen, shard.count, compared.len() as u64, total)?;
+            if compared
+                .iter()
+                .enumerate()
+                .any(|(i, point)| point.index != i as u64 || !sinks.contains(&point.sink))
+            {
+                return Err(KeelError::usage(
+                    "the shard files' points are not exactly the fidelity run's points".to_string(),
+                ));
+            }
+            let report = fidelity_aggregate(&spec.label(), spec.protocol.name(), &sinks, &compared);
+            Ok(kill_output(&report, args.format))
         }
         _ => unreachable!("the header is a header"),
     }

@@ -3,9 +3,12 @@
 use super::args::Shard;
 use crate::error::KeelError;
 use crate::explore::{ExploreRow, ExploreSpec};
+use crate::fidelity::PointComparison;
 use crate::spec::ScenarioSpec;
 use crate::sweep::{PointRecord, SweepSpec};
+use keel_engine::SinkKind;
 use keel_sim::world::STEPS_MAX;
+use keel_sim::Fault;
 
 /// One line of a shard file.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
@@ -23,8 +26,16 @@ pub enum ShardLine {
         shard: Shard,
         total: u64,
     },
+    /// `keel fidelity kill --shard`: the run (its sinks in order) and how many points it has.
+    FidelityKillHeader {
+        spec: ScenarioSpec,
+        sinks: Vec<SinkKind>,
+        shard: Shard,
+        total: u64,
+    },
     Point(PointRecord),
     Row(ExploreRow),
+    FidelityPoint(PointComparison),
 }
 
 pub(crate) fn shard_output(lines: &[ShardLine]) -> String {
@@ -84,6 +95,26 @@ impl ShardLine {
                     return Err("no fault kinds".to_string());
                 }
                 Vec::new()
+            }
+            ShardLine::FidelityKillHeader { sinks, shard, .. } => {
+                check_shard(shard)?;
+                if sinks.is_empty() || sinks.iter().any(SinkKind::is_transactional) {
+                    return Err(
+                        "fidelity kill runs on the append and idempotent sinks only".to_string()
+                    );
+                }
+                Vec::new()
+            }
+            ShardLine::FidelityPoint(point) => {
+                if point.sink.is_transactional()
+                    || !matches!(point.point.fault, Fault::ProcessCrash { .. })
+                {
+                    return Err(
+                        "a fidelity point is a process crash on the append or idempotent sink"
+                            .to_string(),
+                    );
+                }
+                vec![("step", point.point.step)]
             }
             ShardLine::Point(point) => {
                 if !(1..=2).contains(&point.faults.len()) {
