@@ -657,3 +657,148 @@ fn fidelity_kill_shards_cover_every_point_once_and_merge_to_the_unsharded_report
         "{stderr}"
     );
 }
+
+/// `keel run --real-dir <fresh dir> --format json --trace <args> <pacing>`: the report
+/// without its `reproduce` line, that line, and the wall time the whole run took.
+fn paced_run(
+    name: &str,
+    args: &[&str],
+    pacing: &[&str],
+) -> (serde_json::Value, String, std::time::Duration) {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    let mut all = vec![
+        "run",
+        "--format",
+        "json",
+        "--trace",
+        "--real-dir",
+        dir.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    all.extend_from_slice(pacing);
+    let started = std::time::Instant::now();
+    let mut report = json_of(&all);
+    let elapsed = started.elapsed();
+    let reproduce = report.as_object_mut().unwrap().remove("reproduce").unwrap();
+    (report, reproduce.as_str().unwrap().to_string(), elapsed)
+}
+
+/// `keel run --real-dir D --real-pacing`: the children sleep until each step's simulated
+/// time (events every 5 ms, a restart delay of 50 ms: 145 simulated ms in all), and the
+/// report, trace and fingerprint are the unpaced run's; `--pacing-scale` scales the wait.
+#[test]
+fn real_pacing_waits_on_the_wall_clock_and_changes_no_figure() {
+    let args = [
+        "--crash-after-event",
+        "14",
+        "--event-interval-ms",
+        "5",
+        "--restart-delay-ms",
+        "50",
+    ];
+    let run = |name: &str, pacing: &[&str]| paced_run(name, &args, pacing);
+    let (unpaced, reproduce, _) = run("unpaced", &[]);
+    assert!(!reproduce.contains("pacing"));
+    let trace = unpaced["trace"].as_array().unwrap();
+    assert_eq!(
+        trace.last().unwrap(),
+        "step 72 t=145ms p1 disk.fsync sink-append.jsonl"
+    );
+    assert!(trace.contains(&serde_json::json!("restart t=125ms p1")));
+    assert_eq!(unpaced["tally"]["duplicates"], 1);
+    assert_eq!(unpaced["children"], killed_then_completed());
+
+    let (paced, reproduce, elapsed) = run("paced", &["--real-pacing"]);
+    assert_eq!(paced, unpaced);
+    assert!(reproduce.ends_with(" --real-pacing"));
+    assert!(
+        elapsed >= std::time::Duration::from_millis(145),
+        "{elapsed:?}"
+    );
+
+    let (paced, reproduce, elapsed) = run("paced-2", &["--real-pacing", "--pacing-scale", "2"]);
+    assert_eq!(paced, unpaced);
+    assert!(reproduce.ends_with(" --real-pacing --pacing-scale 2"));
+    assert!(
+        elapsed >= std::time::Duration::from_millis(290),
+        "{elapsed:?}"
+    );
+}
+
+/// The chapter's kill -9 after 2.6 s, paced twenty times faster than the simulated clock:
+/// the child is killed once 130 ms of wall time have gone by, and the whole run (8,700
+/// simulated ms: the last of 30 events arrives at 8,700 ms; the restart at 3,100 ms waited
+/// its 500) takes at least 435 ms; the figures are the unpaced run's.
+#[test]
+fn the_chapters_kill_after_2600_ms_paced_for_real() {
+    let args = ["--crash-at-ms", "2600", "--event-interval-ms", "300"];
+    let (unpaced, _, _) = paced_run("chapter-2600ms-unpaced", &args, &[]);
+    let (paced, reproduce, elapsed) = paced_run(
+        "chapter-2600ms-paced",
+        &args,
+        &["--real-pacing", "--pacing-scale", "0.05"],
+    );
+    assert_eq!(paced, unpaced);
+    assert_eq!(paced["crash"]["at_ms"], 2600);
+    assert_eq!(paced["crash"]["checkpoint"]["index"], 8);
+    assert!(
+        paced["trace"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .starts_with("step 64 t=8700ms p1 "),
+        "{paced}"
+    );
+    assert!(reproduce.ends_with(" --real-pacing --pacing-scale 0.05"));
+    assert!(
+        elapsed >= std::time::Duration::from_millis(435),
+        "{elapsed:?}"
+    );
+}
+
+/// Pacing and sharding options where they cannot apply are usage errors (exit 2).
+#[test]
+fn pacing_without_a_real_dir_and_a_format_with_a_shard_are_refused() {
+    for (args, needs) in [
+        (&["run", "--real-pacing"][..], "  --real-dir <DIR>\n"),
+        (
+            &["run", "--real-dir", "d", "--pacing-scale", "2"][..],
+            "  --real-pacing\n",
+        ),
+    ] {
+        let (stdout, stderr, code) = keel(args);
+        assert_eq!((code, stdout.as_str()), (2, ""), "{args:?}");
+        assert!(
+            stderr.starts_with("error: the following required arguments were not provided:\n")
+                && stderr.contains(needs),
+            "{args:?}: {stderr}"
+        );
+    }
+    let (_, stderr, code) = keel(&[
+        "run",
+        "--real-dir",
+        "d",
+        "--real-pacing",
+        "--pacing-scale",
+        "0",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("0 is not a pacing scale: wall milliseconds per simulated millisecond, from 0.001 to 1000"),
+        "{stderr}"
+    );
+    let (_, stderr, code) = keel(&["fidelity", "kill", "--shard", "0/2", "--format", "csv"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.starts_with(
+            "error: the argument '--shard <i/n>' cannot be used with '--format <FORMAT>'"
+        ),
+        "{stderr}"
+    );
+}

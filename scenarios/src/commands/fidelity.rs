@@ -192,7 +192,7 @@ pub(crate) fn compare_point(
         DIR_NEXT.fetch_add(1, Ordering::Relaxed)
     ));
     let started = Instant::now();
-    let real = run_real_here(&spec, &dir);
+    let real = run_real_here(&spec, &dir, None);
     let real_us = started.elapsed().as_micros() as u64;
     // The directory is this point's own, created by `run_real`.
     let _ = std::fs::remove_dir_all(&dir);

@@ -5,7 +5,7 @@ use super::output::Output;
 use crate::error::KeelError;
 use crate::real::incarnation::incarnation_main;
 use crate::real::run::run_real;
-use crate::real::RealRun;
+use crate::real::{Pacing, RealRun};
 use crate::runner::RunSpec;
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -29,8 +29,13 @@ pub(crate) fn cmd_incarnation(args: &IncarnationArgs) -> Result<Output, KeelErro
 }
 
 /// Runs `spec` for real in `dir` with this very binary as the child, keeping the children's
-/// files in a fresh directory under the system's temporary directory (removed afterwards).
-pub(crate) fn run_real_here(spec: &RunSpec, dir: &Path) -> Result<RealRun, String> {
+/// files in a fresh directory under the system's temporary directory (removed afterwards);
+/// `pacing` as [`run_real`] takes it.
+pub(crate) fn run_real_here(
+    spec: &RunSpec,
+    dir: &Path,
+    pacing: Option<Pacing>,
+) -> Result<RealRun, String> {
     static WORK_NEXT: AtomicU64 = AtomicU64::new(0);
     let work = std::env::temp_dir().join(format!(
         "keel-incarnations-{}-{}",
@@ -38,7 +43,7 @@ pub(crate) fn run_real_here(spec: &RunSpec, dir: &Path) -> Result<RealRun, Strin
         WORK_NEXT.fetch_add(1, Ordering::Relaxed)
     ));
     let exe = std::env::current_exe().map_err(|e| format!("cannot find keel itself: {e}"))?;
-    let result = run_real(spec, dir, &work, &exe);
+    let result = run_real(spec, dir, &work, &exe, pacing);
     // Only files this run created live there.
     let _ = std::fs::remove_dir_all(&work);
     result

@@ -10,6 +10,7 @@ use crate::error::KeelError;
 use crate::plan_file::SavedPlan;
 use crate::property::{Expectation, MATCHES_MODEL};
 use crate::real::run::check_dir;
+use crate::real::Pacing;
 use crate::report::{real_run_report, run_report, CrashRequest, Judging, RunReport};
 use crate::runner::View;
 use crate::spec::ScenarioSpec;
@@ -83,9 +84,28 @@ pub struct RunArgs {
 
     /// Run for real in DIR (empty or absent): each incarnation a real child process on a
     /// real directory, a process crash a real SIGKILL (append and idempotent sinks; process
-    /// crashes and --crash-at-ms only). Time stays simulated.
+    /// crashes and --crash-at-ms only). Time stays simulated unless --real-pacing.
     #[arg(long, value_name = "DIR")]
     pub real_dir: Option<std::path::PathBuf>,
+
+    /// With --real-dir: the children sleep until each step's simulated time (an event's
+    /// arrival, a restart delay, a kill by the clock) on the wall clock, scaled by
+    /// --pacing-scale. The trace, the fingerprint and every figure stay those of the unpaced
+    /// run.
+    #[arg(long, requires = "real_dir")]
+    pub real_pacing: bool,
+
+    /// With --real-pacing: wall milliseconds per simulated millisecond (0.001 to 1000;
+    /// 0.1 runs ten times faster than the simulated clock) [default: 1].
+    #[arg(long, value_name = "F", requires = "real_pacing", value_parser = parse_pacing)]
+    pub pacing_scale: Option<Pacing>,
+}
+
+fn parse_pacing(text: &str) -> Result<Pacing, String> {
+    let scale: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number"))?;
+    Pacing::new(scale)
 }
 
 /// Before or after a step's effect.
@@ -211,18 +231,27 @@ pub(crate) fn cmd_run(args: &RunArgs) -> Result<Output, KeelError> {
         Some(dir) => {
             crate::real::run::check_supported(&run_spec).map_err(KeelError::usage)?;
             check_dir(dir).map_err(KeelError::usage)?;
-            let reproduce = format!(
+            let pacing = args
+                .real_pacing
+                .then(|| args.pacing_scale.unwrap_or(Pacing { scale: 1.0 }));
+            let mut reproduce = format!(
                 "{} --real-dir {}",
                 reproduce_command(&spec, args),
                 dir.display()
             );
+            if let Some(pacing) = pacing {
+                reproduce.push_str(" --real-pacing");
+                if pacing.scale != 1.0 {
+                    reproduce.push_str(&format!(" --pacing-scale {}", pacing.scale));
+                }
+            }
             let (report, _) = real_run_report(
                 &spec.label(),
                 &run_spec,
                 run_fault(args),
                 &judging,
                 reproduce,
-                |spec| run_real_here(spec, dir),
+                |spec| run_real_here(spec, dir, pacing),
             )?;
             report
         }

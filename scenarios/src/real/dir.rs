@@ -6,6 +6,7 @@
 //! and calls `sync_all` (works on ext4, xfs and btrfs). Power loss and injected disk errors
 //! are simulation-only: [`Storage::simulated`] is `None` here.
 
+use super::pacing::Pacer;
 use keel_sim::{Disk, DiskError, Fingerprint, Storage, TraceLine};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -18,6 +19,8 @@ pub struct RealDir {
     root: PathBuf,
     /// Each trace line is written here as it happens (one `write`, no buffer).
     trace: Option<File>,
+    /// With real pacing: each trace line waits for the wall time of its simulated time.
+    pacer: Option<Pacer>,
 }
 
 /// One file of a directory's final listing: name, size and content digest (FNV-1a 64).
@@ -34,6 +37,7 @@ impl RealDir {
         RealDir {
             root: root.into(),
             trace: None,
+            pacer: None,
         }
     }
 
@@ -46,7 +50,17 @@ impl RealDir {
         Ok(RealDir {
             root: root.into(),
             trace: Some(trace),
+            pacer: None,
         })
+    }
+
+    /// The same directory, every step (and restart, crash and note) waiting until the wall
+    /// time of its simulated time: real pacing.
+    pub fn paced(self, pacer: Pacer) -> RealDir {
+        RealDir {
+            pacer: Some(pacer),
+            ..self
+        }
     }
 
     pub fn root(&self) -> &Path {
@@ -178,6 +192,9 @@ impl Storage for RealDir {
     }
 
     fn record(&mut self, line: &TraceLine) {
+        if let Some(pacer) = &self.pacer {
+            pacer.wait_for(line);
+        }
         if let Some(trace) = &mut self.trace {
             trace
                 .write_all(format!("{line}\n").as_bytes())

@@ -9,6 +9,7 @@
 //! exactly what the completed steps did, as after a kill -9 at that point.
 
 use super::dir::RealDir;
+use super::pacing::{Pacer, Pacing};
 use keel_engine::{EngineConfig, Event, IncarnationStats, Interrupt, OperatorState};
 use keel_sim::fault::PlanFile;
 use keel_sim::{CrashPoint, Env, FaultPlan, PlannedFault, Resume, TxLog, World};
@@ -32,6 +33,9 @@ pub struct IncarnationSpec {
     pub trace_file: PathBuf,
     /// The post-mortem goes here (outside `dir`).
     pub post_mortem_file: PathBuf,
+    /// Real pacing: sleep until each step's simulated time, scaled (None: never wait).
+    #[serde(default)]
+    pub pacing: Option<Pacing>,
 }
 
 /// How a child's incarnation ended, as it knew just before it exited or was killed.
@@ -64,8 +68,12 @@ pub struct PostMortem {
 /// Runs one incarnation on the real directory and returns its post-mortem (the caller
 /// writes it and, for a crash, sends SIGKILL).
 pub fn run_incarnation(spec: &IncarnationSpec) -> Result<PostMortem, String> {
-    let storage = RealDir::with_trace_file(&spec.dir, &spec.trace_file)
+    let mut storage = RealDir::with_trace_file(&spec.dir, &spec.trace_file)
         .map_err(|e| format!("{}: {e}", spec.trace_file.display()))?;
+    if let Some(pacing) = spec.pacing {
+        // This process starts where the last one stopped (its restart delay still to come).
+        storage = storage.paced(Pacer::new(pacing, spec.resume.map_or(0, |r| r.time_ms)));
+    }
     let plan = FaultPlan::from_file(spec.plan.clone()).map_err(|e| format!("plan: {e}"))?;
     let env = Env::new(storage, TxLog::new(spec.transaction_timeout_ms));
     let mut world = match spec.resume {

@@ -4,7 +4,9 @@
 
 pub mod dir;
 pub mod incarnation;
+pub mod pacing;
 pub mod run;
 
 pub use dir::{disk_listing, listing, ListedFile, RealDir};
+pub use pacing::{Pacer, Pacing};
 pub use run::{run_real, ChildExit, RealRun};

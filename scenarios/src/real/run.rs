@@ -3,6 +3,7 @@
 
 use super::dir::{listing, ListedFile};
 use super::incarnation::{ChildEnd, IncarnationSpec, PostMortem};
+use super::pacing::Pacing;
 use crate::runner::{Incarnation, IncarnationEnd, Outcome, RunSpec, RESTARTS_MAX};
 use keel_engine::{EngineError, OperatorState};
 use keel_sim::fault::PlanFile;
@@ -102,8 +103,15 @@ pub fn check_dir(dir: &Path) -> Result<(), String> {
 }
 
 /// Runs `spec` for real in `dir` (empty or absent), one child process per incarnation (`exe
-/// __incarnation`), keeping the children's trace, spec and post-mortem files in `work`.
-pub fn run_real(spec: &RunSpec, dir: &Path, work: &Path, exe: &Path) -> Result<RealRun, String> {
+/// __incarnation`), keeping the children's trace, spec and post-mortem files in `work`; with
+/// `pacing`, each child sleeps until the wall time of each step's simulated time.
+pub fn run_real(
+    spec: &RunSpec,
+    dir: &Path,
+    work: &Path,
+    exe: &Path,
+    pacing: Option<Pacing>,
+) -> Result<RealRun, String> {
     check_supported(spec)?;
     check_dir(dir)?;
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -130,6 +138,7 @@ pub fn run_real(spec: &RunSpec, dir: &Path, work: &Path, exe: &Path) -> Result<R
             dir: dir.clone(),
             trace_file: file("trace"),
             post_mortem_file: file("post-mortem.json"),
+            pacing,
         };
         let spec_file = file("spec.json");
         std::fs::write(
