@@ -802,3 +802,51 @@ fn pacing_without_a_real_dir_and_a_format_with_a_shard_are_refused() {
         "{stderr}"
     );
 }
+
+/// Ctrl-C (SIGINT to keel) during `keel fidelity kill`: the points running finish (their
+/// children and temporary directories included), no other starts, no report, exit 130.
+#[test]
+fn ctrl_c_stops_fidelity_kill_at_a_point_boundary_with_exit_130() {
+    // 818 points (409 per sink): seconds even on tmpfs (a few ms a point), minutes on a disk;
+    // far more than the second before Ctrl-C.
+    let events = fresh_dir("fidelity-ctrl-c").join("s1-200.jsonl");
+    std::fs::write(&events, random_stream(1, 200)).unwrap();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_keel"))
+        .args([
+            "fidelity",
+            "kill",
+            "--events",
+            events.to_str().unwrap(),
+            "--jobs",
+            "2",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let signalled = std::process::Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(signalled.success());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "");
+    assert!(
+        stderr.starts_with("error: interrupted (Ctrl-C) after ")
+            && stderr.ends_with(" of 818 runs; no report printed\n"),
+        "{stderr}"
+    );
+    let left: Vec<String> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| {
+            name.starts_with(&format!("keel-fidelity-{pid}-"))
+                || name.starts_with(&format!("keel-incarnations-{pid}-"))
+        })
+        .collect();
+    assert_eq!(left, Vec::<String>::new());
+}

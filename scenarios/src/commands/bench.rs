@@ -14,7 +14,7 @@ use crate::baseline::baselines;
 use crate::error::KeelError;
 use crate::explore::{MAX_FAULTS_DEFAULT, OUTAGE_MS_DEFAULT};
 use crate::fidelity::PointComparison;
-use crate::parallel::{default_jobs, par_map};
+use crate::parallel::default_jobs;
 use crate::runner::run;
 use crate::spec::ScenarioSpec;
 use clap::Args;
@@ -173,16 +173,16 @@ fn real_sample(
     let prefix = spec.command("run");
     let progress = Progress::new(sample.len(), quiet);
     let started = std::time::Instant::now();
-    let compared = par_map(
+    let compared = par_map_interruptible(
         &sample,
         jobs,
         |&(index, point)| compare_point(baseline, index, point, &prefix),
         &|result: &Result<PointComparison, String>| {
             progress.done(result.as_ref().map_or(true, |c| !c.differences.is_empty()))
         },
-    );
+        &progress,
+    )?;
     let elapsed = started.elapsed().as_secs_f64().max(1e-9);
-    progress.finish();
     let compared: Vec<PointComparison> =
         compared
             .into_iter()

@@ -8,13 +8,13 @@ use super::args::{
 };
 use super::files::prepare;
 use super::incarnation::run_real_here;
+use super::interrupt::par_map_interruptible;
 use super::output::{Output, EXIT_VIOLATION};
 use super::progress::Progress;
 use super::shard::{shard_output, ShardLine};
 use crate::baseline::{baselines, Baseline};
 use crate::error::KeelError;
 use crate::fidelity::{aggregate, differences, FidelityReport, PointComparison, Side};
-use crate::parallel::par_map;
 use crate::reproduce::reproduce_point;
 use crate::runner::{self, RunSpec};
 use crate::sweep::{points, SweepSpec, POWER_LOSS_STATES_MAX_DEFAULT};
@@ -103,15 +103,15 @@ fn cmd_kill(args: &KillArgs) -> Result<Output, KeelError> {
     let mine = &items[range];
     let progress = Progress::new(mine.len(), args.job.quiet);
     let prefix = spec.command("run");
-    let compared: Vec<Result<PointComparison, String>> = par_map(
+    let compared: Vec<Result<PointComparison, String>> = par_map_interruptible(
         mine,
         jobs(&args.job),
         |&(index, sink, point)| compare_point(&baselines[&sink], index, point, &prefix),
         &|result: &Result<PointComparison, String>| {
             progress.done(result.as_ref().map_or(true, |c| !c.differences.is_empty()))
         },
-    );
-    progress.finish();
+        &progress,
+    )?;
     let compared: Vec<PointComparison> =
         compared
             .into_iter()

@@ -1,7 +1,7 @@
-//! Ctrl-C: a long job (`sweep`, `explore`, `bench`) stops at the next run boundary, clears its
-//! progress bar and exits 130 without printing a partial report; any other command is ended
-//! at once (it has nothing half-written: keel writes every file through a temp file and a
-//! rename, see `files::write_atomically`).
+//! Ctrl-C: a long job (`sweep`, `explore`, `bench`, `fidelity kill`) stops at the next run
+//! boundary, clears its progress bar and exits 130 without printing a partial report; any
+//! other command is ended at once (it has nothing half-written: keel writes every file
+//! through a temp file and a rename, see `files::write_atomically`).
 
 use super::progress::Progress;
 use crate::error::KeelError;
