@@ -14,6 +14,8 @@
 # baseline is skipped because it would test the mutated package (keel-engine), which does not
 # hold the harness; the baseline here takes its place.
 #
+# Part 0: the engine accepts exactly the documented ranges of its knobs (a sweep at each
+# bound runs, one past it exits 2).
 # Part 1 (the oracle flags a violation): on ch04 and three generated streams, every single
 # fault at every step of the safe protocol (`keel sweep`) and 1,000 swarm-drawn plans of up
 # to three faults (`keel explore`), each sink held to what it promises: append at-least-once,
@@ -107,6 +109,32 @@ check() { # check ARGS...: keel must exit 0
     fi
 }
 
+# The engine runs exactly the documented ranges of its knobs: a sweep at each bound runs
+# (exit 0), one past it is refused (exit 2). A mutant that shifts a bound runs a scenario
+# that must be refused or refuses one that must run.
+SAFE_INT_MAX=9007199254740991
+bound() { # bound STATUS ARGS...: a process-crash sweep of ch04 with ARGS must exit STATUS
+    local expected=$1
+    shift
+    "$KEEL" sweep --scenario ch04 --sinks append --faults process-crash "$@" --quiet \
+        >"$WORK/out" 2>&1
+    local status=$?
+    if [ "$status" -ne "$expected" ]; then
+        echo "FAILED (exit $status, expected $expected): keel sweep --scenario ch04 $*" >&2
+        exit 1
+    fi
+}
+bound 2 --window 0
+bound 0 --window 1
+bound 0 --window "$SAFE_INT_MAX"
+bound 2 --window "$((SAFE_INT_MAX + 1))"
+bound 2 --out-of-orderness=-1
+bound 0 --out-of-orderness 0
+bound 0 --out-of-orderness "$SAFE_INT_MAX"
+bound 2 --out-of-orderness "$((SAFE_INT_MAX + 1))"
+bound 2 --checkpoint-every 0
+bound 0 --checkpoint-every 1
+
 for stream in "${STREAMS[@]}"; do
     # shellcheck disable=SC2086 # a stream is several words on purpose
     set -- $stream
@@ -141,4 +169,14 @@ control no-dir-fsync power-loss
 control size-only power-loss
 control checkpoint-before-sink-sync power-loss
 control no-tail-repair power-loss
+# A transaction the log aborts for staying open too long loses its records: with a timeout
+# shorter than a checkpoint interval (8 events, 300 ms apart), even the first crash point
+# must be flagged. This is the control that sees the simulated time pass.
+"$KEEL" sweep --scenario ch04 --sinks transactional --faults process-crash \
+    --transaction-timeout-ms 2000 --expect "$EXACT_EXPECT" --quiet >"$WORK/out" 2>&1
+status=$?
+if [ "$status" -ne 1 ]; then
+    echo "CONTROL FAILED (exit $status, expected 1): keel sweep --sinks transactional --transaction-timeout-ms 2000" >&2
+    exit 1
+fi
 echo "oracle harness: every check held"
