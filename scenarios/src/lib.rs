@@ -1,8 +1,9 @@
 //! keel-scenarios: the scenario catalogue, the runner, the oracle's tallies, reports and the CLI.
 //!
-//! Everything here except `cli`, `commands` and `real` is pure: it builds values and strings.
-//! Only `cli`, `commands` and `real` (real mode: a real directory, real child processes)
-//! touch files, and only `cli` and `commands` print.
+//! Everything here except `cli`, `commands`, `real` and `uml` is pure: it builds values and
+//! strings. Only `cli`, `commands`, `real` (real mode: a real directory, real child
+//! processes) and `uml` (user-mode Linux guests for real power cuts) touch files, and only
+//! `cli` and `commands` print.
 
 pub mod baseline;
 pub mod catalogue;
@@ -15,6 +16,7 @@ pub mod model;
 pub mod observation;
 pub mod parallel;
 pub mod plan_file;
+pub mod power_cut;
 pub mod property;
 pub mod real;
 pub mod report;
@@ -27,4 +29,5 @@ pub mod swarm;
 pub mod sweep;
 pub mod table;
 pub mod teach;
+pub mod uml;
 pub mod verdict;

@@ -1,7 +1,8 @@
 //! `keel fidelity kill`: every process-crash point of a scenario, simulated and with a real
-//! SIGKILL on a real directory, compared; rows per sink with wall times (this command and
-//! `keel bench` are the only ones that time runs on the wall clock, from outside). With
-//! `--shard i/n`, one slice of the points as JSON lines for `keel merge`.
+//! SIGKILL on a real directory, compared; rows per sink with wall times (this command, its
+//! sibling `keel fidelity power-cut` in `power_cut.rs` and `keel bench` are the only ones
+//! that time runs on the wall clock, from outside). With `--shard i/n`, one slice of the
+//! points as JSON lines for `keel merge`.
 
 use super::args::{
     dedup_kinds, jobs, table_format, JobArgs, ScenarioArgs, SinkArg, TableFormatArg,
@@ -10,6 +11,7 @@ use super::files::prepare;
 use super::incarnation::run_real_here;
 use super::interrupt::par_map_interruptible;
 use super::output::{Output, EXIT_VIOLATION};
+use super::power_cut::{cmd_power_cut, PowerCutArgs};
 use super::progress::Progress;
 use super::shard::{shard_output, ShardLine};
 use crate::baseline::{baselines, Baseline};
@@ -37,6 +39,14 @@ pub enum FidelityCheck {
     /// SIGKILL at the step), compared: sink, final windows, verdict, directory, trace. Exit 1
     /// if any point disagrees.
     Kill(KillArgs),
+    /// Every power-loss point (a power cut right after step N, as `keel sweep --faults
+    /// power-loss` has its steps), cut for real in a user-mode Linux guest on a fresh image
+    /// of a real file system: is the surviving directory one of the crash states the model
+    /// enumerates at step N (admitted), and does real recovery on it reach the simulator's
+    /// verdict for that state (agree)? Needs /usr/bin/linux.uml (install with: apt-get
+    /// install user-mode-linux e2fsprogs xfsprogs btrfs-progs). Exit 1 if any point is not
+    /// admitted or disagrees.
+    PowerCut(PowerCutArgs),
 }
 
 #[derive(Debug, Args)]
@@ -67,6 +77,7 @@ impl FidelityArgs {
     pub(crate) fn out(&self) -> Option<&str> {
         match &self.check {
             FidelityCheck::Kill(args) => args.job.out.as_deref(),
+            FidelityCheck::PowerCut(args) => args.job.out.as_deref(),
         }
     }
 }
@@ -74,6 +85,7 @@ impl FidelityArgs {
 pub(crate) fn cmd_fidelity(args: &FidelityArgs) -> Result<Output, KeelError> {
     match &args.check {
         FidelityCheck::Kill(args) => cmd_kill(args),
+        FidelityCheck::PowerCut(args) => cmd_power_cut(args),
     }
 }
 

@@ -11,6 +11,7 @@ pub mod incarnation;
 pub mod interrupt;
 pub mod merge;
 pub mod output;
+pub mod power_cut;
 mod progress;
 pub mod replay;
 pub mod run;

@@ -9,4 +9,4 @@ pub mod run;
 
 pub use dir::{disk_listing, listing, ListedFile, RealDir};
 pub use pacing::{Pacer, Pacing};
-pub use run::{run_real, ChildExit, RealRun};
+pub use run::{recover_real, run_real, ChildExit, RealRun};

@@ -7,7 +7,7 @@ use super::pacing::Pacing;
 use crate::runner::{Incarnation, IncarnationEnd, Outcome, RunSpec, RESTARTS_MAX};
 use keel_engine::{EngineError, OperatorState};
 use keel_sim::fault::PlanFile;
-use keel_sim::{Crash, CrashKind, Fault, Fingerprint};
+use keel_sim::{Crash, CrashKind, Fault, Fingerprint, Resume};
 use serde::Serialize;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -115,6 +115,31 @@ pub fn run_real(
     check_supported(spec)?;
     check_dir(dir)?;
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    run_children(spec, dir, work, exe, pacing, None)
+}
+
+/// Goes on with a run whose process died where `resume` says (a power cut, say), on `dir` as
+/// it holds what survived: one child per incarnation from the next one on, as [`run_real`]
+/// after a crash. The report's incarnations, children and trace are the new ones only.
+pub fn recover_real(
+    spec: &RunSpec,
+    dir: &Path,
+    work: &Path,
+    exe: &Path,
+    resume: Resume,
+) -> Result<RealRun, String> {
+    check_supported(spec)?;
+    run_children(spec, dir, work, exe, None, Some(resume))
+}
+
+fn run_children(
+    spec: &RunSpec,
+    dir: &Path,
+    work: &Path,
+    exe: &Path,
+    pacing: Option<Pacing>,
+    mut resume: Option<Resume>,
+) -> Result<RealRun, String> {
     let dir = dir
         .canonicalize()
         .map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -123,9 +148,9 @@ pub fn run_real(
     let mut children = Vec::new();
     let mut trace = Vec::new();
     let mut injected = Vec::new();
-    let mut resume = None;
     let mut finished = None;
-    for incarnation in 0..=RESTARTS_MAX {
+    let first = resume.map_or(0, |r| r.incarnation + 1);
+    for incarnation in first..=first + RESTARTS_MAX {
         let file = |suffix: &str| -> PathBuf { work.join(format!("p{incarnation}.{suffix}")) };
         let child_spec = IncarnationSpec {
             events: spec.events.clone(),

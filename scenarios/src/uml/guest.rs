@@ -1,0 +1,185 @@
+//! One user-mode Linux guest: a real Linux kernel (`/usr/bin/linux.uml`, Debian's
+//! `user-mode-linux` package) run as an ordinary host process on a file-backed disk image.
+//!
+//! The guest's root is the host's `/` through hostfs, so it runs host binaries (this very
+//! `keel`, dynamically linked: the host's libraries are reachable the same way) and writes
+//! its results to host files. Its only block device (`ubda`) is the image. An init script
+//! does the work and ends the guest with `echo o > /proc/sysrq-trigger`: an immediate
+//! power-off with no sync, so the image holds exactly what had reached the virtual disk.
+//! Every boot is bounded by a timeout, after which the guest's whole process group is killed.
+
+use std::fs::{self, File};
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Where Debian's `user-mode-linux` package puts the kernel.
+pub const KERNEL_PATH: &str = "/usr/bin/linux.uml";
+
+/// The one command that installs everything a power-cut check needs.
+pub const INSTALL_COMMAND: &str =
+    "apt-get update && apt-get install -y user-mode-linux e2fsprogs xfsprogs btrfs-progs";
+
+/// The guest's memory.
+const GUEST_MEMORY: &str = "mem=256M";
+
+/// How often a waiting host looks whether the guest is gone.
+const POLL_INTERVAL_MS: u64 = 20;
+
+/// A file system the guest's kernel has built in, and how the host makes an image of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FileSystem {
+    Ext4,
+    Xfs,
+    Btrfs,
+}
+
+impl FileSystem {
+    pub fn name(&self) -> &'static str {
+        match self {
+            FileSystem::Ext4 => "ext4",
+            FileSystem::Xfs => "xfs",
+            FileSystem::Btrfs => "btrfs",
+        }
+    }
+
+    /// The image size: the smallest each mkfs accepts comfortably (xfs wants 300 MiB).
+    fn image_size_bytes(&self) -> u64 {
+        match self {
+            FileSystem::Ext4 => 64 << 20,
+            FileSystem::Xfs => 300 << 20,
+            FileSystem::Btrfs => 128 << 20,
+        }
+    }
+
+    /// The host command that formats an image, and the package it comes from.
+    fn mkfs(&self) -> (&'static str, &'static [&'static str], &'static str) {
+        match self {
+            FileSystem::Ext4 => ("mkfs.ext4", &["-F", "-q", "-b", "4096"], "e2fsprogs"),
+            FileSystem::Xfs => ("mkfs.xfs", &["-q", "-f"], "xfsprogs"),
+            FileSystem::Btrfs => ("mkfs.btrfs", &["-q", "-f"], "btrfs-progs"),
+        }
+    }
+}
+
+/// The kernel, or an error that says how to install it.
+pub fn kernel() -> Result<PathBuf, String> {
+    let path = PathBuf::from(KERNEL_PATH);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "no user-mode Linux kernel at {KERNEL_PATH}: install with: {INSTALL_COMMAND}"
+        ))
+    }
+}
+
+/// A fresh image of `fs` at `path`: a sparse file of the file system's size, formatted.
+pub fn make_image(path: &Path, fs: FileSystem) -> Result<(), String> {
+    let image = File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    image
+        .set_len(fs.image_size_bytes())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    drop(image);
+    let (program, args, package) = fs.mkfs();
+    let output = Command::new(program)
+        .args(args)
+        .arg(path)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| {
+            format!("cannot run {program} ({e}): install {package} with: {INSTALL_COMMAND}")
+        })?;
+    if !output.status.success() {
+        return Err(format!(
+            "{program} {} failed: {}",
+            path.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    Ok(())
+}
+
+/// How a boot ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BootEnd {
+    /// The kernel process ended by itself (after the init script's power-off).
+    Ended,
+    /// It was still running at the timeout and was killed.
+    TimedOut,
+}
+
+/// One guest boot: `kernel` on `image`, running `init` (an executable script on the host),
+/// its console going to `log`, its runtime files under `uml_dir`; killed (the whole process
+/// group) if it still runs after `timeout`.
+pub fn boot(
+    kernel: &Path,
+    image: &Path,
+    init: &Path,
+    uml_dir: &Path,
+    log: &Path,
+    timeout: Duration,
+) -> Result<BootEnd, String> {
+    fs::create_dir_all(uml_dir).map_err(|e| format!("{}: {e}", uml_dir.display()))?;
+    let console = File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let console_err = console
+        .try_clone()
+        .map_err(|e| format!("{}: {e}", log.display()))?;
+    let mut child = Command::new(kernel)
+        .arg(GUEST_MEMORY)
+        .arg(format!("ubd0={}", image.display()))
+        .arg(format!("uml_dir={}", uml_dir.display()))
+        .args(["root=/dev/root", "rootfstype=hostfs", "rootflags=/", "rw"])
+        .arg(format!("init={}", init.display()))
+        .args(["con=null", "con0=null,fd:1"])
+        .stdin(Stdio::null())
+        .stdout(console)
+        .stderr(console_err)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", kernel.display()))?;
+    let started = Instant::now();
+    let polls_max = timeout.as_millis() as u64 / POLL_INTERVAL_MS + 1;
+    for _ in 0..polls_max {
+        if child
+            .try_wait()
+            .map_err(|e| format!("waiting for the guest: {e}"))?
+            .is_some()
+        {
+            return Ok(BootEnd::Ended);
+        }
+        if started.elapsed() >= timeout {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(POLL_INTERVAL_MS));
+    }
+    kill_group(child.id());
+    child
+        .wait()
+        .map_err(|e| format!("waiting for the killed guest: {e}"))?;
+    Ok(BootEnd::TimedOut)
+}
+
+/// SIGKILL to the guest's process group (the kernel process and the host processes it runs
+/// the guest's processes in): the group is the guest's own, made by `process_group(0)`.
+fn kill_group(pid: u32) {
+    // SAFETY: kill has no memory effects; a negative pid names the process group the guest
+    // was started in, which holds only the guest's processes.
+    unsafe {
+        libc::kill(-(pid as libc::pid_t), libc::SIGKILL);
+    }
+}
+
+/// Writes `text` to `path` as an executable script.
+pub fn write_script(path: &Path, text: &str) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::write(path, text)?;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755))
+}
+
+/// Quotes a path for a POSIX shell script (single quotes, `'` escaped).
+pub fn shell_quote(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+}
