@@ -126,7 +126,8 @@ pub enum Admission {
     NotAdmitted { closest: u64 },
 }
 
-/// Checks `observed` against `states` (not empty).
+/// Checks `observed` against `states` (not empty); of equally close states, the closest is
+/// the one with the lowest number.
 pub fn admit(observed: &Files, states: &[ModelState]) -> Admission {
     if let Some(equal) = states.iter().find(|s| &s.files == observed) {
         return Admission::Admitted { state: equal.state };
@@ -477,10 +478,10 @@ mod tests {
             .collect()
     }
 
-    /// Step 15 of ch04 (safe, append) renames state-8.json.tmp, fsynced, to state-8.json
-    /// without a directory fsync yet: three states (the dir prefix: 0, 1 or 2 of the create
-    /// and the rename... the create was made durable at step 16's predecessor? no: the
-    /// count is what `keel sites` prints), each a directory; the process's view is the last.
+    /// After step 15 of ch04 (safe, append: the fsynced state-8.json.tmp renamed to
+    /// state-8.json, no directory fsync since the sink's at step 2) the model has three
+    /// states, a prefix of the two pending namespace operations each: neither, the create,
+    /// the create and the rename. The process's view is the last one.
     #[test]
     fn the_model_states_at_a_rename_are_enumerated_and_the_view_is_admitted_as_the_last() {
         let at = at_step(&spec(), 15).unwrap();
@@ -497,11 +498,14 @@ mod tests {
         assert_eq!(names(&states[2]), vec!["sink-append.jsonl", "state-8.json"]);
         let view = files_of(&at.disk);
         assert_eq!(admit(&view, &states), Admission::Admitted { state: 2 });
-        // A state the model cannot produce: the checkpoint under both names.
+        // A state the model cannot produce: the checkpoint under both names. States 1 and
+        // 2 each lack one of its names; the tie goes to the lower state number.
         let mut both = view.clone();
         both.push(("state-8.json.tmp".to_string(), both[1].1.clone()));
         both.sort();
-        assert_eq!(admit(&both, &states), Admission::NotAdmitted { closest: 2 });
+        assert_eq!(distance(&both, &states[1].files), (1, 0));
+        assert_eq!(distance(&both, &states[2].files), (1, 0));
+        assert_eq!(admit(&both, &states), Admission::NotAdmitted { closest: 1 });
         assert_eq!(at.resume.step_next, 16);
     }
 
@@ -515,7 +519,7 @@ mod tests {
 
     #[test]
     fn a_not_admitted_point_fails_the_check_and_shows_both_directories() {
-        let point = |step, admission, agree| PointResult {
+        let point = |step, admission, agree: Option<bool>| PointResult {
             fs: "ext4".to_string(),
             sink: SinkKind::Append,
             delay_s: 0,

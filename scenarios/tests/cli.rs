@@ -427,3 +427,37 @@ fn options_that_would_do_nothing_are_rejected_with_the_reason() {
         );
     }
 }
+
+/// `keel fidelity power-cut` checks its options before it looks for the user-mode Linux
+/// kernel, so these hold on a machine without it.
+#[test]
+fn power_cut_rejects_a_step_the_run_lacks_a_long_delay_and_the_transactional_sink() {
+    let power_cut = |extra: &[&str]| -> Vec<String> {
+        ["fidelity", "power-cut", "--scenario", "ch04"]
+            .iter()
+            .chain(extra)
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let check = |extra: &[&str], stderr: &str| {
+        let args = power_cut(extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        check_exact(&args, stderr);
+    };
+    check(
+        &["--points", "3,59"],
+        "error: --points 59: the append sink's fault-free run has no such step (it has 0 to 58)\n",
+    );
+    check(
+        &["--delays-s", "0,61"],
+        "error: --delays-s 61: at most 60 seconds\n",
+    );
+    check(
+        &["--sinks", "transactional"],
+        "error: keel fidelity power-cut: the transactional sink is simulation-only (its log is simulated)\n",
+    );
+    check(
+        &["--shard", "0/2"],
+        "error: keel fidelity power-cut takes no --shard: its wall times do not merge\n",
+    );
+}

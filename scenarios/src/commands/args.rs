@@ -532,6 +532,7 @@ mod tests {
                 Command::Bench(args) => args.scenario.given,
                 Command::Fidelity(cmd) => match cmd.check {
                     crate::commands::fidelity::FidelityCheck::Kill(args) => args.scenario.given,
+                    crate::commands::fidelity::FidelityCheck::PowerCut(args) => args.scenario.given,
                 },
                 Command::Merge(_) | Command::Teach(_) | Command::Incarnation(_) => {
                     unreachable!("no scenario options")

@@ -111,14 +111,6 @@ pub(crate) fn cmd_power_cut(args: &PowerCutArgs) -> Result<Output, KeelError> {
             "keel fidelity power-cut: the transactional sink is simulation-only (its log is simulated)",
         ));
     }
-    let kernel = kernel().map_err(|message| KeelError {
-        message,
-        exit_code: 2,
-    })?;
-    let exe = std::env::current_exe().map_err(|e| KeelError {
-        message: format!("cannot find keel itself: {e}"),
-        exit_code: 1,
-    })?;
     let baselines = baselines(&spec, &events, &sinks)?;
     let file_systems = dedup_kinds(args.fs.iter().map(|&f| FileSystem::from(f)));
     let delays = dedup_kinds(args.delays_s.iter().copied());
@@ -148,6 +140,14 @@ pub(crate) fn cmd_power_cut(args: &PowerCutArgs) -> Result<Output, KeelError> {
             }
         }
     }
+    let kernel = kernel().map_err(|message| KeelError {
+        message,
+        exit_code: 2,
+    })?;
+    let exe = std::env::current_exe().map_err(|e| KeelError {
+        message: format!("cannot find keel itself: {e}"),
+        exit_code: 1,
+    })?;
     let progress = Progress::new(items.len(), args.job.quiet);
     let prefix = spec.command("fidelity power-cut");
     let results: Vec<Result<PointResult, String>> = par_map_interruptible(
