@@ -64,14 +64,18 @@ impl FileSystem {
     }
 }
 
-/// The kernel, or an error that says how to install it.
+/// The kernel at the package's path, or an error that says how to install it.
 pub fn kernel() -> Result<PathBuf, String> {
-    let path = PathBuf::from(KERNEL_PATH);
+    kernel_at(Path::new(KERNEL_PATH))
+}
+
+fn kernel_at(path: &Path) -> Result<PathBuf, String> {
     if path.is_file() {
-        Ok(path)
+        Ok(path.to_path_buf())
     } else {
         Err(format!(
-            "no user-mode Linux kernel at {KERNEL_PATH}: install with: {INSTALL_COMMAND}"
+            "no user-mode Linux kernel at {}: install with: {INSTALL_COMMAND}",
+            path.display()
         ))
     }
 }
@@ -182,4 +186,25 @@ pub fn write_script(path: &Path, text: &str) -> io::Result<()> {
 /// Quotes a path for a POSIX shell script (single quotes, `'` escaped).
 pub fn shell_quote(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_kernel_is_an_error_with_the_install_command() {
+        assert_eq!(
+            kernel_at(Path::new("/nonexistent/linux.uml")),
+            Err("no user-mode Linux kernel at /nonexistent/linux.uml: install with: \
+                 apt-get update && apt-get install -y user-mode-linux e2fsprogs xfsprogs btrfs-progs"
+                .to_string())
+        );
+    }
+
+    #[test]
+    fn a_path_is_quoted_for_the_shell() {
+        assert_eq!(shell_quote(Path::new("/tmp/a b")), "'/tmp/a b'");
+        assert_eq!(shell_quote(Path::new("/tmp/it's")), r"'/tmp/it'\''s'");
+    }
 }
