@@ -1,6 +1,6 @@
 //! Real mode: the engine on a real directory, each incarnation a real child process killed
-//! with a real SIGKILL. The only module besides `cli` and `commands` that touches `std::fs`
-//! or starts processes; it prints nothing.
+//! with a real SIGKILL. With `uml` (real power cuts), the only modules besides `cli` and
+//! `commands` that touch `std::fs` or start processes; it prints nothing.
 
 pub mod dir;
 pub mod incarnation;
