@@ -34,6 +34,18 @@ impl KeelError {
         }
     }
 
+    /// The values of `results`, or the first error as a failure (exit 1): a point that could
+    /// not be run at all (a real child or a guest that failed) fails the whole command.
+    pub fn all_ok<T>(results: Vec<Result<T, String>>) -> Result<Vec<T>, KeelError> {
+        results
+            .into_iter()
+            .collect::<Result<_, _>>()
+            .map_err(|message| KeelError {
+                message,
+                exit_code: 1,
+            })
+    }
+
     pub fn exit_code(&self) -> ExitCode {
         ExitCode::from(self.exit_code)
     }

@@ -26,6 +26,16 @@ fn n(value: &Value) -> u64 {
     value.as_u64().unwrap()
 }
 
+/// The trace lines of a JSON report.
+fn trace_lines(report: &Value) -> Vec<&str> {
+    report["trace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|line| line.as_str().unwrap_or_default())
+        .collect()
+}
+
 const ALL_KINDS: &str =
     "process-crash,power-loss,disk-error,sink-error,ack-lost,sink-unavailable,zombie";
 
@@ -219,12 +229,7 @@ fn a_power_loss_during_a_zombie_write_takes_its_replacement_down_too() {
         );
         assert_eq!(n(&report["oracle"]["restarts"]), 2, "{sink}");
         assert_eq!(n(&report["oracle"]["corrupt"]), 0, "{sink}");
-        let trace: Vec<&str> = report["trace"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|line| line.as_str().unwrap_or_default())
-            .collect();
+        let trace = trace_lines(&report);
         assert!(
             trace
                 .iter()
@@ -277,12 +282,7 @@ fn an_unfenced_zombie_can_leave_the_idempotent_sink_with_a_stale_view() {
         ),
         (1, 0, 0)
     );
-    let trace: Vec<&str> = report["trace"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|line| line.as_str().unwrap_or_default())
-        .collect();
+    let trace = trace_lines(&report);
     let position = |needle: &str| {
         trace
             .iter()

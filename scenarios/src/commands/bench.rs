@@ -183,14 +183,7 @@ fn real_sample(
         &progress,
     )?;
     let elapsed = started.elapsed().as_secs_f64().max(1e-9);
-    let compared: Vec<PointComparison> =
-        compared
-            .into_iter()
-            .collect::<Result<_, _>>()
-            .map_err(|message| KeelError {
-                message,
-                exit_code: 1,
-            })?;
+    let compared: Vec<PointComparison> = KeelError::all_ok(compared)?;
     Ok(RealSample {
         points: compared.len() as u64,
         agree: compared.iter().filter(|c| c.differences.is_empty()).count() as u64,

@@ -124,14 +124,7 @@ fn cmd_kill(args: &KillArgs) -> Result<Output, KeelError> {
         },
         &progress,
     )?;
-    let compared: Vec<PointComparison> =
-        compared
-            .into_iter()
-            .collect::<Result<_, _>>()
-            .map_err(|message| KeelError {
-                message,
-                exit_code: 1,
-            })?;
+    let compared: Vec<PointComparison> = KeelError::all_ok(compared)?;
     if let Some(shard) = args.job.shard {
         let mut lines = vec![ShardLine::FidelityKillHeader {
             spec,

@@ -172,14 +172,7 @@ pub(crate) fn cmd_power_cut(args: &PowerCutArgs) -> Result<Output, KeelError> {
         },
         &progress,
     )?;
-    let points: Vec<PointResult> =
-        results
-            .into_iter()
-            .collect::<Result<_, _>>()
-            .map_err(|message| KeelError {
-                message,
-                exit_code: 1,
-            })?;
+    let points: Vec<PointResult> = KeelError::all_ok(results)?;
     let report = aggregate(
         &spec.label(),
         spec.protocol.name(),
