@@ -1,5 +1,7 @@
 //! Real mode: the same engine on a real directory agrees with the simulated disk.
 
+mod common;
+use common::random_stream;
 use keel_engine::{CheckpointProtocol, Engine, EngineConfig, SinkKind};
 use keel_scenarios::catalogue::Scenario;
 use keel_scenarios::real::{disk_listing, listing, RealDir};
@@ -353,35 +355,6 @@ fn a_crash_before_the_step_for_real_is_the_simulated_one() {
             "step {step}"
         );
     }
-}
-
-/// A random stream: ts mostly rising, about one event in five up to 8 late, values 1..=9
-/// (the generator of `verdicts.rs`).
-fn random_stream(seed: u64, len: usize) -> String {
-    let mut state = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    let mut next = |bound: u64| {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (state >> 33) % bound
-    };
-    let mut ts: i64 = 0;
-    let mut out = String::new();
-    for _ in 0..len {
-        let event_ts = if next(5) == 0 {
-            ts - next(9) as i64
-        } else {
-            ts += next(4) as i64;
-            ts
-        };
-        out.push_str(&format!(
-            "{{\"ts\":{event_ts},\"value\":{}}}\n",
-            1 + next(9)
-        ));
-    }
-    out
 }
 
 /// `keel fidelity kill` on a random stream (seed, events, W, D, K) with the safe protocol:

@@ -1,7 +1,9 @@
 //! Verdicts: one definition per property, record identity by occurrence, consumer views, the
 //! same verdict and exit code from every command (issue 8's figures).
 
+mod common;
 use clap::Parser;
+use common::random_stream;
 use keel_scenarios::cli::{execute, Cli, Output};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -35,34 +37,6 @@ fn write(name: &str, text: &str) -> String {
 /// Two records of the fault-free run with equal content (the late updates of events 2 and 3).
 const TWINS: &str =
     "{\"ts\":0,\"value\":1}\n{\"ts\":20,\"value\":1}\n{\"ts\":1,\"value\":0}\n{\"ts\":2,\"value\":0}\n";
-
-/// A random stream: ts mostly rising, about one event in five up to 8 late, values 1..=9.
-fn random_stream(seed: u64, len: usize) -> String {
-    let mut state = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    let mut next = |bound: u64| {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (state >> 33) % bound
-    };
-    let mut ts: i64 = 0;
-    let mut out = String::new();
-    for _ in 0..len {
-        let event_ts = if next(5) == 0 {
-            ts - next(9) as i64
-        } else {
-            ts += next(4) as i64;
-            ts
-        };
-        out.push_str(&format!(
-            "{{\"ts\":{event_ts},\"value\":{}}}\n",
-            1 + next(9)
-        ));
-    }
-    out
-}
 
 /// Runs `args` and checks the exit code and what the JSON report says.
 fn check(args: &[&str], exit_code: u8, expect: impl Fn(&Value)) {
