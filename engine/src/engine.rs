@@ -214,6 +214,10 @@ impl Engine {
     pub fn recover<S: Storage>(&mut self, world: &mut World<S>) -> Result<(), Interrupt> {
         let protocol = self.config.protocol;
         let names = world.effect("disk.list", ".", |env| env.disk.list())?;
+        self.checkpoint_files = names
+            .iter()
+            .filter_map(|name| Checkpoint::index_from_file_name(name))
+            .collect();
         // Newest first: numbered checkpoints by index, then the in-place file.
         let mut candidates: Vec<(Option<u64>, &String)> = names
             .iter()
@@ -264,6 +268,17 @@ impl Engine {
                 "recovery: restore {name}, resume from event {}",
                 checkpoint.index
             ));
+            // Older checkpoints are subsumed once this one is durable: a crash between a
+            // checkpoint's rename and its cleanup would otherwise leave them for good when
+            // no later checkpoint comes (the disk stays bounded, `bounded-disk`).
+            if protocol.fsync_data() && protocol.fsync_dir() {
+                let older: Vec<u64> = self
+                    .checkpoint_files
+                    .range(..checkpoint.index)
+                    .copied()
+                    .collect();
+                self.remove_checkpoints(world, &older)?;
+            }
             self.state = checkpoint.state.clone();
             self.stats.resume_from_index = checkpoint.index;
             self.stats.processed_upto_index = checkpoint.index;
@@ -274,10 +289,6 @@ impl Engine {
             world.note("recovery: no valid checkpoint, start from event 0 with empty state");
         }
         self.stats.resume_decided = true;
-        self.checkpoint_files = names
-            .iter()
-            .filter_map(|name| Checkpoint::index_from_file_name(name))
-            .collect();
         self.sink = Some(if self.config.sink.is_transactional() {
             let restored = self
                 .stats

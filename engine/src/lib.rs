@@ -15,7 +15,9 @@ pub mod txsink;
 pub mod window;
 
 pub use checkpoint::{Checkpoint, PendingTxn};
-pub use engine::{Engine, EngineConfig, EngineError, IncarnationStats, Interrupt, KeyScheme};
+pub use engine::{
+    Engine, EngineConfig, EngineError, IncarnationStats, Interrupt, KeyScheme, IN_PLACE_FILE,
+};
 pub use event::{parse_events, Event, EventParseError, EVENT_INT_MAX, EVENT_INT_MIN};
 pub use protocol::CheckpointProtocol;
 pub use record::{Record, RecordKind};

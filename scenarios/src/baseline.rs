@@ -21,8 +21,9 @@ pub struct Baseline {
 
 impl Baseline {
     pub fn new(spec: RunSpec) -> Baseline {
-        let (_, sites) = sites(&spec);
-        let reference = Reference::for_spec(&spec);
+        let (result, sites) = sites(&spec);
+        let mut reference = Reference::for_spec(&spec);
+        reference.check_counts(&result, spec.events.len() as u64);
         Baseline {
             spec,
             sites,

@@ -43,6 +43,7 @@ impl Side {
         let observation = Observation::of_file_sink(
             &baseline.spec.config,
             run.sink.as_deref(),
+            &run.file_names(),
             &run.incarnations,
             &run.outcome,
             &run.final_state,

@@ -173,6 +173,46 @@ pub fn check(
     None
 }
 
+/// What the fault-free run of one sink counted, from its report (one incarnation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FaultFreeCounts {
+    /// Events the run read (the position it ended at).
+    pub events_read: u64,
+    /// Records the run says reached the sink.
+    pub written: u64,
+    /// Records the idempotent sink says it skipped as already present.
+    pub skipped: u64,
+}
+
+/// Compares the counts a fault-free run reports with what the model prescribes: every event
+/// read, every one of the model's records written, nothing skipped (nothing was there
+/// before). A report whose figures are wrong teaches the wrong lesson even when the sink
+/// is right.
+pub fn check_counts(
+    counts: FaultFreeCounts,
+    events: u64,
+    model_records: u64,
+) -> Option<ModelMismatch> {
+    let want = FaultFreeCounts {
+        events_read: events,
+        written: model_records,
+        skipped: 0,
+    };
+    (counts != want).then(|| {
+        let show = |c: FaultFreeCounts| {
+            format!(
+                "events_read={} written={} skipped={}",
+                c.events_read, c.written, c.skipped
+            )
+        };
+        ModelMismatch {
+            at: "the fault-free run's counts".to_string(),
+            model: show(want),
+            engine: show(counts),
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,5 +272,20 @@ mod tests {
             check(&model.0, &finals, &model).map(|m| m.at),
             Some("final windows".to_string())
         );
+    }
+
+    #[test]
+    fn a_fault_free_run_that_miscounts_is_a_mismatch() {
+        let counts = |events_read, written, skipped| FaultFreeCounts {
+            events_read,
+            written,
+            skipped,
+        };
+        assert_eq!(check_counts(counts(30, 4, 0), 30, 4), None);
+        for wrong in [counts(29, 4, 0), counts(30, 0, 0), counts(30, 4, 4)] {
+            let mismatch = check_counts(wrong, 30, 4).expect("a mismatch");
+            assert_eq!(mismatch.at, "the fault-free run's counts");
+            assert_eq!(mismatch.model, "events_read=30 written=4 skipped=0");
+        }
     }
 }

@@ -3,7 +3,9 @@
 //! once from a run's result; the oracle (`verdict.rs`) judges nothing else.
 
 use crate::runner::{Incarnation, Outcome, RunResult, View};
-use keel_engine::{EngineConfig, KeyScheme, OperatorState, Record, SinkKind};
+use keel_engine::{
+    Checkpoint, EngineConfig, KeyScheme, OperatorState, Record, SinkKind, IN_PLACE_FILE,
+};
 use keel_sim::txlog::{EntryKind, TxnStatus};
 use std::collections::BTreeMap;
 
@@ -59,6 +61,9 @@ pub struct Observation {
     /// Restarts that restored an older checkpoint than the newest one committed.
     pub rolled_back: u64,
     pub restarts: u64,
+    /// Files the run left in its directory besides the sink file and the newest checkpoint
+    /// (an older checkpoint, a temporary file), by name: what `bounded-disk` counts.
+    pub stray_files: Vec<String>,
 }
 
 /// The consumer views of a sink: the file, or the two isolation levels of the log.
@@ -80,29 +85,40 @@ impl Observation {
         Observation::assemble(
             config,
             views,
+            &result.disk_files(),
             &result.incarnations,
             &result.outcome,
             &result.final_state,
         )
     }
 
-    /// The observation of a run whose file sink holds `sink_bytes` (None: no sink file), as
-    /// a real run leaves it; the incarnations, outcome and final state as the runner saw them.
+    /// The observation of a run whose file sink holds `sink_bytes` (None: no sink file) and
+    /// whose directory holds `files` (every name, the sink's too), as a real run leaves it;
+    /// the incarnations, outcome and final state as the runner saw them.
     pub fn of_file_sink(
         config: &EngineConfig,
         sink_bytes: Option<&[u8]>,
+        files: &[String],
         incarnations: &[Incarnation],
         outcome: &Outcome,
         final_state: &OperatorState,
     ) -> Observation {
         assert!(!config.sink.is_transactional(), "a file sink");
         let view = observe_file(sink_bytes);
-        Observation::assemble(config, vec![view], incarnations, outcome, final_state)
+        Observation::assemble(
+            config,
+            vec![view],
+            files,
+            incarnations,
+            outcome,
+            final_state,
+        )
     }
 
     fn assemble(
         config: &EngineConfig,
         views: Vec<ViewObservation>,
+        files: &[String],
         incarnations: &[Incarnation],
         outcome: &Outcome,
         final_state: &OperatorState,
@@ -124,6 +140,7 @@ impl Observation {
             },
             rolled_back: rolled_back(incarnations),
             restarts: incarnations.len() as u64 - 1,
+            stray_files: stray_files(files, &config.sink.file_name()),
         }
     }
 
@@ -134,6 +151,30 @@ impl Observation {
             .find(|v| v.view == view)
             .unwrap_or_else(|| panic!("the sink {} has no view {view:?}", self.sink))
     }
+}
+
+/// The files of `files` other than the sink file `sink_file` and the newest checkpoint: a
+/// committed checkpoint with a smaller index than another one, the in-place protocol's file
+/// beside numbered ones, and every temporary or unknown file.
+fn stray_files(files: &[String], sink_file: &str) -> Vec<String> {
+    let newest = files
+        .iter()
+        .filter_map(|name| Checkpoint::index_from_file_name(name).map(|index| (index, name)))
+        .max()
+        .map(|(_, name)| name.as_str())
+        .or_else(|| {
+            files
+                .iter()
+                .map(String::as_str)
+                .find(|&n| n == IN_PLACE_FILE)
+        });
+    let mut stray: Vec<String> = files
+        .iter()
+        .filter(|&name| name != sink_file && Some(name.as_str()) != newest)
+        .cloned()
+        .collect();
+    stray.sort();
+    stray
 }
 
 /// Restarts that restored an older checkpoint than the newest one committed before them.
@@ -230,4 +271,36 @@ fn commit_delay_ms_max(result: &RunResult) -> u64 {
         }
     }
     delay_ms_max
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(files: &[&str], sink_file: &str, stray: &[&str]) {
+        let files: Vec<String> = files.iter().map(|f| f.to_string()).collect();
+        assert_eq!(stray_files(&files, sink_file), stray, "{files:?}");
+    }
+
+    #[test]
+    fn stray_files_are_all_but_the_sink_and_the_newest_checkpoint() {
+        let sink = "sink-append.jsonl";
+        check(&[sink, "state-16.json"], sink, &[]);
+        check(&[sink], sink, &[]);
+        check(&[], sink, &[]);
+        // By index, not by name: state-8 sorts after state-16.
+        check(
+            &["state-16.json", sink, "state-8.json"],
+            sink,
+            &["state-8.json"],
+        );
+        check(
+            &[sink, "state-24.json", "state-24.json.tmp", "state-16.json"],
+            sink,
+            &["state-16.json", "state-24.json.tmp"],
+        );
+        check(&[sink, "state.json"], sink, &[]);
+        check(&[sink, "state.json", "state-8.json"], sink, &["state.json"]);
+        check(&["state-8.json.tmp"], sink, &["state-8.json.tmp"]);
+    }
 }

@@ -204,6 +204,7 @@ pub fn recovered(baseline: &Baseline, first: Incarnation, real: &RealRun) -> Ver
     let observation = Observation::of_file_sink(
         &baseline.spec.config,
         real.sink.as_deref(),
+        &real.file_names(),
         &incarnations,
         &real.outcome,
         &real.final_state,

@@ -16,7 +16,11 @@
 //!   run's final windows.
 //! - `consistent-view`: a consumer that applies the records in sink order as an upsert by
 //!   window end ends with the fault-free run's final value for every window.
-//! - `at-least-once` = all but `no-duplicates`; `exactly-once` = all.
+//! - `at-least-once` = all of the above but `no-duplicates`; `exactly-once` = all of the above.
+//! - `bounded-disk`: the run leaves in its directory the sink file and at most its newest
+//!   checkpoint, nothing older and no temporary file (a resource property, not a delivery
+//!   one: no shorthand includes it and no sink promises it unasked; ask with
+//!   `--expect exactly-once,bounded-disk`).
 //!
 //! Independently of any expectation, a fault-free run that disagrees with the independent
 //! reference model (`model.rs`) fails every command: see [`crate::verdict::Verdict::failures`].
@@ -37,11 +41,24 @@ pub enum Property {
     ConsistentView,
     NoRollback,
     NoDuplicates,
+    BoundedDisk,
 }
 
 impl Property {
-    /// Every property, most serious first (the order shrinking prefers to keep).
-    pub const ALL: [Property; 6] = [
+    /// Every property: the delivery properties most serious first (the order shrinking
+    /// prefers to keep), then the resource property.
+    pub const ALL: [Property; 7] = [
+        Property::Recovers,
+        Property::NoWrong,
+        Property::NoLoss,
+        Property::ConsistentView,
+        Property::NoRollback,
+        Property::NoDuplicates,
+        Property::BoundedDisk,
+    ];
+
+    /// What a consumer of the sink can see: `exactly-once` is all of these.
+    pub const DELIVERY: [Property; 6] = [
         Property::Recovers,
         Property::NoWrong,
         Property::NoLoss,
@@ -58,6 +75,7 @@ impl Property {
             Property::NoRollback => "no-rollback",
             Property::Recovers => "recovers",
             Property::ConsistentView => "consistent-view",
+            Property::BoundedDisk => "bounded-disk",
         }
     }
 
@@ -76,6 +94,9 @@ impl Property {
             Property::ConsistentView => {
                 "upserting the records by window end gives the fault-free final values"
             }
+            Property::BoundedDisk => {
+                "the run leaves the sink and at most its newest checkpoint, no older or temporary file"
+            }
         }
     }
 
@@ -88,6 +109,7 @@ impl Property {
             Property::NoRollback => verdict.rolled_back == 0,
             Property::Recovers => verdict.recovery == Recovery::Ok && verdict.final_windows_match,
             Property::ConsistentView => verdict.stale_windows == 0,
+            Property::BoundedDisk => verdict.stray_files == 0,
         }
     }
 }
@@ -122,7 +144,7 @@ pub struct Expectation {
 }
 
 /// The names `--expect` takes, for help text and errors.
-pub const EXPECT_NAMES: &str = "exactly-once, at-least-once, no-loss, no-duplicates, no-wrong, no-rollback, recovers, consistent-view";
+pub const EXPECT_NAMES: &str = "exactly-once, at-least-once, no-loss, no-duplicates, no-wrong, no-rollback, recovers, consistent-view, bounded-disk";
 
 impl Expectation {
     pub fn of(properties: impl IntoIterator<Item = Property>) -> Expectation {
@@ -132,12 +154,12 @@ impl Expectation {
     }
 
     pub fn exactly_once() -> Expectation {
-        Expectation::of(Property::ALL)
+        Expectation::of(Property::DELIVERY)
     }
 
     pub fn at_least_once() -> Expectation {
         Expectation::of(
-            Property::ALL
+            Property::DELIVERY
                 .into_iter()
                 .filter(|&p| p != Property::NoDuplicates),
         )
@@ -148,7 +170,7 @@ impl Expectation {
         let mut properties = BTreeSet::new();
         for name in text.split(',').map(str::trim) {
             match name {
-                "exactly-once" => properties.extend(Property::ALL),
+                "exactly-once" => properties.extend(Property::DELIVERY),
                 "at-least-once" => properties.extend(Expectation::at_least_once().properties),
                 _ => match Property::ALL.into_iter().find(|p| p.name() == name) {
                     Some(p) => {
@@ -209,19 +231,28 @@ impl Expectation {
             .collect()
     }
 
-    /// The canonical name: a shorthand where one fits, else the names in severity order.
+    /// The canonical name: a shorthand where one fits (followed by the properties beyond it),
+    /// else the names in severity order.
     pub fn name(&self) -> String {
-        if *self == Expectation::exactly_once() {
-            return "exactly-once".to_string();
+        let mut names: Vec<&str> = Vec::new();
+        let mut rest = self.properties.clone();
+        for shorthand in [Expectation::exactly_once(), Expectation::at_least_once()] {
+            if shorthand.properties.is_subset(&rest) {
+                names.push(if shorthand == Expectation::exactly_once() {
+                    "exactly-once"
+                } else {
+                    "at-least-once"
+                });
+                rest.retain(|p| !shorthand.properties.contains(p));
+                break;
+            }
         }
-        if *self == Expectation::at_least_once() {
-            return "at-least-once".to_string();
-        }
-        let names: Vec<&str> = Property::ALL
-            .into_iter()
-            .filter(|p| self.properties.contains(p))
-            .map(Property::name)
-            .collect();
+        names.extend(
+            Property::ALL
+                .into_iter()
+                .filter(|p| rest.contains(p))
+                .map(Property::name),
+        );
         if names.is_empty() {
             "nothing".to_string()
         } else {
@@ -304,6 +335,12 @@ mod tests {
         );
         check("no-loss", "no-loss");
         check("no-rollback, no-loss", "no-loss,no-rollback");
+        check("bounded-disk,exactly-once", "exactly-once,bounded-disk");
+        check("bounded-disk,at-least-once", "at-least-once,bounded-disk");
+        check("bounded-disk", "bounded-disk");
+        assert!(!Expectation::exactly_once()
+            .properties()
+            .any(|p| p == Property::BoundedDisk));
         assert!(Expectation::parse("no-loss,exactly-twice")
             .unwrap_err()
             .contains("unknown property 'exactly-twice'"));

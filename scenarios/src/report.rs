@@ -294,6 +294,7 @@ impl<'a> Ran<'a> {
             observation: Observation::of_file_sink(
                 config,
                 run.sink.as_deref(),
+                &run.file_names(),
                 &run.incarnations,
                 &run.outcome,
                 &run.final_state,

@@ -95,6 +95,13 @@ pub struct RunResult {
     pub final_state: OperatorState,
 }
 
+impl RunResult {
+    /// Every file the run left on the disk, by name (what a directory listing shows).
+    pub fn disk_files(&self) -> Vec<String> {
+        self.world.env().disk.list()
+    }
+}
+
 /// Which consumer reads the sink.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,

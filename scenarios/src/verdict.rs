@@ -24,7 +24,7 @@ use crate::model::{self, ModelMismatch};
 pub use crate::observation::Recovery;
 use crate::observation::{Observation, ViewObservation};
 use crate::property::{self, Expectation, Property};
-use crate::runner::{run, Outcome, RunSpec, View};
+use crate::runner::{run, Outcome, RunResult, RunSpec, View};
 use keel_engine::{EngineConfig, KeyScheme, Record, RecordKind, SinkKind};
 use keel_sim::FaultPlan;
 use serde::Serialize;
@@ -69,7 +69,7 @@ impl Reference {
             file.corrupt_lines, 0,
             "a fault-free run writes whole records"
         );
-        Reference::new(
+        let mut reference = Reference::new(
             file.records.clone(),
             observation.final_windows,
             &model::expected_output(
@@ -77,7 +77,28 @@ impl Reference {
                 spec.config.window_size,
                 spec.config.out_of_orderness,
             ),
-        )
+        );
+        reference.check_counts(&result, spec.events.len() as u64);
+        reference
+    }
+
+    /// Checks the counts the fault-free run `result` (of any sink) reports against the
+    /// model's, unless the reference already departs from the model. A run the sink itself
+    /// made restart (a transaction timeout shorter than a checkpoint interval) has no
+    /// single count to check; its verdicts show what went wrong.
+    pub fn check_counts(&mut self, result: &RunResult, events: u64) {
+        let [incarnation] = result.incarnations.as_slice() else {
+            return;
+        };
+        let stats = &incarnation.stats;
+        let counts = model::FaultFreeCounts {
+            events_read: stats.processed_upto_index,
+            written: stats.written,
+            skipped: stats.skipped,
+        };
+        if self.model_mismatch.is_none() {
+            self.model_mismatch = model::check_counts(counts, events, self.records.len() as u64);
+        }
     }
 
     /// A reference from the engine's fault-free records and final windows, checked against
@@ -122,6 +143,8 @@ pub struct Verdict {
     pub recovery: Recovery,
     pub final_windows_match: bool,
     pub restarts: u64,
+    /// Files the run left beside the sink and its newest checkpoint (`bounded-disk`).
+    pub stray_files: u64,
     /// Transactional sink, read_uncommitted: records shown that never committed.
     pub dirty_reads: u64,
     /// Transactional sink, read_committed: the longest wait from send to visibility (ms).
@@ -141,7 +164,7 @@ impl Verdict {
         property.holds(self)
     }
 
-    /// Whether every property holds.
+    /// Whether every delivery property holds.
     pub fn exactly_once(&self) -> bool {
         Expectation::exactly_once().broken(self).is_empty()
     }
@@ -180,6 +203,7 @@ impl Verdict {
             ("corrupt", self.corrupt),
             ("stale_windows", self.stale_windows),
             ("rolled_back", self.rolled_back),
+            ("stray_files", self.stray_files),
         ] {
             if value > 0 {
                 parts.push(format!("{name}={value}"));
@@ -324,6 +348,7 @@ fn judge_view(reference: &Reference, observation: &Observation, seen: &ViewObser
         recovery: observation.recovery,
         final_windows_match,
         restarts: observation.restarts,
+        stray_files: observation.stray_files.len() as u64,
         dirty_reads: seen.dirty_reads,
         visibility_delay_ms_max: seen.visibility_delay_ms_max,
         first_wrong,
@@ -417,6 +442,7 @@ mod tests {
             final_windows: finals(),
             rolled_back: 0,
             restarts: 1,
+            stray_files: Vec::new(),
         }
     }
 

@@ -54,6 +54,11 @@ pub struct RealRun {
 }
 
 impl RealRun {
+    /// The names of the files the run left in its directory.
+    pub fn file_names(&self) -> Vec<String> {
+        self.listing.iter().map(|file| file.name.clone()).collect()
+    }
+
     /// FNV-1a 64 of the trace's text, as `Trace::fingerprint` computes it.
     pub fn fingerprint(&self) -> Fingerprint {
         let mut text = String::new();
