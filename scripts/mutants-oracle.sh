@@ -15,7 +15,7 @@
 # hold the harness; the baseline here takes its place.
 #
 # Part 0: the engine accepts exactly the documented ranges of its knobs (a sweep at each
-# bound runs, one past it exits 2).
+# bound runs, one past it exits 2), and a refused events file is named by line and reason.
 # Part 1 (the oracle flags a violation): on ch04 and three generated streams, every single
 # fault at every step of the safe protocol (`keel sweep`) and 1,000 swarm-drawn plans of up
 # to three faults (`keel explore`), each sink held to what it promises: append at-least-once,
@@ -49,8 +49,8 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/keel-mutants-oracle.XXXXXX")
 trap '[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"' EXIT
 
 # The properties each sink promises. The appending sink duplicates by design.
-APPEND_EXPECT=${APPEND_EXPECT:-at-least-once}
-EXACT_EXPECT=${EXACT_EXPECT:-exactly-once}
+APPEND_EXPECT=${APPEND_EXPECT:-at-least-once,bounded-disk}
+EXACT_EXPECT=${EXACT_EXPECT:-exactly-once,bounded-disk}
 EXACT_SINKS=${EXACT_SINKS:-idempotent,transactional}
 FAULTS=process-crash,power-loss,disk-error,sink-error,ack-lost,sink-unavailable,zombie
 SINK_FAULTS=sink-error,ack-lost,sink-unavailable,zombie
@@ -144,6 +144,25 @@ for field in ts value; do
     echo "{\"$field\": -$((SAFE_INT_MAX + 1)), \"$other\": 1}" >"$WORK/edge.jsonl"
     bound 2 --events "$WORK/edge.jsonl"
 done
+
+# A refused events file is named with its line and its reason (the error a user acts on):
+# a float is not an integer, a whole number past 2^53 is out of range, and the line counts
+# blank lines as the user's editor does.
+refused() { # refused TEXT CONTENT: a sweep of CONTENT exits 2 with TEXT in its error
+    printf '%b' "$2" >"$WORK/bad.jsonl"
+    "$KEEL" sweep --events "$WORK/bad.jsonl" --sinks append --faults process-crash --quiet \
+        >"$WORK/out" 2>&1
+    local status=$?
+    if [ "$status" -ne 2 ] || ! grep -qF -- "$1" "$WORK/out"; then
+        echo "FAILED (exit $status, expected 2 and '$1'): keel sweep --events <$2>" >&2
+        exit 1
+    fi
+}
+refused 'line 3: ts must be an integer' '{"ts": 1, "value": 1}\n\n{"ts": 1.5, "value": 1}\n'
+refused 'ts must be an integer from -9007199254740991 to 9007199254740991, found 1.0' '{"ts": 1.0, "value": 1}\n'
+refused 'found 9007199254740991.0' '{"ts": 9007199254740991.0, "value": 1}\n'
+refused 'value 1e+300 is out of range' '{"ts": 1, "value": 1e300}\n'
+refused 'ts -9007199254740992.0 is out of range' '{"ts": -9007199254740992.0, "value": 1}\n'
 
 for stream in "${STREAMS[@]}"; do
     # shellcheck disable=SC2086 # a stream is several words on purpose
