@@ -8,6 +8,8 @@
 #
 #   scripts/mutants-oracle.sh --mutants [CARGO_MUTANTS_ARGS...]
 #
+# (MUTANTS_TIMEOUT_S, default 120, is the time one mutant's harness may take before it
+# counts as a hang; raise it on a machine busy with other work.)
 # The second form is the whole mutation test in one command: it builds keel, runs this
 # harness on the unmutated tree (a correct engine must pass), then runs `cargo mutants` over
 # engine/ with this harness as the only test (results in mutants.out/). cargo-mutants' own
@@ -37,7 +39,7 @@ if [ "${1:-}" = "--mutants" ]; then
         echo "error: the unmutated engine fails the harness; no mutants tested" >&2
         exit 2
     }
-    exec env -u CARGO_TARGET_DIR cargo mutants -p keel-engine --baseline=skip --timeout 120 --build-timeout 900 "$@"
+    exec env -u CARGO_TARGET_DIR cargo mutants -p keel-engine --baseline=skip --timeout "${MUTANTS_TIMEOUT_S:-120}" --build-timeout 900 "$@"
 fi
 
 KEEL=${1:-${KEEL:-target/debug/keel}}
