@@ -4,7 +4,7 @@
 use crate::baseline::Baseline;
 use crate::observation::{views_of, Observation};
 use crate::property::{failures, Expectation, Property, MATCHES_MODEL};
-use crate::reproduce::replay_plan_command;
+use crate::reproduce::{replay_plan_command, with_expect};
 use crate::runner::{run, RunSpec, View};
 use crate::shrink::{shrink, Shrunk};
 use crate::spec::ScenarioSpec;
@@ -266,11 +266,14 @@ pub fn report(
                 view,
                 broken,
                 outcome: row.outcome.clone(),
-                reproduce: format!(
-                    "{} --sink {}{}{view_option}",
-                    spec.command_with_seed("replay", row.seed),
-                    row.sink,
-                    explore.plan_options()
+                reproduce: with_expect(
+                    &format!(
+                        "{} --sink {}{}{view_option}",
+                        spec.command_with_seed("replay", row.seed),
+                        row.sink,
+                        explore.plan_options()
+                    ),
+                    asked,
                 ),
             });
         }
@@ -351,7 +354,10 @@ pub fn shrink_seed(
         plan: plan.to_file(),
         outcome: verdict.summary(),
         runs,
-        reproduce: replay_plan_command(&seed_scenario, sink, view, &plan),
+        reproduce: with_expect(
+            &replay_plan_command(&seed_scenario, sink, view, &plan),
+            explore.expect.as_ref(),
+        ),
     })
 }
 

@@ -2,6 +2,7 @@
 //! `keel replay --plan` on the plan written to a self-contained plan file.
 
 use crate::plan_file::SavedPlan;
+use crate::property::Expectation;
 use crate::runner::View;
 use crate::spec::ScenarioSpec;
 use keel_engine::SinkKind;
@@ -48,6 +49,16 @@ pub fn replay_plan_command(
     }
     let json = SavedPlan::of(spec, sink, view, plan).to_json_line();
     format!("echo '{json}' > plan.json && keel replay --plan plan.json")
+}
+
+/// `command` judged as it was asked: with ` --expect ...` when an expectation was given, so
+/// the command fails on the property that failed (a property no sink promises unasked,
+/// `bounded-disk`, would otherwise show only as a figure).
+pub fn with_expect(command: &str, asked: Option<&Expectation>) -> String {
+    match asked {
+        Some(asked) => format!("{command} --expect {asked}"),
+        None => command.to_string(),
+    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use crate::baseline::Baseline;
 use crate::observation::{Observation, Recovery};
 use crate::property::{failures, Expectation, Property};
-use crate::reproduce::{replay_plan_command, reproduce_point};
+use crate::reproduce::{replay_plan_command, reproduce_point, with_expect};
 use crate::runner::{run, run_recording_crash_states, RunSpec, View};
 use crate::sites::{sites_from_run, SiteRow};
 use crate::spec::ScenarioSpec;
@@ -567,7 +567,7 @@ pub fn aggregate(
                     _ => None,
                 },
                 outcome: record.outcome.clone(),
-                reproduce: record.reproduce.clone(),
+                reproduce: with_expect(&record.reproduce, asked),
             });
         }
     }
