@@ -255,9 +255,12 @@ impl Engine {
                     }));
                 }
             };
-            // What recovery builds on must itself be durable: a checkpoint seen in the page
-            // cache after a failed fsync may still vanish in a power loss (PostgreSQL syncs
-            // its data directory at startup for the same reason).
+            // What recovery builds on must itself be durable: a checkpoint whose data is still
+            // dirty (renamed before its fsync) may vanish in a power loss (PostgreSQL syncs
+            // its data directory at startup for the same reason). An fsync cannot write what
+            // a failed fsync left in clean pages; under `safe` a checkpoint has none, since it
+            // is renamed into place only after its own fsync succeeded (the sink file is
+            // written back instead: `CheckpointProtocol::rewrite_sink_on_open`).
             if protocol.fsync_data() {
                 disk_step(world, "disk.fsync", name, |d| d.fsync(name))?;
             }
@@ -300,6 +303,7 @@ impl Engine {
             Sink::File(SinkConnector::open(
                 self.config.sink,
                 world,
+                protocol.rewrite_sink_on_open(),
                 protocol.tail_repair(),
             )?)
         });

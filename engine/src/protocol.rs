@@ -11,8 +11,10 @@ use std::fmt;
 #[serde(rename_all = "kebab-case")]
 pub enum CheckpointProtocol {
     /// Sync the sink; unique name, checksummed header, temp file, fsync, rename, fsync of the
-    /// directory; only then delete the previous checkpoint. Recovery takes the newest
-    /// checkpoint that validates and repairs a torn sink tail.
+    /// directory; only then delete the previous checkpoint. Any failed fsync stops the
+    /// process. Recovery takes the newest checkpoint that validates, writes back the sink
+    /// file it reads (so that what it builds on is its own dirty data, which the next sink
+    /// sync makes durable or fails on) and repairs a torn sink tail.
     #[default]
     Safe,
     /// Rewrite one `state.json` in place, no fsync at all.
@@ -29,10 +31,14 @@ pub enum CheckpointProtocol {
     CheckpointBeforeSinkSync,
     /// Recovery appends after whatever a power loss left at the end of the sink file.
     NoTailRepair,
+    /// Recovery trusts the sink file as it reads it: after a failed fsync the page cache
+    /// still shows records the disk does not hold, and a later fsync returns 0 without
+    /// writing them.
+    TrustPageCacheAfterEio,
 }
 
 impl CheckpointProtocol {
-    pub const ALL: [CheckpointProtocol; 8] = [
+    pub const ALL: [CheckpointProtocol; 9] = [
         CheckpointProtocol::Safe,
         CheckpointProtocol::InPlace,
         CheckpointProtocol::NoFsyncRename,
@@ -41,6 +47,7 @@ impl CheckpointProtocol {
         CheckpointProtocol::SizeOnly,
         CheckpointProtocol::CheckpointBeforeSinkSync,
         CheckpointProtocol::NoTailRepair,
+        CheckpointProtocol::TrustPageCacheAfterEio,
     ];
 
     pub fn name(&self) -> &'static str {
@@ -53,6 +60,7 @@ impl CheckpointProtocol {
             CheckpointProtocol::SizeOnly => "size-only",
             CheckpointProtocol::CheckpointBeforeSinkSync => "checkpoint-before-sink-sync",
             CheckpointProtocol::NoTailRepair => "no-tail-repair",
+            CheckpointProtocol::TrustPageCacheAfterEio => "trust-page-cache-after-eio",
         }
     }
 
@@ -97,6 +105,14 @@ impl CheckpointProtocol {
     /// Recovery truncates the sink file at its first unreadable line.
     pub fn tail_repair(&self) -> bool {
         *self != CheckpointProtocol::NoTailRepair
+    }
+
+    /// Recovery writes the sink file back as it read it (the same bytes, in the step that
+    /// opens it), so that no byte it builds on is a clean page a failed fsync of an earlier
+    /// process left unpersisted: every byte it sees is dirty again, and the sink sync before
+    /// the next checkpoint writes it or fails (and a failed fsync stops the process).
+    pub fn rewrite_sink_on_open(&self) -> bool {
+        *self != CheckpointProtocol::TrustPageCacheAfterEio
     }
 }
 

@@ -141,11 +141,14 @@ pub struct SinkConnector {
 
 impl SinkConnector {
     /// Opens the sink (one step), creating its file (and syncing the directory) if needed.
+    /// With `rewrite`, the same step writes the file back as it read it: a clean page a
+    /// failed fsync left unpersisted is dirty again, so the next sync writes it or fails.
     /// With `tail_repair`, a tail
     /// that is not whole records (a torn append) is truncated away and the cut made durable.
     pub fn open<S: Storage>(
         kind: SinkKind,
         world: &mut World<S>,
+        rewrite: bool,
         tail_repair: bool,
     ) -> Result<SinkConnector, SinkError> {
         let file = kind.file_name();
@@ -153,7 +156,11 @@ impl SinkConnector {
             .effect("sink.open", file.clone(), |env| {
                 let created = !env.disk.exists(&file);
                 env.disk.open_or_create(&file)?;
-                Ok((created, env.disk.read(&file)?))
+                let contents = env.disk.read(&file)?;
+                if rewrite && !contents.is_empty() {
+                    env.disk.write(&file, 0, &contents)?;
+                }
+                Ok((created, contents))
             })?
             .map_err(|e: DiskError| SinkError::Fatal(format!("sink open: {e}")))?;
         if created {

@@ -219,6 +219,13 @@ fn run_world(spec: &RunSpec, mut world: World) -> RunResult {
         };
         incarnations.push(Incarnation { stats, end });
         if let Some(outcome) = outcome {
+            if outcome == Outcome::Completed {
+                // The run is over and its output stays on disk: in time the kernel writes
+                // back every dirty page and drops every clean one, so what the sink's
+                // readers see is what the disk holds (a page cache that outlives the run
+                // is no promise of durability).
+                world.evict_clean_pages("the run is over");
+            }
             return RunResult {
                 world,
                 incarnations,

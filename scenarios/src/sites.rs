@@ -6,10 +6,12 @@ use crate::table::Table;
 use keel_sim::{FaultKind, TraceLine};
 use serde::Serialize;
 
-/// Whether a fault of `kind` can be aimed at a step doing `op`.
+/// Whether a fault of `kind` can be aimed at a step doing `op` (a page eviction can be
+/// aimed at any step, and takes effect only where a failed fsync left unpersisted bytes:
+/// [`sites_from_run`] keeps it where the run had some).
 pub fn applies(op: &str, kind: FaultKind) -> bool {
     match kind {
-        FaultKind::ProcessCrash | FaultKind::PowerLoss => true,
+        FaultKind::ProcessCrash | FaultKind::PowerLoss | FaultKind::PageEviction => true,
         FaultKind::DiskError => matches!(
             op,
             "disk.create"
@@ -51,6 +53,7 @@ pub fn sites(spec: &RunSpec) -> (RunResult, Vec<SiteRow>) {
 /// The steps of a fault-free run recorded with [`run_recording_crash_states`], as sites.
 pub fn sites_from_run(baseline: &RunResult) -> Vec<SiteRow> {
     let counts = baseline.world.crash_state_counts();
+    let unpersisted = baseline.world.unpersisted_counts();
     assert!(
         counts.len() as u64 + 1 >= baseline.world.steps_taken(),
         "sites need a run recorded with run_recording_crash_states"
@@ -75,6 +78,10 @@ pub fn sites_from_run(baseline: &RunResult) -> Vec<SiteRow> {
                 faults: FaultKind::ALL
                     .into_iter()
                     .filter(|k| applies(op, *k))
+                    .filter(|k| {
+                        *k != FaultKind::PageEviction
+                            || unpersisted.get(*step as usize).is_some_and(|&b| b > 0)
+                    })
                     .collect(),
                 // A step cut short by a crash before its effect has no count.
                 power_loss_states: counts.get(*step as usize).copied().flatten(),

@@ -29,6 +29,7 @@ pub struct Swarm {
     pub crash_before: bool,
     // New kinds go last: an earlier field's draw must not change when one is added.
     pub zombie: bool,
+    pub page_eviction: bool,
 }
 
 impl Swarm {
@@ -41,6 +42,7 @@ impl Swarm {
             FaultKind::AckLost => self.ack_lost,
             FaultKind::SinkUnavailable => self.sink_unavailable,
             FaultKind::Zombie => self.zombie,
+            FaultKind::PageEviction => self.page_eviction,
         }
     }
 }
@@ -123,6 +125,7 @@ pub fn plan_from_unstructured(
                 duration_ms: context.outage_ms,
             },
             FaultKind::Zombie => Fault::Zombie,
+            FaultKind::PageEviction => Fault::PageEviction,
         };
         faults.push(PlannedFault { step, fault });
     }

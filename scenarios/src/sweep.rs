@@ -138,6 +138,7 @@ pub fn points(
                 duration_ms: sweep.outage_ms,
             }),
             FaultKind::Zombie => push(Fault::Zombie),
+            FaultKind::PageEviction => push(Fault::PageEviction),
         }
     }
     points

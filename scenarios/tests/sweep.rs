@@ -168,7 +168,7 @@ fn ack_lost_duplicates_with_append_and_not_with_idempotent() {
     assert_eq!(n(&row(&report, "idempotent", "ack-lost")["duplicates"]), 0);
 }
 
-const UNSAFE: [&str; 7] = [
+const UNSAFE: [&str; 8] = [
     "in-place",
     "no-fsync-rename",
     "no-dir-fsync",
@@ -176,6 +176,7 @@ const UNSAFE: [&str; 7] = [
     "size-only",
     "checkpoint-before-sink-sync",
     "no-tail-repair",
+    "trust-page-cache-after-eio",
 ];
 
 #[test]
@@ -222,6 +223,74 @@ fn checkpoint_before_sink_sync_loses_records_even_with_the_idempotent_sink() {
     assert_eq!(
         first["broken"],
         serde_json::json!(["no-loss", "consistent-view"])
+    );
+}
+
+#[test]
+fn trusting_the_page_cache_after_a_failed_fsync_loses_records() {
+    // A failed sink fsync leaves its records in clean pages the disk does not hold. The
+    // restarted process reads them back: the idempotent sink skips replaying them, the
+    // append sink appends after them; when the pages go (here at the end of the run), the
+    // records go too and a line of zeros swallows the next one.
+    let report = sweep_json(
+        "trust-page-cache-after-eio",
+        &["--faults", "disk-error,page-eviction"],
+    );
+    assert_eq!(
+        rows(&report).len(),
+        2,
+        "no page eviction applies without a disk error"
+    );
+    for (sink, lost, outcome) in [
+        ("append", 2, "lost=1 corrupt=1 stale_windows=1"),
+        ("idempotent", 5, "lost=2 corrupt=1 stale_windows=1"),
+    ] {
+        let r = row(&report, sink, "disk-error");
+        assert_eq!(
+            (
+                n(&r["points"]),
+                n(&r["points_with_loss"]),
+                n(&r["lost"]),
+                n(&r["corrupt"])
+            ),
+            (23, 2, lost, 2),
+            "{sink}"
+        );
+        let first = &r["first_failure"];
+        assert_eq!(
+            (n(&first["step"]), first["outcome"].as_str()),
+            (26, Some(outcome))
+        );
+        let reproduce = first["reproduce"].as_str().unwrap();
+        assert_eq!(summary(&replay(reproduce)), outcome, "{reproduce}");
+    }
+    // Safe writes back what it reads at start-up: the same faults, and a second one after
+    // each (an eviction wherever there is something to evict), lose nothing.
+    let safe = sweep_json(
+        "safe",
+        &["--faults", "disk-error,page-eviction", "--depth", "2"],
+    );
+    for (sink, fault, points) in [
+        ("append", "disk-error+disk-error", 356),
+        ("append", "disk-error+page-eviction", 48),
+        ("idempotent", "disk-error+disk-error", 356),
+        ("idempotent", "disk-error+page-eviction", 48),
+    ] {
+        let r = row(&safe, sink, fault);
+        assert_eq!(n(&r["points"]), points, "{sink} / {fault}");
+        for field in [
+            "lost",
+            "wrong",
+            "corrupt",
+            "rolled_back",
+            "failed_recoveries",
+        ] {
+            assert_eq!(n(&r[field]), 0, "{sink} / {fault}: {field}");
+        }
+    }
+    assert_eq!(
+        n(&row(&safe, "idempotent", "disk-error+page-eviction")["duplicates"]),
+        0
     );
 }
 

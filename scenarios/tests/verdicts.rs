@@ -449,3 +449,66 @@ fn merge_takes_expect_as_in_the_readme_recipe() {
         strict.stdout
     );
 }
+
+/// A failed sink fsync (step 26: the record 13:10 stays in a clean page the disk does not
+/// hold), then a power loss once checkpoint 16 committed the record's replayed copy (step 45,
+/// the rename of state-16.json, crash state 2: everything pending kept).
+fn failed_fsync_then_power_loss(protocol: &str) -> String {
+    let spec = format!(
+        r#"{{"spec":{{"scenario":"ch04","events":null,"window":10,"out_of_orderness":5,"checkpoint_every":8,"event_interval_ms":300,"restart_delay_ms":500,"protocol":"{protocol}","key":"event-index","transaction_timeout_ms":60000,"seed":0,"sector_size_bytes":512}},"sink":"append","faults":[{{"step":26,"fault":{{"kind":"disk-error"}}}},{{"step":45,"fault":{{"kind":"power-loss","at":"after","state":2}}}}]}}"#
+    );
+    write(&format!("eio-then-power-loss-{protocol}.json"), &spec)
+}
+
+#[test]
+fn a_hole_left_by_a_failed_fsync_makes_tail_repair_cut_committed_records() {
+    // Trusting the page cache: the replay appends 13:10 after the unpersisted copy; the power
+    // loss turns that copy into 79 zero bytes, and tail repair cuts the file at the hole,
+    // taking the committed copy with it.
+    let trusting = failed_fsync_then_power_loss("trust-page-cache-after-eio");
+    check(
+        &["replay", "--plan", &trusting, "--expect", "at-least-once"],
+        1,
+        |report| {
+            let oracle = &report["oracle"];
+            assert_eq!(
+                (
+                    n(&oracle["lost"]),
+                    n(&oracle["corrupt"]),
+                    n(&oracle["duplicates"]),
+                    n(&oracle["restarts"])
+                ),
+                (1, 0, 0, 2)
+            );
+            let trace: Vec<&str> = report["trace"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|line| line.as_str().unwrap())
+                .collect();
+            assert!(trace.contains(
+            &"note t=5000ms p1 power loss: state 2/3: sink-append.jsonl: 79 unpersisted bytes lost; dir: 2/2 ops kept"
+        ));
+            assert!(trace.contains(
+            &"note t=5500ms p2 sink repair: truncate sink-append.jsonl at byte 0 (158 unreadable bytes)"
+        ));
+        },
+    );
+    // Safe wrote the page cache's copy back at start-up, so the power loss finds it durable.
+    let safe = failed_fsync_then_power_loss("safe");
+    check(
+        &["replay", "--plan", &safe, "--expect", "at-least-once"],
+        0,
+        |report| {
+            let oracle = &report["oracle"];
+            assert_eq!(
+                (
+                    n(&oracle["lost"]),
+                    n(&oracle["corrupt"]),
+                    n(&oracle["duplicates"])
+                ),
+                (0, 0, 1)
+            );
+        },
+    );
+}

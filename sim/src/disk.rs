@@ -1,14 +1,18 @@
 //! An in-memory disk with one flat directory, whose files keep their durable contents apart
-//! from their pending (unsynced) operations.
+//! from their pending (unsynced) operations and from their unpersisted page-cache bytes.
 //!
 //! Crash model:
 //! - **Process crash** (kill -9): the process's memory is gone, the kernel's page cache is
-//!   not. Every completed operation, synced or not, stays visible: the disk is unchanged.
+//!   not. Every completed operation, synced or not, stays visible: the disk is unchanged
+//!   (unpersisted bytes included: a restarted process reads them too).
 //! - Durability is tracked from the start so that a power loss can be resolved on the same
-//!   structure: each file has `durable` bytes (what survived its last fsync) and a list of
-//!   pending data operations since then; the directory has `durable_names` (what survived
-//!   its last fsync) and a list of pending namespace operations since then.
-//!   - `fsync(file)` makes that file's data and size durable, not its name.
+//!   structure: each file has `durable` bytes (what its blocks on disk hold), a list of
+//!   pending data operations (dirty pages) since its last fsync, and `unpersisted` byte
+//!   ranges (clean pages that hold data the disk does not: see rule 5); the directory has
+//!   `durable_names` (what survived its last fsync) and a list of pending namespace
+//!   operations since then.
+//!   - `fsync(file)` makes that file's pending data and size durable, not its name, and not
+//!     its unpersisted bytes (they are clean: no fsync writes them again).
 //!   - `fsync_dir()` makes every create, rename and unlink durable, not any file's data.
 //! - **Power loss** ([`Disk::power_loss`], rules in the `power_loss` module): everything
 //!   durable stays; each pending operation is resolved on its own, so the disk wakes up in
@@ -21,10 +25,31 @@
 //!      without its new data (the gap reads as zeros);
 //!   4. create, rename and unlink are atomic and journaled in order: a prefix of the pending
 //!      ones survives, independently of file data (the zero-length file after a rename);
-//!   5. fsync can fail with EIO ([`Disk::fsync_fail`]): the pending data it covered is
-//!      dropped for good, from the page cache too; a later fsync of the file succeeds.
+//!   5. unpersisted bytes are lost: they read as the disk holds them (rule 5 below).
+//! - **fsync EIO** ([`Disk::fsync_fail`]), as Linux 6.1 does on ext4 and xfs (measured in
+//!   user-mode Linux with dm-flakey failing the file's new blocks, see the README): the fsync
+//!   returns EIO; the file's new size and its pending truncates persist; the bytes its
+//!   pending writes wrote do not reach the disk, but the kernel marks their pages clean and
+//!   keeps them, so the process (and a restarted one: a process crash keeps the page cache)
+//!   still reads the NEW bytes; a second fsync returns 0 and writes nothing. Those bytes
+//!   are *unpersisted*: on disk they read as what the disk held there before (zeros past its
+//!   old end, and past a truncate of the same fsync), and a power loss or a page eviction
+//!   makes the process read that too. Which bytes: every byte a pending write of the failed
+//!   fsync wrote. A real device fails the blocks it fails (dm-flakey under one block fails
+//!   that block; the file's other new block persisted), but fsync reports one EIO for the
+//!   whole file, so the process cannot tell which blocks were lost and must be correct
+//!   whichever were: the model takes all of them, the state that loses the most. A later
+//!   write over unpersisted bytes makes them dirty again (a pending write, persisted by the
+//!   next fsync); a truncate drops those past the new end. The model is byte-exact where a
+//!   kernel works in pages: a real re-dirtied page is written whole, so bytes of it the
+//!   model keeps unpersisted may persist for real. (btrfs reverts the file at once instead
+//!   and fails the next fsync too: a file-system profile for it would set the page cache
+//!   back to `durable` here; not modelled yet.)
+//! - **Page eviction** ([`Disk::evict_clean_pages`]): the kernel drops clean pages (memory
+//!   pressure, `drop_caches`); pages that hold unpersisted bytes are clean, so the process
+//!   then reads what the disk holds there. Dirty pages are never dropped.
 //! - **Disk errors**: [`Disk::inject_error`] makes the next operation fail with EIO (a
-//!   failed fsync drops its data as above; any other operation has no effect).
+//!   failed fsync as above; any other operation has no effect).
 //!
 //! Bounds: file names are at most 255 bytes and a file at most 64 MiB, like a small real
 //! file system; a violation is a bug in the caller and panics.
@@ -111,15 +136,132 @@ struct Inode {
     durable: Vec<u8>,
     /// Data operations since that fsync, in the order the process issued them.
     pending: Vec<DataOp>,
-    /// What the process reads: `durable` with `pending` applied.
+    /// What the process reads: `durable` with `pending` applied, except on `unpersisted`.
     current: Vec<u8>,
+    /// Byte ranges `[start, end)`, sorted and disjoint, whose bytes in `current` a failed
+    /// fsync did not write (clean pages the disk does not hold): `durable` holds what the
+    /// disk reads there. Always within both `current` and `durable`.
+    unpersisted: Vec<(u64, u64)>,
 }
 
 impl Inode {
     fn apply(&mut self, op: DataOp) {
         apply_data_op(&mut self.current, &op);
+        match &op {
+            // New bytes are dirty: the next fsync writes them.
+            DataOp::Write {
+                offset_bytes,
+                bytes,
+            } => ranges_remove(
+                &mut self.unpersisted,
+                *offset_bytes,
+                offset_bytes + bytes.len() as u64,
+            ),
+            DataOp::SetLen { len_bytes } => ranges_clip(&mut self.unpersisted, *len_bytes),
+        }
         self.pending.push(op);
     }
+
+    /// A successful fsync: every pending operation reaches the disk; unpersisted bytes stay
+    /// unpersisted (their pages are clean, nothing writes them).
+    fn sync(&mut self) {
+        for op in std::mem::take(&mut self.pending) {
+            apply_data_op(&mut self.durable, &op);
+        }
+        assert_eq!(self.durable.len(), self.current.len());
+    }
+
+    /// A failed fsync: sizes and truncates reach the disk, written bytes do not (they become
+    /// unpersisted).
+    fn sync_failed(&mut self) {
+        for op in std::mem::take(&mut self.pending) {
+            match op {
+                DataOp::Write {
+                    offset_bytes,
+                    bytes,
+                } => {
+                    let end_bytes = offset_bytes + bytes.len() as u64;
+                    let end = usize::try_from(end_bytes).expect("fits in memory");
+                    if self.durable.len() < end {
+                        self.durable.resize(end, 0);
+                    }
+                    ranges_add(&mut self.unpersisted, offset_bytes, end_bytes);
+                }
+                DataOp::SetLen { len_bytes } => {
+                    apply_data_op(&mut self.durable, &op);
+                    ranges_clip(&mut self.unpersisted, len_bytes);
+                }
+            }
+        }
+        assert_eq!(self.durable.len(), self.current.len());
+    }
+
+    /// Drops the clean pages that hold unpersisted bytes: the process reads what the disk
+    /// holds there. Returns how many bytes it dropped.
+    fn evict(&mut self) -> u64 {
+        let mut dropped_bytes = 0;
+        for (start, end) in std::mem::take(&mut self.unpersisted) {
+            let (start, end) = (start as usize, end as usize);
+            assert!(end <= self.current.len());
+            assert!(end <= self.durable.len());
+            self.current[start..end].copy_from_slice(&self.durable[start..end]);
+            dropped_bytes += (end - start) as u64;
+        }
+        dropped_bytes
+    }
+
+    fn unpersisted_bytes(&self) -> u64 {
+        self.unpersisted
+            .iter()
+            .map(|(start, end)| end - start)
+            .sum()
+    }
+}
+
+/// Adds `[start, end)` to sorted disjoint `ranges`, merging what touches it.
+fn ranges_add(ranges: &mut Vec<(u64, u64)>, start: u64, end: u64) {
+    if start >= end {
+        return;
+    }
+    let (mut start, mut end) = (start, end);
+    let mut kept = Vec::with_capacity(ranges.len() + 1);
+    for &(s, e) in ranges.iter() {
+        if e < start || s > end {
+            kept.push((s, e));
+        } else {
+            start = start.min(s);
+            end = end.max(e);
+        }
+    }
+    kept.push((start, end));
+    kept.sort_unstable();
+    *ranges = kept;
+}
+
+/// Removes `[start, end)` from sorted disjoint `ranges`.
+fn ranges_remove(ranges: &mut Vec<(u64, u64)>, start: u64, end: u64) {
+    if start >= end || ranges.is_empty() {
+        return;
+    }
+    let mut kept = Vec::with_capacity(ranges.len() + 1);
+    for &(s, e) in ranges.iter() {
+        if e <= start || s >= end {
+            kept.push((s, e));
+            continue;
+        }
+        if s < start {
+            kept.push((s, start));
+        }
+        if e > end {
+            kept.push((end, e));
+        }
+    }
+    *ranges = kept;
+}
+
+/// Cuts sorted disjoint `ranges` at `len_bytes`.
+fn ranges_clip(ranges: &mut Vec<(u64, u64)>, len_bytes: u64) {
+    ranges_remove(ranges, len_bytes, u64::MAX);
 }
 
 fn apply_data_op(contents: &mut Vec<u8>, op: &DataOp) {
@@ -309,29 +451,48 @@ impl Disk {
         Ok(self.inode(name)?.current.len() as u64)
     }
 
-    /// Makes the file's data and size durable (not its name: see [`Disk::fsync_dir`]).
-    /// An injected error makes it fail as [`Disk::fsync_fail`] does.
+    /// Makes the file's pending data and size durable (not its name: see
+    /// [`Disk::fsync_dir`]; not its unpersisted bytes). An injected error makes it fail as
+    /// [`Disk::fsync_fail`] does.
     pub fn fsync(&mut self, name: &str) -> Result<(), DiskError> {
         self.inode(name)?;
         if let Err(error) = self.injected("fsync", name) {
             self.fsync_fail(name)?;
             return Err(error);
         }
-        let inode = self.inode_mut(name)?;
-        inode.durable = inode.current.clone();
-        inode.pending.clear();
+        self.inode_mut(name)?.sync();
         Ok(())
     }
 
-    /// An fsync of `name` that fails with an I/O error (EIO): the pending data it covered is
-    /// dropped for good. The kernel throws the dirty pages away, so the process reads the
-    /// durable contents again, and a later fsync succeeds with nothing to write (PostgreSQL's
+    /// An fsync of `name` that fails with an I/O error (EIO), as ext4 and xfs do: the new
+    /// size and the pending truncates persist; the bytes the pending writes wrote do not,
+    /// yet the process goes on reading them (clean pages the kernel keeps) until a page
+    /// eviction or a power loss; a later fsync succeeds without writing them (PostgreSQL's
     /// "fsyncgate": retrying the fsync does not bring the data back). The name is untouched.
     pub fn fsync_fail(&mut self, name: &str) -> Result<(), DiskError> {
-        let inode = self.inode_mut(name)?;
-        inode.current = inode.durable.clone();
-        inode.pending.clear();
+        self.inode_mut(name)?.sync_failed();
         Ok(())
+    }
+
+    /// The kernel drops every clean page (memory pressure, `drop_caches`): bytes a failed
+    /// fsync left unpersisted read as the disk holds them. Returns, per file that had any
+    /// (by name, as in power-loss descriptions), how many bytes the process no longer sees.
+    pub fn evict_clean_pages(&mut self) -> Vec<(String, u64)> {
+        if self.unpersisted_bytes() == 0 {
+            return Vec::new();
+        }
+        let labels = self.inode_labels();
+        self.inodes
+            .iter_mut()
+            .filter(|(_, inode)| !inode.unpersisted.is_empty())
+            .map(|(id, inode)| (labels[id].clone(), inode.evict()))
+            .collect()
+    }
+
+    /// How many bytes the page cache holds that the disk does not (clean pages a failed
+    /// fsync left): what a page eviction or a power loss would take from the process.
+    pub fn unpersisted_bytes(&self) -> u64 {
+        self.inodes.values().map(Inode::unpersisted_bytes).sum()
     }
 
     /// Renames `from` to `to` atomically, replacing `to` if it exists.
@@ -381,7 +542,11 @@ impl Disk {
 
     /// Whether every operation so far is durable: a power loss now would change nothing.
     pub fn is_all_durable(&self) -> bool {
-        self.pending_dir.is_empty() && self.inodes.values().all(|inode| inode.pending.is_empty())
+        self.pending_dir.is_empty()
+            && self
+                .inodes
+                .values()
+                .all(|inode| inode.pending.is_empty() && inode.unpersisted.is_empty())
     }
 
     /// Drops inodes that no name, durable or pending, can reach any more.

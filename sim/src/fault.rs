@@ -7,8 +7,12 @@
 //! - a **power loss** just before or after a step's effect: the disk keeps only what its
 //!   crash model lets survive (`disk.rs` states the rules), resolved to one numbered crash
 //!   state so the run can be replayed; then the process restarts.
-//! - a **disk error**: the step's disk operation fails with EIO; a failed fsync drops the
-//!   pending data it covered for good (PostgreSQL's "fsyncgate").
+//! - a **disk error**: the step's disk operation fails with EIO; a failed fsync leaves the
+//!   bytes it should have written unpersisted: the process still reads them, the disk does
+//!   not hold them, and a second fsync returns 0 (ext4 and xfs; PostgreSQL's "fsyncgate").
+//! - a **page eviction** after a step's effect: the kernel drops its clean pages (memory
+//!   pressure), so bytes a failed fsync left unpersisted read as the disk holds them. It
+//!   applies only where there are such bytes; elsewhere it does nothing and leaves no mark.
 //! - **sink faults** at a sink request: the request fails before taking effect; it takes
 //!   effect but the acknowledgement is lost; or the sink is unavailable for a while.
 //! - a **zombie**: after a sink request the process is cut off and replaced; once the new
@@ -53,7 +57,8 @@ pub enum Fault {
     /// The machine loses power before or after the step's effect: the disk is resolved to
     /// crash state number `state` (see `disk::power_loss`), then the process restarts.
     PowerLoss { at: CrashPoint, state: u64 },
-    /// The step's disk operation fails with EIO; a failed fsync drops the data it covered.
+    /// The step's disk operation fails with EIO; a failed fsync leaves the bytes it should
+    /// have written unpersisted (read from the page cache, not on disk).
     DiskError,
     /// The sink request fails before it takes effect.
     SinkError,
@@ -65,6 +70,9 @@ pub enum Fault {
     /// it is declared dead and replaced, then wakes up as a zombie and retries its last
     /// write and its commit with its old identity.
     Zombie,
+    /// After the step's effect the kernel drops every clean page: bytes a failed fsync left
+    /// unpersisted read as the disk holds them (the old bytes, or zeros).
+    PageEviction,
 }
 
 impl Fault {
@@ -77,6 +85,7 @@ impl Fault {
             Fault::AckLost => FaultKind::AckLost,
             Fault::SinkUnavailable { .. } => FaultKind::SinkUnavailable,
             Fault::Zombie => FaultKind::Zombie,
+            Fault::PageEviction => FaultKind::PageEviction,
         }
     }
 }
@@ -93,6 +102,7 @@ impl fmt::Display for Fault {
                 write!(f, "sink-unavailable {duration_ms}ms")
             }
             Fault::Zombie => f.write_str("zombie"),
+            Fault::PageEviction => f.write_str("page-eviction"),
         }
     }
 }
@@ -108,11 +118,12 @@ pub enum FaultKind {
     AckLost,
     SinkUnavailable,
     Zombie,
+    PageEviction,
 }
 
 impl FaultKind {
     /// Every kind.
-    pub const ALL: [FaultKind; 7] = [
+    pub const ALL: [FaultKind; 8] = [
         FaultKind::ProcessCrash,
         FaultKind::PowerLoss,
         FaultKind::DiskError,
@@ -120,9 +131,11 @@ impl FaultKind {
         FaultKind::AckLost,
         FaultKind::SinkUnavailable,
         FaultKind::Zombie,
+        FaultKind::PageEviction,
     ];
 
-    /// The kinds a sweep or an exploration uses unless told otherwise.
+    /// The kinds a sweep or an exploration uses unless told otherwise (not the zombie, nor
+    /// the page eviction, which does something only after a failed fsync: ask for them).
     pub const DEFAULT: [FaultKind; 6] = [
         FaultKind::ProcessCrash,
         FaultKind::PowerLoss,
@@ -141,6 +154,7 @@ impl FaultKind {
             FaultKind::AckLost => "ack-lost",
             FaultKind::SinkUnavailable => "sink-unavailable",
             FaultKind::Zombie => "zombie",
+            FaultKind::PageEviction => "page-eviction",
         }
     }
 }

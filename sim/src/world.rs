@@ -159,6 +159,9 @@ pub struct World<S = Disk> {
     kill_done: bool,
     /// When recording: the number of power-loss crash states after each step's effect.
     crash_state_counts: Option<Vec<Option<u64>>>,
+    /// When recording: the unpersisted bytes after each step's effect (what a page eviction
+    /// there would drop).
+    unpersisted_counts: Vec<u64>,
     /// The planned faults that took effect, in order (a fault aimed at a step where it does
     /// not apply, or at a step the run never reached, is not here).
     injected: Vec<PlannedFault>,
@@ -195,6 +198,7 @@ impl<S: Storage> World<S> {
             trace: Trace::default(),
             kill_done: false,
             crash_state_counts: None,
+            unpersisted_counts: Vec::new(),
             injected: Vec::new(),
             wrapped: Vec::new(),
             zombie: None,
@@ -308,12 +312,52 @@ impl<S: Storage> World<S> {
         self.crash_state_counts.as_deref().unwrap_or(&[])
     }
 
+    /// Per step: the bytes a failed fsync left unpersisted after its effect, which a page
+    /// eviction there would drop (0: an eviction there does nothing). Empty unless
+    /// [`World::record_crash_states`] was called.
+    pub fn unpersisted_counts(&self) -> &[u64] {
+        &self.unpersisted_counts
+    }
+
     fn record_crash_state_count(&mut self, step: u64) {
         if let Some(counts) = &mut self.crash_state_counts {
             // A step cut short by a crash before its effect has no count of its own.
             counts.resize(step as usize, None);
+            self.unpersisted_counts.resize(step as usize, 0);
             let disk = self.env.disk.simulated().expect(SIMULATION_ONLY);
             counts.push(disk.power_loss_states().count());
+            self.unpersisted_counts.push(disk.unpersisted_bytes());
+        }
+    }
+
+    /// The kernel drops every clean page: what a failed fsync left unpersisted reads as the
+    /// disk holds it. Traced as a note naming what was dropped; returns whether anything
+    /// was (an eviction with nothing to drop leaves no mark).
+    pub fn evict_clean_pages(&mut self, why: &str) -> bool {
+        let disk = self.env.disk.simulated_mut().expect(SIMULATION_ONLY);
+        let dropped = disk.evict_clean_pages();
+        if dropped.is_empty() {
+            return false;
+        }
+        let files: Vec<String> = dropped
+            .iter()
+            .map(|(name, bytes)| format!("{name}: {bytes} unpersisted bytes dropped"))
+            .collect();
+        self.note(format!("page eviction ({why}): {}", files.join("; ")));
+        true
+    }
+
+    /// A page eviction the plan puts at this step, after its effect.
+    fn evict_if_planned(&mut self, step: u64, fault: Option<Fault>) {
+        if fault != Some(Fault::PageEviction) {
+            return;
+        }
+        if self.evict_clean_pages("planned") {
+            self.injected_at(step, Fault::PageEviction);
+        } else {
+            // Nothing to drop: no mark, so the plan that ran (which omits it) replays with
+            // the same fingerprint.
+            self.trace.restate_fault(step, None);
         }
     }
 
@@ -470,6 +514,7 @@ impl<S: Storage> World<S> {
             }
         }
         self.record_crash_state_count(step);
+        self.evict_if_planned(step, fault);
         self.crash_if_planned(step, fault, CrashPoint::After)?;
         Ok(output)
     }
@@ -509,6 +554,7 @@ impl<S: Storage> World<S> {
             }
         };
         self.record_crash_state_count(step);
+        self.evict_if_planned(step, fault);
         self.crash_if_planned(step, fault, CrashPoint::After)?;
         if fault == Some(Fault::Zombie) {
             self.injected_at(step, Fault::Zombie);
@@ -667,6 +713,48 @@ mod tests {
         assert_eq!(drawn.plan_that_ran(), power_loss(1));
         assert_eq!(drawn.trace().text_lines(), ran.trace().text_lines());
         assert_eq!(drawn.fingerprint(), ran.fingerprint());
+    }
+
+    #[test]
+    fn a_page_eviction_drops_what_a_failed_fsync_left_and_else_leaves_no_mark() {
+        let plan = |faults: &[(u64, Fault)]| {
+            FaultPlan::new(
+                faults
+                    .iter()
+                    .map(|&(step, fault)| PlannedFault { step, fault }),
+            )
+            .unwrap()
+        };
+        let sync = |world: &mut World| world.effect("disk.fsync", "f", |env| env.disk.fsync("f"));
+        // Steps 0..=2 write "ab"; step 3 fsyncs it, and fails; step 4 evicts.
+        let mut world = World::new(0, plan(&[(3, Fault::DiskError), (4, Fault::PageEviction)]));
+        write_three(&mut world).unwrap();
+        assert!(sync(&mut world).unwrap().is_err());
+        assert_eq!(
+            world.env().disk.read("f").unwrap(),
+            b"ab",
+            "clean pages still hold it"
+        );
+        world.effect("op", "x", |_| ()).unwrap();
+        assert_eq!(world.env().disk.read("f").unwrap(), b"\0\0");
+        assert_eq!(
+            world.plan_that_ran(),
+            plan(&[(3, Fault::DiskError), (4, Fault::PageEviction)])
+        );
+        assert!(world.trace().text_lines().contains(
+            &"note t=0ms p0 page eviction (planned): f: 2 unpersisted bytes dropped".to_string()
+        ));
+        // With nothing unpersisted, the same eviction does nothing and leaves no mark.
+        let mut idle = World::new(0, plan(&[(4, Fault::PageEviction)]));
+        write_three(&mut idle).unwrap();
+        sync(&mut idle).unwrap().unwrap();
+        idle.effect("op", "x", |_| ()).unwrap();
+        let mut none = World::new(0, FaultPlan::none());
+        write_three(&mut none).unwrap();
+        sync(&mut none).unwrap().unwrap();
+        none.effect("op", "x", |_| ()).unwrap();
+        assert_eq!(idle.plan_that_ran(), FaultPlan::none());
+        assert_eq!(idle.fingerprint(), none.fingerprint());
     }
 
     #[test]

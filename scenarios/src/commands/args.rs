@@ -370,6 +370,8 @@ pub enum ProtocolArg {
     CheckpointBeforeSinkSync,
     /// Recovery appends after a torn sink tail.
     NoTailRepair,
+    /// Recovery trusts the sink as the page cache shows it after a failed fsync.
+    TrustPageCacheAfterEio,
 }
 
 impl From<ProtocolArg> for CheckpointProtocol {
@@ -383,6 +385,7 @@ impl From<ProtocolArg> for CheckpointProtocol {
             ProtocolArg::SizeOnly => CheckpointProtocol::SizeOnly,
             ProtocolArg::CheckpointBeforeSinkSync => CheckpointProtocol::CheckpointBeforeSinkSync,
             ProtocolArg::NoTailRepair => CheckpointProtocol::NoTailRepair,
+            ProtocolArg::TrustPageCacheAfterEio => CheckpointProtocol::TrustPageCacheAfterEio,
         }
     }
 }
@@ -394,7 +397,8 @@ pub enum FaultArg {
     ProcessCrash,
     /// The machine stops: unsynced data survives only as a crash state allows.
     PowerLoss,
-    /// The step's disk operation fails with EIO (a failed fsync drops its data).
+    /// The step's disk operation fails with EIO (a failed fsync leaves its data unpersisted:
+    /// still read from the page cache, not on disk).
     DiskError,
     /// The sink write fails before it takes effect.
     SinkError,
@@ -405,6 +409,9 @@ pub enum FaultArg {
     /// The process is cut off after a sink request and replaced; it wakes up later as a
     /// zombie and retries its last write and its commit (not in the default sets).
     Zombie,
+    /// After the step the kernel drops its clean pages: what a failed fsync left unpersisted
+    /// reads as the disk holds it (applies only after a disk error; not in the default sets).
+    PageEviction,
 }
 
 impl From<FaultArg> for FaultKind {
@@ -417,6 +424,7 @@ impl From<FaultArg> for FaultKind {
             FaultArg::AckLost => FaultKind::AckLost,
             FaultArg::SinkUnavailable => FaultKind::SinkUnavailable,
             FaultArg::Zombie => FaultKind::Zombie,
+            FaultArg::PageEviction => FaultKind::PageEviction,
         }
     }
 }

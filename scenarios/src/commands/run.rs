@@ -169,6 +169,7 @@ fn run_fault(args: &RunArgs) -> Option<CrashRequest> {
             duration_ms: args.outage_ms.unwrap_or(OUTAGE_MS_DEFAULT),
         },
         FaultArg::Zombie => Fault::Zombie,
+        FaultArg::PageEviction => Fault::PageEviction,
     };
     Some(CrashRequest::AtStep(PlannedFault { step, fault }))
 }

@@ -27,8 +27,10 @@
 //!    (n + 1 outcomes for n operations), applied on top of `durable_names`. A file's data
 //!    survives on its inode whatever happens to its name; an inode no surviving name
 //!    reaches is gone.
-//! 5. fsync can fail ([`Disk::fsync_fail`]): the pending data it covered is dropped for good
-//!    (from the page cache too), so it is no longer pending and offers no choice.
+//! 5. fsync can fail ([`Disk::fsync_fail`]): the bytes its pending writes wrote never reach
+//!    the disk (its sizes and truncates do), though the process still reads them from clean
+//!    pages. They are no longer pending and offer no choice: a power loss loses them all,
+//!    and they read as `durable` holds them (the old bytes, or zeros).
 //!
 //! Numbering. The choices come in a fixed order: files in inode order (creation order),
 //! within a file its pending operations in issue order, within a write its sector pieces in
@@ -137,6 +139,8 @@ pub struct FileOutcome {
     pub len_bytes: u64,
     /// Whether a surviving name still reaches the file (if not, it is gone).
     pub reachable: bool,
+    /// Bytes a failed fsync had left unpersisted: lost, whatever the choices.
+    pub unpersisted_lost_bytes: u64,
 }
 
 /// What a power loss did to the directory's pending namespace operations.
@@ -204,6 +208,12 @@ fn describe_file(file: &FileOutcome) -> String {
         SizeFate::Unchanged => {}
         SizeFate::Lost => facts.push("size lost".to_string()),
         SizeFate::Kept => facts.push("size kept".to_string()),
+    }
+    if file.unpersisted_lost_bytes > 0 {
+        facts.push(format!(
+            "{} unpersisted bytes lost",
+            file.unpersisted_lost_bytes
+        ));
     }
     if !file.reachable {
         facts.push("no name survived".to_string());
@@ -496,6 +506,7 @@ impl Disk {
             file.durable = contents.clone();
             file.current = contents;
             file.pending.clear();
+            file.unpersisted.clear();
         }
         self.names = names.clone();
         self.durable_names = names;
@@ -520,7 +531,8 @@ impl Disk {
         reachable: bool,
     ) -> (Vec<u8>, Option<FileOutcome>) {
         let file = &self.inodes[&inode];
-        if file.pending.is_empty() {
+        let unpersisted_lost_bytes = file.unpersisted_bytes();
+        if file.pending.is_empty() && unpersisted_lost_bytes == 0 {
             return (file.durable.clone(), None);
         }
         let mut outcome = FileOutcome {
@@ -533,6 +545,7 @@ impl Disk {
             size: SizeFate::Unchanged,
             len_bytes: file.durable.len() as u64,
             reachable,
+            unpersisted_lost_bytes,
         };
         let mut contents = file.durable.clone();
         let mut made = made.iter().peekable();
@@ -609,7 +622,7 @@ impl Disk {
 
     /// A name for each inode in descriptions: the process's name for it, else its durable
     /// name, else the last name the journal gave it, else `inode N`.
-    fn inode_labels(&self) -> BTreeMap<InodeId, String> {
+    pub(super) fn inode_labels(&self) -> BTreeMap<InodeId, String> {
         let mut labels: BTreeMap<InodeId, String> = self
             .inodes
             .keys()
@@ -898,7 +911,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_fsync_drops_the_pending_data_for_good() {
+    fn a_failed_fsync_keeps_new_bytes_in_the_page_cache_until_a_power_loss() {
         let mut disk = Disk::new();
         disk.create("f").unwrap();
         disk.append("f", b"old").unwrap();
@@ -906,15 +919,106 @@ mod tests {
         disk.fsync_dir().unwrap();
         disk.append("f", b"new").unwrap();
         disk.fsync_fail("f").unwrap();
-        assert_eq!(disk.read("f").unwrap(), b"old", "the dirty pages are gone");
-        assert!(disk.is_all_durable());
-        assert_eq!(count_of(&disk), 1);
-        // A later fsync succeeds; the dropped bytes never come back.
+        assert_eq!(
+            disk.read("f").unwrap(),
+            b"oldnew",
+            "the clean pages still hold it"
+        );
+        assert_eq!(disk.unpersisted_bytes(), 3);
+        assert!(!disk.is_all_durable());
+        assert_eq!(
+            count_of(&disk),
+            1,
+            "nothing pending: no choice, the loss is certain"
+        );
+        // A later fsync succeeds and writes only what is dirty.
         disk.append("f", b"!").unwrap();
         disk.fsync("f").unwrap();
-        let (crashed, _) = after(&disk, 0);
-        assert_eq!(crashed.read("f").unwrap(), b"old!");
+        assert_eq!(disk.read("f").unwrap(), b"oldnew!");
+        let (crashed, outcome) = after(&disk, 0);
+        assert_eq!(
+            crashed.read("f").unwrap(),
+            b"old\0\0\0!",
+            "the new size persisted"
+        );
+        assert!(crashed.is_all_durable());
+        assert_eq!(
+            outcome.to_string(),
+            "state 0/1: f: 3 unpersisted bytes lost"
+        );
         assert!(disk.fsync_fail("missing").is_err());
+    }
+
+    #[test]
+    fn a_failed_fsync_persists_truncates_and_the_old_bytes_show_through() {
+        let mut disk = Disk::new();
+        disk.create("f").unwrap();
+        disk.append("f", b"abcdef").unwrap();
+        disk.fsync("f").unwrap();
+        disk.write("f", 1, b"XY").unwrap();
+        disk.truncate("f", 5).unwrap();
+        disk.fsync_fail("f").unwrap();
+        assert_eq!(disk.read("f").unwrap(), b"aXYde");
+        let mut evicted = disk.clone();
+        assert_eq!(evicted.evict_clean_pages(), vec![("f".to_string(), 2)]);
+        assert_eq!(evicted.read("f").unwrap(), b"abcde", "old bytes, new size");
+        assert!(
+            evicted.evict_clean_pages().is_empty(),
+            "nothing left to drop"
+        );
+        // After O_TRUNC, what the disk holds past the cut is zeros.
+        disk.create("f").unwrap();
+        disk.append("f", b"hi").unwrap();
+        disk.fsync_fail("f").unwrap();
+        assert_eq!(disk.read("f").unwrap(), b"hi");
+        disk.evict_clean_pages();
+        assert_eq!(disk.read("f").unwrap(), b"\0\0");
+    }
+
+    #[test]
+    fn rewriting_unpersisted_bytes_makes_them_dirty_again() {
+        let mut disk = Disk::new();
+        disk.create("f").unwrap();
+        disk.append("f", b"0123456789").unwrap();
+        disk.fsync_fail("f").unwrap();
+        assert_eq!(disk.unpersisted_bytes(), 10);
+        // A process that reads the file and writes back part of it owns those bytes again.
+        let seen = disk.read("f").unwrap();
+        disk.write("f", 2, &seen[2..5]).unwrap();
+        assert_eq!(disk.unpersisted_bytes(), 7);
+        disk.truncate("f", 8).unwrap();
+        assert_eq!(disk.unpersisted_bytes(), 5, "[0, 2) and [5, 8)");
+        disk.fsync("f").unwrap();
+        disk.evict_clean_pages();
+        assert_eq!(disk.read("f").unwrap(), [0, 0, b'2', b'3', b'4', 0, 0, 0]);
+        // Rewriting all of it and syncing makes the whole file durable.
+        let mut whole = Disk::new();
+        whole.create("f").unwrap();
+        whole.append("f", b"0123456789").unwrap();
+        whole.fsync_fail("f").unwrap();
+        let seen = whole.read("f").unwrap();
+        whole.write("f", 0, &seen).unwrap();
+        whole.fsync("f").unwrap();
+        whole.fsync_dir().unwrap();
+        assert!(whole.is_all_durable());
+        assert!(whole.evict_clean_pages().is_empty());
+        assert_eq!(whole.read("f").unwrap(), b"0123456789");
+    }
+
+    #[test]
+    fn ranges_merge_split_and_clip() {
+        let mut ranges = Vec::new();
+        super::super::ranges_add(&mut ranges, 5, 8);
+        super::super::ranges_add(&mut ranges, 0, 2);
+        super::super::ranges_add(&mut ranges, 2, 5);
+        assert_eq!(ranges, vec![(0, 8)]);
+        super::super::ranges_remove(&mut ranges, 3, 4);
+        assert_eq!(ranges, vec![(0, 3), (4, 8)]);
+        super::super::ranges_add(&mut ranges, 10, 12);
+        super::super::ranges_clip(&mut ranges, 5);
+        assert_eq!(ranges, vec![(0, 3), (4, 5)]);
+        super::super::ranges_add(&mut ranges, 7, 7);
+        assert_eq!(ranges, vec![(0, 3), (4, 5)]);
     }
 
     #[test]
