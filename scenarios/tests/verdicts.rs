@@ -291,8 +291,10 @@ fn exactly_once_means_the_same_in_every_command() {
     ]);
     let first = &failing["rows"][0]["first_failure"];
     let reproduce = first["reproduce"].as_str().unwrap();
+    // It carries the --expect it was judged by.
+    assert!(reproduce.ends_with(" --expect exactly-once"), "{reproduce}");
     let args: Vec<&str> = reproduce.split(' ').skip(1).collect();
-    let run = keel(&[&args[..], &["--expect", "exactly-once"]].concat());
+    let run = keel(&args);
     assert_eq!(run.exit_code, 1, "{}", run.stdout);
     assert!(
         run.stdout
@@ -404,7 +406,10 @@ fn read_uncommitted_reports_dirty_reads_as_a_figure_and_names_its_view() {
     for row in rows {
         if let Some(reproduce) = row["first_failure"]["reproduce"].as_str() {
             assert!(
-                reproduce.ends_with(&format!("--view {}", row["view"].as_str().unwrap())),
+                reproduce.ends_with(&format!(
+                    "--view {} --expect exactly-once",
+                    row["view"].as_str().unwrap()
+                )),
                 "{reproduce}"
             );
             let args: Vec<&str> = reproduce.split(' ').skip(1).collect();
