@@ -57,6 +57,14 @@ struct CheckpointFile {
     windows: Vec<WindowFile>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     transactions: Vec<PendingTxn>,
+    /// Events dropped as too late so far (absent when 0: unbounded lateness never drops, and
+    /// its files stay byte for byte what they were).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    dropped_late: u64,
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 #[derive(Serialize, Deserialize)]
@@ -100,6 +108,7 @@ impl Checkpoint {
                 })
                 .collect(),
             transactions: self.transactions.clone(),
+            dropped_late: self.state.dropped_late,
         };
         serde_json::to_vec(&file).expect("a checkpoint always serializes")
     }
@@ -196,11 +205,18 @@ impl Checkpoint {
         if let Some((end, w)) = windows.iter().find(|(_, w)| w.cnt > EVENTS_MAX as u64) {
             return Err(format!("window {end} has count {}, out of range", w.cnt));
         }
+        if file.dropped_late > EVENTS_MAX as u64 {
+            return Err(format!(
+                "dropped_late {} is out of range",
+                file.dropped_late
+            ));
+        }
         Ok(Checkpoint {
             index: file.index,
             state: OperatorState {
                 windows,
                 max_ts: file.max_ts,
+                dropped_late: file.dropped_late,
             },
             transactions: file.transactions,
         })

@@ -30,6 +30,11 @@ pub struct EngineConfig {
     pub key: KeyScheme,
     /// Event i arrives at i * event_interval_ms of simulated time.
     pub event_interval_ms: u64,
+    /// Allowed lateness L, in event-time units (None: unbounded, every fired window takes
+    /// late updates forever). A window is purged once the watermark reaches end + L, and a
+    /// later event for it is dropped (see `window.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_lateness: Option<i64>,
 }
 
 /// How a record's idempotency key is made.
@@ -65,6 +70,7 @@ impl Default for EngineConfig {
             protocol: CheckpointProtocol::Safe,
             key: KeyScheme::EventIndex,
             event_interval_ms: 300,
+            allowed_lateness: None,
         }
     }
 }
@@ -82,6 +88,14 @@ impl EngineConfig {
             return Err(format!(
                 "--out-of-orderness must be between 0 and {JSON_SAFE_INT_MAX}, got {}",
                 self.out_of_orderness
+            ));
+        }
+        if let Some(lateness) = self
+            .allowed_lateness
+            .filter(|l| !(0..=JSON_SAFE_INT_MAX).contains(l))
+        {
+            return Err(format!(
+                "--allowed-lateness must be between 0 and {JSON_SAFE_INT_MAX}, got {lateness}"
             ));
         }
         if self.checkpoint_every == 0 {
@@ -336,6 +350,7 @@ impl Engine {
                 event,
                 self.config.window_size,
                 self.config.out_of_orderness,
+                self.config.allowed_lateness,
             );
             for record in &records {
                 self.write(world, record)?;

@@ -4,6 +4,29 @@
 //! out-of-orderness: its watermark is max_ts - D - 1 and fires at watermark >= end - 1,
 //! the same instants). A window fires once the watermark reaches its end; an event for a
 //! window that already fired emits a late update with the new sum.
+//!
+//! Allowed lateness L (event-time units; `None` is unbounded, the chapter's semantics), as
+//! Flink's `allowedLateness`. Flink drops an element as late when
+//! `window.maxTimestamp() + L <= currentWatermark` and purges a window's state when its
+//! cleanup timer at `window.maxTimestamp() + L` fires, i.e. once the watermark is
+//! `>= maxTimestamp + L`. With keel's conventions (maxTimestamp = end - 1, Flink's
+//! watermark = keel's watermark - 1) both read, in keel's terms:
+//!
+//! - **purge**: once the watermark reaches `end + L` (`end + L <= watermark`) the window's
+//!   state is dropped, right after the event that raised the watermark there has fired what
+//!   it fires. A window only purges after it fired (`end <= end + L`).
+//! - **drop**: an event whose window has `end + L <= watermark`, the watermark *before* the
+//!   event (what Flink's `isWindowLate` reads), is dropped: it changes no window, emits
+//!   nothing and counts in `dropped_late`. (Such an event cannot raise max_ts: its ts is
+//!   below its end, at most the watermark.) With L = 0 every event for a window that fired
+//!   is dropped, and no window is ever created behind the watermark.
+//!
+//! Everything else is unchanged: an event for a fired window that is not purged emits a
+//! late update (Flink's late firing); an event for a window never seen, behind the
+//! watermark but within L, creates it and fires it at once. The purge horizon is a function
+//! of the watermark alone, so a restored checkpoint (its max_ts and windows) purges and
+//! drops exactly as the run that wrote it; `dropped_late` is part of the state and of the
+//! checkpoint, so a recovered run ends with the fault-free count.
 
 use crate::event::Event;
 use crate::record::{Record, RecordKind};
@@ -24,6 +47,10 @@ pub struct OperatorState {
     /// Window end -> state, ordered by end.
     pub windows: BTreeMap<i64, WindowState>,
     pub max_ts: Option<i64>,
+    /// Events dropped because their window was past its allowed lateness (always 0 with
+    /// unbounded lateness).
+    #[serde(default)]
+    pub dropped_late: u64,
 }
 
 impl OperatorState {
@@ -33,16 +60,27 @@ impl OperatorState {
 
     /// Applies an event and returns the records it emits, in emission order. Their keys are
     /// "<key_prefix>:<window end>": the chapter's stable key uses the event index as prefix.
+    /// `allowed_lateness`: None is unbounded; see the module header for the rule.
     pub fn on_event(
         &mut self,
         key_prefix: &str,
         event: Event,
         window_size: i64,
         out_of_orderness: i64,
+        allowed_lateness: Option<i64>,
     ) -> Vec<Record> {
         assert!(window_size > 0);
         assert!(out_of_orderness >= 0);
+        assert!(allowed_lateness.is_none_or(|l| l >= 0));
         let end = event.ts.div_euclid(window_size) * window_size + window_size;
+        if let (Some(lateness), Some(watermark)) =
+            (allowed_lateness, self.watermark(out_of_orderness))
+        {
+            if end + lateness <= watermark {
+                self.dropped_late += 1;
+                return Vec::new();
+            }
+        }
         let window = self.windows.entry(end).or_default();
         window.sum += i128::from(event.value);
         window.cnt += 1;
@@ -73,6 +111,17 @@ impl OperatorState {
                 watermark,
                 kind: RecordKind::Fire,
             });
+        }
+        if let Some(lateness) = allowed_lateness {
+            // Purge: every window with end + L <= watermark, the oldest first (they fired:
+            // end <= end + L <= watermark). Bounded by the number of windows.
+            while let Some(entry) = self.windows.first_entry() {
+                if *entry.key() + lateness > watermark {
+                    break;
+                }
+                debug_assert!(entry.get().fired);
+                entry.remove();
+            }
         }
         records
     }
@@ -124,7 +173,7 @@ mod tests {
         let mut state = OperatorState::default();
         let mut out = Vec::new();
         for (i, &(ts, value)) in ts_values.iter().enumerate() {
-            out.extend(state.on_event(&i.to_string(), Event { ts, value }, window, ooo));
+            out.extend(state.on_event(&i.to_string(), Event { ts, value }, window, ooo, None));
         }
         out.extend(state.flush("flush", ooo));
         (out.iter().map(|r| r.to_json_line()).collect(), state)

@@ -8,6 +8,7 @@ use crate::commands::bench::{cmd_bench, BenchArgs};
 use crate::commands::explore::{cmd_explore, ExploreArgs};
 use crate::commands::fidelity::{cmd_fidelity, FidelityArgs};
 use crate::commands::files::write_atomically;
+use crate::commands::gen::{cmd_gen, GenArgs};
 use crate::commands::incarnation::{cmd_incarnation, IncarnationArgs};
 use crate::commands::interrupt::install_handler;
 use crate::commands::merge::{cmd_merge, MergeArgs};
@@ -45,6 +46,8 @@ pub enum Command {
     Explore(ExploreArgs),
     /// Replay one seed (or a plan file) step by step: the whole trace, tallies, fingerprint.
     Replay(ReplayArgs),
+    /// Write a synthetic event stream (JSON lines, deterministic per seed) to a file or stdout.
+    Gen(GenArgs),
     /// Reduce a failing seed's plan (or a plan file) to a minimal one that fails the same way.
     Shrink(ShrinkArgs),
     /// Combine `--shard` output files into exactly the report an unsharded run prints.
@@ -70,6 +73,7 @@ pub fn execute(cli: &Cli) -> Result<Output, KeelError> {
         Command::Explore(args) => write_out(args.job.out.as_deref(), cmd_explore(args)?),
         Command::Replay(args) => cmd_replay(args),
         Command::Shrink(args) => cmd_shrink(args),
+        Command::Gen(args) => cmd_gen(args),
         Command::Merge(args) => cmd_merge(args),
         Command::Teach(args) => cmd_teach(args),
         Command::Bench(args) => cmd_bench(args),

@@ -12,6 +12,7 @@ pub mod commands;
 pub mod error;
 pub mod explore;
 pub mod fidelity;
+pub mod gen;
 pub mod model;
 pub mod observation;
 pub mod parallel;

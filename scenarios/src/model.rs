@@ -12,6 +12,14 @@
 //! - within one event, the late update comes first, then the windows that fire, by end;
 //! - at the end of input every window that never fired is flushed, by end, with the last
 //!   watermark.
+//!
+//! Allowed lateness L (None: unbounded), as Flink's `allowedLateness`:
+//! - event i is dropped when i > 0 and the end of its window plus L is at most the
+//!   watermark after event i - 1 (Flink: `maxTimestamp + L <= currentWatermark`, with
+//!   maxTimestamp = end - 1 and Flink's watermark one below keel's); a dropped event belongs
+//!   to no window, emits nothing and is counted;
+//! - a window whose end plus L is at most the last watermark is gone at the end (purged):
+//!   it is not among the final windows (it fired long before, so it is never flushed).
 
 use keel_engine::{Event, Record, RecordKind};
 use serde::Serialize;
@@ -23,7 +31,8 @@ pub fn expected_output(
     events: &[Event],
     window_size: i64,
     out_of_orderness: i64,
-) -> (Vec<Record>, BTreeMap<i64, i128>) {
+    allowed_lateness: Option<i64>,
+) -> ModelOutput {
     assert!(window_size > 0);
     assert!(out_of_orderness >= 0);
     let end_of = |ts: i64| -> i64 { ts - ts.rem_euclid(window_size) + window_size };
@@ -35,10 +44,21 @@ pub fn expected_output(
             Some(*max_ts - out_of_orderness)
         })
         .collect();
-    // Each window's events, by index.
+    // Too late: behind the watermark the previous event left by more than L.
+    let dropped: Vec<bool> = (0..events.len())
+        .map(|i| match (allowed_lateness, i.checked_sub(1)) {
+            (Some(lateness), Some(previous)) => {
+                end_of(events[i].ts) + lateness <= watermarks[previous]
+            }
+            _ => false,
+        })
+        .collect();
+    // Each window's events, by index (dropped events belong to none).
     let mut members: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
     for (i, event) in events.iter().enumerate() {
-        members.entry(end_of(event.ts)).or_default().push(i);
+        if !dropped[i] {
+            members.entry(end_of(event.ts)).or_default().push(i);
+        }
     }
     // The event each window fires at: watermarks never decrease, so the first index at or
     // after the window's first event whose watermark reaches the end is a binary search.
@@ -73,7 +93,7 @@ pub fn expected_output(
     let mut records = Vec::new();
     for (i, event) in events.iter().enumerate() {
         let end = end_of(event.ts);
-        if fire_index.get(&end).is_some_and(|&f| i > f) {
+        if !dropped[i] && fire_index.get(&end).is_some_and(|&f| i > f) {
             records.push(record(
                 format!("{i}:{end}"),
                 end,
@@ -92,8 +112,13 @@ pub fn expected_output(
             ));
         }
     }
+    let purged = |end: i64| match (allowed_lateness, watermarks.last()) {
+        (Some(lateness), Some(&last_watermark)) => end + lateness <= last_watermark,
+        _ => false,
+    };
     let finals: BTreeMap<i64, i128> = members
         .keys()
+        .filter(|&&end| !purged(end))
         .map(|&end| (end, sum_through(end, events.len())))
         .collect();
     if let Some(&last_watermark) = watermarks.last() {
@@ -110,7 +135,22 @@ pub fn expected_output(
             ));
         }
     }
-    (records, finals)
+    ModelOutput {
+        records,
+        final_windows: finals,
+        dropped_late: dropped.iter().filter(|&&d| d).count() as u64,
+    }
+}
+
+/// What the model prescribes for a stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelOutput {
+    /// The records, in emission order, with the chapter's stable keys.
+    pub records: Vec<Record>,
+    /// Window end -> sum of the windows still held at the end (purged ones are gone).
+    pub final_windows: BTreeMap<i64, i128>,
+    /// Events dropped as later than the allowed lateness.
+    pub dropped_late: u64,
 }
 
 fn record(key: String, window_end: i64, sum: i128, watermark: i64, kind: RecordKind) -> Record {
@@ -144,13 +184,15 @@ impl std::fmt::Display for ModelMismatch {
     }
 }
 
-/// Compares the engine's fault-free records and final windows with the model's.
+/// Compares the engine's fault-free records, final windows and dropped events with the
+/// model's.
 pub fn check(
     engine_records: &[Record],
     engine_final_windows: &BTreeMap<i64, i128>,
-    model: &(Vec<Record>, BTreeMap<i64, i128>),
+    engine_dropped_late: u64,
+    model: &ModelOutput,
 ) -> Option<ModelMismatch> {
-    let (model_records, model_final_windows) = model;
+    let model_records = &model.records;
     let longest = engine_records.len().max(model_records.len());
     for i in 0..longest {
         let (want, got) = (model_records.get(i), engine_records.get(i));
@@ -163,11 +205,18 @@ pub fn check(
             });
         }
     }
-    if engine_final_windows != model_final_windows {
+    if *engine_final_windows != model.final_windows {
         return Some(ModelMismatch {
             at: "final windows".to_string(),
-            model: keel_engine::format_windows(model_final_windows),
+            model: keel_engine::format_windows(&model.final_windows),
             engine: keel_engine::format_windows(engine_final_windows),
+        });
+    }
+    if engine_dropped_late != model.dropped_late {
+        return Some(ModelMismatch {
+            at: "dropped late events".to_string(),
+            model: model.dropped_late.to_string(),
+            engine: engine_dropped_late.to_string(),
         });
     }
     None
@@ -226,8 +275,17 @@ mod tests {
 
     #[test]
     fn the_model_prescribes_fires_late_updates_and_flushes() {
-        let (records, finals) =
-            expected_output(&events(&[(1, 1), (12, 2), (15, 3), (3, 4), (26, 5)]), 10, 5);
+        let ModelOutput {
+            records,
+            final_windows: finals,
+            dropped_late,
+        } = expected_output(
+            &events(&[(1, 1), (12, 2), (15, 3), (3, 4), (26, 5)]),
+            10,
+            5,
+            None,
+        );
+        assert_eq!(dropped_late, 0);
         let lines: Vec<String> = records.iter().map(Record::to_json_line).collect();
         assert_eq!(
             lines,
@@ -243,34 +301,98 @@ mod tests {
 
     #[test]
     fn a_window_first_seen_behind_the_watermark_fires_at_once() {
-        let (records, _) = expected_output(&events(&[(30, 1), (2, 7)]), 10, 0);
-        assert_eq!(records[0].key, "1:10");
-        assert_eq!(records[0].kind, RecordKind::Fire);
-        assert_eq!(records[0].sum, 7);
-        assert_eq!(records[1].key, "flush:40");
+        // Unbounded, and within the allowed lateness: 10 + 25 > 30.
+        for lateness in [None, Some(25)] {
+            let records = expected_output(&events(&[(30, 1), (2, 7)]), 10, 0, lateness).records;
+            assert_eq!(records[0].key, "1:10");
+            assert_eq!(records[0].kind, RecordKind::Fire);
+            assert_eq!(records[0].sum, 7);
+            assert_eq!(records[1].key, "flush:40");
+        }
+        // Beyond it (10 + 20 <= 30): dropped, never created.
+        let beyond = expected_output(&events(&[(30, 1), (2, 7)]), 10, 0, Some(20));
+        assert_eq!(beyond.records.len(), 1);
+        assert_eq!(beyond.records[0].key, "flush:40");
+        assert_eq!(beyond.final_windows, BTreeMap::from([(40, 1)]));
+        assert_eq!(beyond.dropped_late, 1);
+    }
+
+    /// One hand-made stream (W = 10, D = 2) under L = 0, L = 2 and unbounded lateness.
+    #[test]
+    fn allowed_lateness_drops_and_purges_as_flink_does() {
+        let stream = events(&[
+            (1, 1),
+            (12, 2),
+            (5, 4),
+            (14, 8),
+            (3, 16),
+            (25, 32),
+            (18, 64),
+        ]);
+        let check =
+            |lateness: Option<i64>, lines: &[&str], finals: &[(i64, i128)], dropped: u64| {
+                let model = expected_output(&stream, 10, 2, lateness);
+                let got: Vec<String> = model.records.iter().map(Record::to_json_line).collect();
+                assert_eq!(got, lines, "L = {lateness:?}");
+                assert_eq!(
+                    model.final_windows,
+                    BTreeMap::from_iter(finals.iter().copied())
+                );
+                assert_eq!(model.dropped_late, dropped, "L = {lateness:?}");
+            };
+        let fire_10 =
+            r#"{"key": "1:10", "window_end": 10, "sum": 1, "watermark": 10, "kind": "fire"}"#;
+        let late_2 = r#"{"key": "2:10", "window_end": 10, "sum": 5, "watermark": 10, "kind": "late-update"}"#;
+        let late_4 = r#"{"key": "4:10", "window_end": 10, "sum": 21, "watermark": 12, "kind": "late-update"}"#;
+        let fire_20 =
+            r#"{"key": "5:20", "window_end": 20, "sum": 10, "watermark": 23, "kind": "fire"}"#;
+        let late_6 = r#"{"key": "6:20", "window_end": 20, "sum": 74, "watermark": 23, "kind": "late-update"}"#;
+        let flush_30 =
+            r#"{"key": "flush:30", "window_end": 30, "sum": 32, "watermark": 23, "kind": "flush"}"#;
+        // L = 0: window 10 is purged as it fires (watermark 10), so events 2 and 4 are
+        // dropped; window 20 likewise at watermark 23, so event 6 is.
+        check(Some(0), &[fire_10, fire_20, flush_30], &[(30, 32)], 3);
+        // L = 2: event 2 (watermark 10 < 10 + 2) is a late update; window 10 is purged at
+        // watermark 12 (event 3), so event 4 is dropped; event 6 is (20 + 2 <= 23).
+        check(
+            Some(2),
+            &[fire_10, late_2, fire_20, flush_30],
+            &[(30, 32)],
+            2,
+        );
+        check(
+            None,
+            &[fire_10, late_2, late_4, fire_20, late_6, flush_30],
+            &[(10, 21), (20, 74), (30, 32)],
+            0,
+        );
     }
 
     #[test]
     fn every_window_end_off_by_w_is_a_mismatch() {
         let stream = events(&[(1, 1), (12, 2), (15, 3), (3, 4), (26, 5)]);
-        let model = expected_output(&stream, 10, 5);
+        let model = expected_output(&stream, 10, 5, None);
         let shifted: Vec<Record> = model
-            .0
+            .records
             .iter()
             .map(|r| Record {
                 window_end: r.window_end + 10,
                 ..r.clone()
             })
             .collect();
-        let mismatch = check(&shifted, &model.1, &model).expect("a mismatch");
+        let mismatch = check(&shifted, &model.final_windows, 0, &model).expect("a mismatch");
         assert_eq!(mismatch.at, "record 0");
         assert!(mismatch.engine.contains("\"window_end\": 20"));
-        assert_eq!(check(&model.0, &model.1, &model), None);
-        let mut finals = model.1.clone();
+        assert_eq!(check(&model.records, &model.final_windows, 0, &model), None);
+        let mut finals = model.final_windows.clone();
         finals.insert(40, 0);
         assert_eq!(
-            check(&model.0, &finals, &model).map(|m| m.at),
+            check(&model.records, &finals, 0, &model).map(|m| m.at),
             Some("final windows".to_string())
+        );
+        assert_eq!(
+            check(&model.records, &model.final_windows, 1, &model).map(|m| m.at),
+            Some("dropped late events".to_string())
         );
     }
 

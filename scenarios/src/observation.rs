@@ -58,6 +58,9 @@ pub struct Observation {
     pub recovery: Recovery,
     /// The final operator state's windows (empty unless the run completed).
     pub final_windows: BTreeMap<i64, i128>,
+    /// Events the final operator state dropped as later than the allowed lateness (0 unless
+    /// the run completed).
+    pub dropped_late: u64,
     /// Restarts that restored an older checkpoint than the newest one committed.
     pub rolled_back: u64,
     pub restarts: u64,
@@ -137,6 +140,11 @@ impl Observation {
                 final_state.sums()
             } else {
                 BTreeMap::new()
+            },
+            dropped_late: if recovery == Recovery::Ok {
+                final_state.dropped_late
+            } else {
+                0
             },
             rolled_back: rolled_back(incarnations),
             restarts: incarnations.len() as u64 - 1,

@@ -29,6 +29,10 @@ pub struct ScenarioSpec {
     pub transaction_timeout_ms: u64,
     pub seed: u64,
     pub sector_size_bytes: usize,
+    /// Allowed lateness L in event-time units; None is unbounded (absent from files that
+    /// predate it, and from those that keep the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_lateness: Option<i64>,
 }
 
 impl ScenarioSpec {
@@ -69,6 +73,7 @@ impl ScenarioSpec {
             protocol: self.protocol,
             key: self.key,
             event_interval_ms: self.event_interval_ms,
+            allowed_lateness: self.allowed_lateness,
         };
         config.validate().map_err(KeelError::usage)?;
         Ok(config)
@@ -110,6 +115,9 @@ impl ScenarioSpec {
         parts.push(format!("--window {}", self.window));
         parts.push(format!("--out-of-orderness {}", self.out_of_orderness));
         parts.push(format!("--checkpoint-every {}", self.checkpoint_every));
+        if let Some(lateness) = self.allowed_lateness {
+            parts.push(format!("--allowed-lateness {lateness}"));
+        }
         parts.push(format!("--event-interval-ms {}", self.event_interval_ms));
         parts.push(format!("--restart-delay-ms {}", self.restart_delay_ms));
         parts.push(format!("--checkpoint-protocol {}", self.protocol));

@@ -72,10 +72,12 @@ impl Reference {
         let mut reference = Reference::new(
             file.records.clone(),
             observation.final_windows,
+            observation.dropped_late,
             &model::expected_output(
                 &spec.events,
                 spec.config.window_size,
                 spec.config.out_of_orderness,
+                spec.config.allowed_lateness,
             ),
         );
         reference.check_counts(&result, spec.events.len() as u64);
@@ -101,14 +103,15 @@ impl Reference {
         }
     }
 
-    /// A reference from the engine's fault-free records and final windows, checked against
-    /// the model's.
+    /// A reference from the engine's fault-free records, final windows and dropped events,
+    /// checked against the model's.
     pub fn new(
         records: Vec<Record>,
         final_windows: BTreeMap<i64, i128>,
-        model: &(Vec<Record>, BTreeMap<i64, i128>),
+        dropped_late: u64,
+        model: &model::ModelOutput,
     ) -> Reference {
-        let model_mismatch = model::check(&records, &final_windows, model);
+        let model_mismatch = model::check(&records, &final_windows, dropped_late, model);
         Reference {
             records,
             final_windows,
@@ -440,6 +443,7 @@ mod tests {
             }],
             recovery: Recovery::Ok,
             final_windows: finals(),
+            dropped_late: 0,
             rolled_back: 0,
             restarts: 1,
             stray_files: Vec::new(),

@@ -461,3 +461,63 @@ fn power_cut_rejects_a_step_the_run_lacks_a_long_delay_and_the_transactional_sin
         "error: keel fidelity power-cut takes no --shard: its wall times do not merge\n",
     );
 }
+
+/// `keel gen`: pinned bytes for a small seed, the same bytes twice, to a file or stdout.
+#[test]
+fn gen_writes_the_same_stream_for_the_same_seed() {
+    let (code, stdout, stderr) = keel(&["gen", "--events", "5", "--seed", "1"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        stdout,
+        "{\"ts\": 0, \"value\": 60}\n\
+         {\"ts\": 0, \"value\": 72}\n\
+         {\"ts\": 2, \"value\": 88}\n\
+         {\"ts\": 1, \"value\": 58}\n\
+         {\"ts\": -54, \"value\": 46}\n"
+    );
+    let (_, first, _) = keel(&["gen", "--events", "2000", "--seed", "9"]);
+    let (_, second, _) = keel(&["gen", "--events", "2000", "--seed", "9"]);
+    assert_eq!(first, second);
+    let (_, other, _) = keel(&["gen", "--events", "2000", "--seed", "10"]);
+    assert_ne!(first, other);
+    let path = events_file("gen-out.jsonl", "");
+    let (code, stdout, stderr) = keel(&["gen", "--events", "2000", "--seed", "9", "--out", &path]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.is_empty());
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), first);
+    // What gen writes, run reads.
+    let (code, _, stderr) = keel(&["run", "--events", &path, "--allowed-lateness", "10"]);
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[test]
+fn gen_rejects_bad_options_by_name() {
+    check_rejected(&["gen", "--events", "0"], &["--events", "got 0"]);
+    check_rejected(
+        &["gen", "--events", "1000001"],
+        &["--events", "1000000", "got 1000001"],
+    );
+    check_rejected(&["gen"], &["--events"]);
+    for fraction in ["1.5", "-0.1", "NaN"] {
+        check_rejected(
+            &["gen", "--events", "3", "--late-fraction", fraction],
+            &["--late-fraction must be between 0 and 1"],
+        );
+    }
+    check_rejected(
+        &["gen", "--events", "3", "--out-of-orderness", "-1"],
+        &["--out-of-orderness", "got -1"],
+    );
+    check_rejected(
+        &["gen", "--events", "3", "--value-max", "0"],
+        &["--value-max", "got 0"],
+    );
+    check_rejected(
+        &["gen", "--events", "3", "--late-by-max", "0"],
+        &["--late-by-max", "got 0"],
+    );
+    check_rejected(
+        &["run", "--allowed-lateness", "-1"],
+        &["--allowed-lateness", "got -1"],
+    );
+}

@@ -301,6 +301,13 @@ pub struct ScenarioArgs {
     #[arg(long, value_name = "K", default_value_t = 8)]
     pub checkpoint_every: u64,
 
+    /// Allowed lateness L (event-time units), as Flink's allowedLateness: a window is
+    /// purged once the watermark reaches its end + L, and a later event for it is dropped
+    /// and counted (dropped_late). Default: unbounded (a fired window takes late updates
+    /// forever, the chapter's semantics).
+    #[arg(long, value_name = "L", allow_negative_numbers = true)]
+    pub allowed_lateness: Option<i64>,
+
     /// Event i arrives at i * I milliseconds of simulated time.
     #[arg(long, value_name = "I", default_value_t = 300)]
     pub event_interval_ms: u64,
@@ -494,6 +501,7 @@ pub(crate) fn scenario_spec(args: &ScenarioArgs) -> ScenarioSpec {
         transaction_timeout_ms: args.transaction_timeout_ms,
         seed: args.seed,
         sector_size_bytes: args.sector_size_bytes as usize,
+        allowed_lateness: args.allowed_lateness,
     }
 }
 
@@ -542,7 +550,10 @@ mod tests {
                     crate::commands::fidelity::FidelityCheck::Kill(args) => args.scenario.given,
                     crate::commands::fidelity::FidelityCheck::PowerCut(args) => args.scenario.given,
                 },
-                Command::Merge(_) | Command::Teach(_) | Command::Incarnation(_) => {
+                Command::Merge(_)
+                | Command::Teach(_)
+                | Command::Gen(_)
+                | Command::Incarnation(_) => {
                     unreachable!("no scenario options")
                 }
             }

@@ -7,6 +7,7 @@ pub mod bench;
 pub mod explore;
 pub mod fidelity;
 pub(crate) mod files;
+pub mod gen;
 pub mod incarnation;
 pub mod interrupt;
 pub mod merge;

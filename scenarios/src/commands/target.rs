@@ -150,7 +150,11 @@ fn spec_differences(given: &Given, flags: &ScenarioSpec, recorded: &ScenarioSpec
         Some(path) => format!("--events {path}"),
         None => format!("--scenario {}", spec.label()),
     };
-    let knobs: [(&str, &str, String, String); 9] = [
+    let lateness = |spec: &ScenarioSpec| {
+        spec.allowed_lateness
+            .map_or("unbounded".to_string(), |l| l.to_string())
+    };
+    let knobs: [(&str, &str, String, String); 10] = [
         (
             "window",
             "--window",
@@ -168,6 +172,12 @@ fn spec_differences(given: &Given, flags: &ScenarioSpec, recorded: &ScenarioSpec
             "--checkpoint-every",
             flags.checkpoint_every.to_string(),
             recorded.checkpoint_every.to_string(),
+        ),
+        (
+            "allowed_lateness",
+            "--allowed-lateness",
+            lateness(flags),
+            lateness(recorded),
         ),
         (
             "event_interval_ms",
