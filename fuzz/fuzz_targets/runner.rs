@@ -3,9 +3,9 @@
 //! fuzzer's bytes, or a kill by the clock).
 //!
 //! Checked on every input:
-//! - knobs: `ScenarioSpec::config` accepts exactly the knobs within the documented ranges
-//!   (and no processing-time keys at one instant on the idempotent sink), and rejects the
-//!   others with exit status 2 (never a panic);
+//! - knobs (allowed lateness included): `ScenarioSpec::config` accepts exactly the knobs
+//!   within the documented ranges (and no processing-time keys at one instant on the
+//!   idempotent sink), and rejects the others with exit status 2 (never a panic);
 //! - the fault-free run agrees with the independent model and is exactly-once on every sink
 //!   and view (the transactional sink: when no transaction can outlive its timeout);
 //! - the faulty run ends within its bounds (at most `RESTARTS_MAX` restarts, and a restart
@@ -82,6 +82,9 @@ struct Input {
     seed: u64,
     events: Vec<(Knob<i64>, Knob<i64>)>,
     plan: PlanChoice,
+    /// Last, so the corpus of inputs that predate it keeps its meaning (None when the bytes
+    /// run out: unbounded lateness).
+    allowed_lateness: Option<Knob<i64>>,
 }
 
 fn dir() -> &'static PathBuf {
@@ -137,6 +140,10 @@ fuzz_target!(|data: &[u8]| {
         transaction_timeout_ms: unsigned(&input.transaction_timeout_ms, &time_edges),
         seed: input.seed,
         sector_size_bytes,
+        allowed_lateness: input
+            .allowed_lateness
+            .as_ref()
+            .map(|l| signed(l, &[0, max, max + 1, -1, i64::MIN])),
     };
     let valid = (1..=max).contains(&spec.window)
         && (0..=max).contains(&spec.out_of_orderness)
@@ -144,7 +151,8 @@ fuzz_target!(|data: &[u8]| {
         && spec.event_interval_ms <= TIME_MS_MAX
         && spec.restart_delay_ms <= TIME_MS_MAX
         && spec.transaction_timeout_ms <= TIME_MS_MAX
-        && (1..=SECTOR_SIZE_MAX_BYTES).contains(&sector);
+        && (1..=SECTOR_SIZE_MAX_BYTES).contains(&sector)
+        && spec.allowed_lateness.is_none_or(|l| (0..=max).contains(&l));
     match spec.config(sink) {
         Ok(_) => assert!(valid, "config accepted {spec:?}"),
         Err(error) => {

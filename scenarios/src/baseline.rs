@@ -21,9 +21,9 @@ pub struct Baseline {
 
 impl Baseline {
     pub fn new(spec: RunSpec) -> Baseline {
-        let (result, sites) = sites(&spec);
-        let mut reference = Reference::for_spec(&spec);
-        reference.check_counts(&result, spec.events.len() as u64);
+        let (fault_free, sites) = sites(&spec);
+        let mut reference = Reference::for_spec_given(&spec, &fault_free);
+        reference.check_counts(&fault_free, spec.events.len() as u64);
         Baseline {
             spec,
             sites,

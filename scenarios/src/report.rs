@@ -282,7 +282,9 @@ pub struct Ran<'a> {
 }
 
 impl<'a> Ran<'a> {
-    pub fn simulated(result: &'a RunResult, config: &EngineConfig) -> Ran<'a> {
+    /// A simulated run; its trace's text only with `keep_trace` (a million-event run's
+    /// trace is millions of lines, and only `--trace` prints them).
+    pub fn simulated(result: &'a RunResult, config: &EngineConfig, keep_trace: bool) -> Ran<'a> {
         Ran {
             observation: Observation::of(result, config),
             incarnations: &result.incarnations,
@@ -290,7 +292,11 @@ impl<'a> Ran<'a> {
             final_state: &result.final_state,
             plan: result.world.plan_that_ran().to_file(),
             fingerprint: result.world.fingerprint().to_string(),
-            trace: result.world.trace().text_lines(),
+            trace: if keep_trace {
+                result.world.trace().text_lines()
+            } else {
+                Vec::new()
+            },
         }
     }
 
@@ -320,6 +326,8 @@ impl<'a> Ran<'a> {
 pub struct Judging {
     pub view: Option<View>,
     pub expect: Option<Expectation>,
+    /// Keep the trace's text in the report (`keel run --trace`).
+    pub keep_trace: bool,
 }
 
 /// Runs the scenario fault-free and, if asked, once more with the crash; tallies the sink.
@@ -335,24 +343,35 @@ pub fn run_report(
         plan: FaultPlan::none(),
         ..spec.clone()
     };
-    let baseline = runner::run_recording_crash_states(&baseline_spec);
-    let reference = Reference::for_spec(spec);
-    let result = match crash {
-        None => baseline.clone(),
+    // Crash states are counted only where a crash is asked for (a power loss's state must
+    // exist): the count per step is memory a long fault-free run does not need.
+    let baseline = if crash.is_some() {
+        runner::run_recording_crash_states(&baseline_spec)
+    } else {
+        runner::run(&baseline_spec)
+    };
+    let reference = Reference::for_spec_given(spec, &baseline);
+    let faulty = match crash {
+        None => None,
         Some(request) => {
             let plan = plan_for_crash(&baseline, spec.events.len() as u64, request)?;
-            runner::run(&RunSpec {
+            Some(runner::run(&RunSpec {
                 plan,
                 ..spec.clone()
-            })
+            }))
         }
     };
+    // Without a fault the run is the baseline itself (not a copy: a long run's world is big).
+    let result = faulty.as_ref().unwrap_or(&baseline);
     Ok(build(
         scenario,
         &spec.config,
         spec.restart_delay_ms,
         (&baseline, &reference),
-        (Ran::simulated(&result, &spec.config), judging),
+        (
+            Ran::simulated(result, &spec.config, judging.keep_trace),
+            judging,
+        ),
         reproduce,
     ))
 }
@@ -374,7 +393,7 @@ pub fn real_run_report(
         ..spec.clone()
     };
     let baseline = runner::run_recording_crash_states(&baseline_spec);
-    let reference = Reference::for_spec(spec);
+    let reference = Reference::for_spec_given(spec, &baseline);
     let plan = match crash {
         None => FaultPlan::none(),
         Some(request) => plan_for_crash(&baseline, spec.events.len() as u64, request)?,

@@ -62,7 +62,6 @@ pub fn sites_from_run(baseline: &RunResult) -> Vec<SiteRow> {
         .world
         .trace()
         .lines()
-        .iter()
         .filter_map(|line| match line {
             TraceLine::Step {
                 step,

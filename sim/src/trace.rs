@@ -81,28 +81,62 @@ impl fmt::Display for TraceLine {
 }
 
 /// Everything that happened in one run, in order.
+///
+/// Kept in chunks of at most `TRACE_CHUNK_LINES` lines: a million-event run has millions of
+/// lines, and one `Vec` would hold up to twice their size after its last doubling (and
+/// briefly three times, while it moves). Only the first chunk grows by doubling, so a
+/// short run allocates no more than before.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Trace {
-    lines: Vec<TraceLine>,
+    chunks: Vec<Vec<TraceLine>>,
 }
+
+/// The lines of one chunk of a [`Trace`] (5 MiB of lines at most).
+const TRACE_CHUNK_LINES: usize = 1 << 16;
 
 impl Trace {
     pub fn push(&mut self, line: TraceLine) {
-        self.lines.push(line);
+        match self.chunks.last_mut() {
+            Some(chunk) if chunk.len() < TRACE_CHUNK_LINES => chunk.push(line),
+            _ => {
+                let mut chunk = Vec::with_capacity(if self.chunks.is_empty() {
+                    0
+                } else {
+                    TRACE_CHUNK_LINES
+                });
+                chunk.push(line);
+                self.chunks.push(chunk);
+            }
+        }
     }
 
-    pub fn lines(&self) -> &[TraceLine] {
-        &self.lines
+    /// The lines, in order.
+    pub fn lines(&self) -> impl DoubleEndedIterator<Item = &TraceLine> + '_ {
+        self.chunks.iter().flatten()
+    }
+
+    /// How many lines.
+    pub fn len(&self) -> usize {
+        self.chunks.iter().map(Vec::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.chunks.is_empty()
     }
 
     /// Restates the fault of `step`'s line as the fault that ran: a power loss whose planned
     /// crash state wrapped to one of the step's states, or none for a planned fault that does
     /// not apply to the step (the trace is then that of the run without it).
     pub(crate) fn restate_fault(&mut self, step: u64, ran: Option<Fault>) {
-        let line = self.lines.iter_mut().rev().find_map(|line| match line {
-            TraceLine::Step { step: s, fault, .. } if *s == step => Some(fault),
-            _ => None,
-        });
+        let line = self
+            .chunks
+            .iter_mut()
+            .flatten()
+            .rev()
+            .find_map(|line| match line {
+                TraceLine::Step { step: s, fault, .. } if *s == step => Some(fault),
+                _ => None,
+            });
         if let Some(fault) = line {
             *fault = ran;
         }
@@ -110,13 +144,18 @@ impl Trace {
 
     /// Each line in its canonical text (what the fingerprint hashes).
     pub fn text_lines(&self) -> Vec<String> {
-        self.lines.iter().map(TraceLine::to_string).collect()
+        self.lines().map(TraceLine::to_string).collect()
     }
 
     pub fn fingerprint(&self) -> Fingerprint {
+        use std::fmt::Write;
+        // The bytes of `text_lines`, one reused buffer (no string per line kept).
         let mut hash = Fnv1a64::new();
-        for line in self.text_lines() {
-            hash.write(line.as_bytes());
+        let mut text = String::new();
+        for line in self.lines() {
+            text.clear();
+            write!(text, "{line}").expect("writing to a String cannot fail");
+            hash.write(text.as_bytes());
             hash.write(b"\n");
         }
         Fingerprint(hash.finish())
@@ -200,7 +239,10 @@ mod tests {
             at: CrashPoint::After,
             power_loss_state: None,
         });
-        assert_eq!(trace.lines()[0].to_string(), "step 0 t=0ms p0 disk.list .");
+        assert_eq!(
+            trace.lines().next().unwrap().to_string(),
+            "step 0 t=0ms p0 disk.list ."
+        );
         assert_eq!(
             trace.fingerprint(),
             Fingerprint(fnv(

@@ -220,6 +220,7 @@ pub(crate) fn cmd_run(args: &RunArgs) -> Result<Output, KeelError> {
     let judging = Judging {
         view: view_for(sink, args.view.map(View::from))?,
         expect: args.expect.clone(),
+        keep_trace: args.trace,
     };
     let report = match &args.real_dir {
         None => run_report(

@@ -248,17 +248,12 @@ fn check_plan_applies(path: &str, plan: &FaultPlan, result: &RunResult) -> Resul
         if injected.iter().any(|f| f.step == planned.step) {
             continue;
         }
-        let site = result
-            .world
-            .trace()
-            .lines()
-            .iter()
-            .find_map(|line| match line {
-                TraceLine::Step {
-                    step, op, target, ..
-                } if *step == planned.step => Some(format!("{op} {target}")),
-                _ => None,
-            });
+        let site = result.world.trace().lines().find_map(|line| match line {
+            TraceLine::Step {
+                step, op, target, ..
+            } if *step == planned.step => Some(format!("{op} {target}")),
+            _ => None,
+        });
         let why = match site {
             Some(site) => format!(
                 "step {} is {site}, where {} does not apply",
