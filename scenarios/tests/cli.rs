@@ -521,3 +521,36 @@ fn gen_rejects_bad_options_by_name() {
         &["--allowed-lateness", "got -1"],
     );
 }
+
+/// `keel bench --run-sizes`: one line per size, a child `keel run` timed with its peak RSS.
+#[test]
+fn bench_times_keel_run_on_each_size() {
+    let (code, stdout, stderr) = keel(&[
+        "bench",
+        "--seeds",
+        "0..1",
+        "--real-points",
+        "0",
+        "--quiet",
+        "--allowed-lateness",
+        "100",
+        "--run-sizes",
+        "1000,2000",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("run ")).collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    for (line, events) in lines.iter().zip(["1000", "2000"]) {
+        assert!(
+            line.starts_with(&format!("run events={events} elapsed=")),
+            "{line}"
+        );
+        let rss: f64 = line
+            .rsplit_once("peak_rss_mb=")
+            .and_then(|(_, mb)| mb.parse().ok())
+            .unwrap_or_else(|| panic!("no peak RSS in {line}"));
+        assert!(rss > 0.0, "{line}");
+    }
+    check_rejected(&["bench", "--run-sizes", "0"], &["--run-sizes"]);
+    check_rejected(&["bench", "--run-sizes", "1000001"], &["--run-sizes"]);
+}

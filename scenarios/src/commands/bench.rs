@@ -1,7 +1,8 @@
 //! `keel bench`: simulation speed on the wall clock, in runs and steps per second, and
 //! against a small sample of real process-crash points (a real child process on a fresh
 //! temporary directory, killed with SIGKILL at the step), timed in the same run: the speed
-//! ratio of issue 9.
+//! ratio of issue 9. With `--run-sizes`, `keel run` on streams of growing size, each a
+//! child process timed from outside, its peak RSS read with `wait4`.
 
 use super::args::{parse_seed_range, FaultArg, ScenarioArgs, SeedPlanArgs, SeedRange, SinkArg};
 use super::explore::{explore_baselines, explore_spec};
@@ -47,6 +48,14 @@ pub struct BenchArgs {
     /// only the transactional sink).
     #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u64).range(0..=10_000))]
     pub real_points: u64,
+
+    /// Also time `keel run` on streams of these sizes (comma-separated event counts, each
+    /// 1 to 1,000,000, e.g. 10000,100000,1000000): each a `keel gen --seed 1` stream run
+    /// fault-free by a child `keel run` with this command's --window, --out-of-orderness,
+    /// --checkpoint-every and --allowed-lateness, one at a time; prints wall time, time per
+    /// event and the child's peak RSS.
+    #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub run_sizes: Vec<u64>,
 
     #[command(flatten)]
     pub job: BenchJobArgs,
@@ -140,7 +149,94 @@ pub(crate) fn cmd_bench(args: &BenchArgs) -> Result<Output, KeelError> {
             runs_per_second / real_per_second,
         ));
     }
+    for &events in &args.run_sizes {
+        let size = run_size(&spec, events)?;
+        stdout.push_str(&format!(
+            "run events={events} elapsed={:.3}s us_per_event={:.2} peak_rss_mb={:.1}\n",
+            size.elapsed,
+            size.elapsed * 1e6 / events as f64,
+            size.peak_rss_kb as f64 / 1024.0,
+        ));
+    }
     Ok(Output::ok(stdout))
+}
+
+/// What one `keel run` of the size series measured.
+struct RunSize {
+    /// Wall seconds of the child `keel run`.
+    elapsed: f64,
+    /// The child's peak resident set size (getrusage's ru_maxrss), in KiB.
+    peak_rss_kb: u64,
+}
+
+/// `keel gen --events N --seed 1` into a temporary file, then this binary as a child `keel
+/// run --events FILE` with `spec`'s window, out-of-orderness, checkpoint interval and allowed
+/// lateness, timed from outside; its peak RSS from `wait4`. The file is removed after.
+fn run_size(spec: &ScenarioSpec, events: u64) -> Result<RunSize, KeelError> {
+    let failed = |message: String| KeelError {
+        message,
+        exit_code: 1,
+    };
+    let stream = crate::gen::generate(&crate::gen::GenSpec {
+        events,
+        seed: 1,
+        out_of_orderness: 5,
+        late_fraction: 0.1,
+        late_by_max: 200,
+        value_max: 100,
+    });
+    let path =
+        std::env::temp_dir().join(format!("keel-bench-{}-{events}.jsonl", std::process::id()));
+    super::files::write_atomically(&path, stream.as_bytes())
+        .map_err(|e| failed(format!("cannot write {}: {e}", path.display())))?;
+    drop(stream);
+    let exe = std::env::current_exe().map_err(|e| failed(format!("cannot find keel: {e}")))?;
+    let mut command = std::process::Command::new(exe);
+    command
+        .arg("run")
+        .arg("--events")
+        .arg(&path)
+        .args(["--window", &spec.window.to_string()])
+        .args(["--out-of-orderness", &spec.out_of_orderness.to_string()])
+        .args(["--checkpoint-every", &spec.checkpoint_every.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    if let Some(lateness) = spec.allowed_lateness {
+        command.args(["--allowed-lateness", &lateness.to_string()]);
+    }
+    let started = std::time::Instant::now();
+    let child = command.spawn();
+    let measured = child
+        .map_err(|e| failed(format!("cannot start keel run: {e}")))
+        .and_then(|child| {
+            let (status, peak_rss_kb) = wait_with_peak_rss(child.id())
+                .map_err(|e| failed(format!("keel run on {events} events: {e}")))?;
+            if status != 0 {
+                return Err(failed(format!(
+                    "keel run on {events} events exited with wait status {status}"
+                )));
+            }
+            Ok(RunSize {
+                elapsed: started.elapsed().as_secs_f64(),
+                peak_rss_kb,
+            })
+        });
+    let _ = std::fs::remove_file(&path);
+    measured
+}
+
+/// Waits for the child `pid` and returns its wait status and peak RSS in KiB. std's
+/// `Child::wait` does not return the child's resource usage; `wait4` does.
+fn wait_with_peak_rss(pid: u32) -> Result<(i32, u64), String> {
+    let mut status: libc::c_int = 0;
+    // SAFETY: a zeroed rusage is a valid value of this plain C struct, and wait4 only
+    // writes into the two locals it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let waited = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut usage) };
+    if waited < 0 {
+        return Err(format!("wait4: {}", std::io::Error::last_os_error()));
+    }
+    Ok((status, u64::try_from(usage.ru_maxrss).unwrap_or(0)))
 }
 
 /// What the real sample measured.
