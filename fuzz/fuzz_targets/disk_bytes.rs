@@ -87,6 +87,7 @@ fuzz_target!(|data: &[u8]| {
         protocol,
         key: KeyScheme::EventIndex,
         event_interval_ms: 100,
+        allowed_lateness: None,
     };
     let spec = RunSpec {
         events,
