@@ -195,3 +195,34 @@ fn a_sweep_with_allowed_lateness_is_exactly_once_on_idempotent_at_every_point() 
         assert!(row["first_failure"].is_null(), "{row:#}");
     }
 }
+
+#[test]
+fn a_saved_plan_carries_the_allowed_lateness_and_replays_alone() {
+    let events = events_file("hand-made-plan.jsonl", HAND_MADE);
+    let plan = events_file("lateness-plan.json", "");
+    let run = keel_json(&[
+        "run",
+        "--events",
+        &events,
+        "--window",
+        "10",
+        "--out-of-orderness",
+        "2",
+        "--checkpoint-every",
+        "3",
+        "--allowed-lateness",
+        "2",
+        "--crash-after-event",
+        "4",
+        "--save-plan",
+        &plan,
+    ]);
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
+    assert_eq!(saved["spec"]["allowed_lateness"], 2, "{saved:#}");
+    let replayed = keel_json(&["replay", "--plan", &plan]);
+    assert_eq!(replayed["fingerprint"], run["fingerprint"]);
+    assert!(run["reproduce"]
+        .as_str()
+        .unwrap()
+        .contains("--allowed-lateness 2"));
+}
