@@ -293,6 +293,7 @@ impl<'a> Ran<'a> {
             plan: result.world.plan_that_ran().to_file(),
             fingerprint: result.world.fingerprint().to_string(),
             trace: if keep_trace {
+                assert!(!result.world.trace().is_streamed(), "a kept trace");
                 result.world.trace().text_lines()
             } else {
                 Vec::new()
@@ -344,11 +345,13 @@ pub fn run_report(
         ..spec.clone()
     };
     // Crash states are counted only where a crash is asked for (a power loss's state must
-    // exist): the count per step is memory a long fault-free run does not need.
-    let baseline = if crash.is_some() {
-        runner::run_recording_crash_states(&baseline_spec)
-    } else {
-        runner::run(&baseline_spec)
+    // exist, and the crash's step is found in the trace); without one, and without
+    // `--trace`, the fault-free run keeps only its fingerprint: a long run's trace is most of
+    // its memory.
+    let baseline = match (&crash, judging.keep_trace) {
+        (Some(_), _) => runner::run_recording_crash_states(&baseline_spec),
+        (None, true) => runner::run(&baseline_spec),
+        (None, false) => runner::run_streaming_trace(&baseline_spec),
     };
     let reference = Reference::for_spec_given(spec, &baseline);
     let faulty = match crash {

@@ -135,6 +135,15 @@ pub fn run_recording_crash_states(spec: &RunSpec) -> RunResult {
     run_world(spec, world)
 }
 
+/// Runs `spec` keeping only its trace's fingerprint (and the lines of its last step): the
+/// same run and fingerprint as [`run`], in memory that does not grow with the trace, for a
+/// caller that reads nothing else of it.
+pub fn run_streaming_trace(spec: &RunSpec) -> RunResult {
+    let mut world = new_world(spec, spec.plan.clone());
+    world.stream_trace();
+    run_world(spec, world)
+}
+
 /// Runs `spec` on a disk that already holds files (what a fuzzer or a test put there, as a
 /// power loss could have left them); its sector size is the disk's own.
 pub fn run_on_disk(spec: &RunSpec, disk: Disk) -> RunResult {

@@ -3,8 +3,8 @@
 use keel_engine::{EngineConfig, SinkKind};
 use keel_scenarios::catalogue::Scenario;
 use keel_scenarios::report::{plan_for_crash, CrashRequest};
-use keel_scenarios::runner::{run, run_recording_crash_states, RunSpec};
-use keel_sim::FaultPlan;
+use keel_scenarios::runner::{run, run_recording_crash_states, run_streaming_trace, RunSpec};
+use keel_sim::{CrashPoint, Fault, FaultPlan, PlannedFault};
 
 fn spec(sink: SinkKind, plan: FaultPlan) -> RunSpec {
     RunSpec {
@@ -66,6 +66,45 @@ fn fingerprints_are_pinned() {
     ));
     assert_eq!(baseline.world.fingerprint().to_string(), "f3c127574d57c011");
     assert_eq!(crash.world.fingerprint().to_string(), "8c5181a916ed86b9");
+}
+
+/// A streamed trace (only its fingerprint kept) has the kept trace's fingerprint, whatever
+/// the faults, those restated in the trace included: a power loss whose state wraps, a disk
+/// error where no disk operation is, a sink fault at a disk step.
+#[test]
+fn a_streamed_trace_has_the_same_fingerprint() {
+    for sink in SinkKind::ALL {
+        let steps = run(&spec(sink, FaultPlan::none())).world.steps_taken();
+        assert_eq!(
+            run_streaming_trace(&spec(sink, FaultPlan::none()))
+                .world
+                .fingerprint(),
+            run(&spec(sink, FaultPlan::none())).world.fingerprint()
+        );
+        for step in 0..steps {
+            for fault in [
+                Fault::PowerLoss {
+                    at: CrashPoint::After,
+                    state: u64::MAX,
+                },
+                Fault::DiskError,
+                Fault::SinkError,
+                Fault::ProcessCrash {
+                    at: CrashPoint::Before,
+                },
+            ] {
+                let plan = FaultPlan::new([PlannedFault { step, fault }]).unwrap();
+                let kept = run(&spec(sink, plan.clone()));
+                let streamed = run_streaming_trace(&spec(sink, plan));
+                assert_eq!(
+                    streamed.world.fingerprint(),
+                    kept.world.fingerprint(),
+                    "{sink} step {step} {fault}"
+                );
+                assert!(streamed.world.trace().lines().count() < 16);
+            }
+        }
+    }
 }
 
 #[test]

@@ -86,16 +86,51 @@ impl fmt::Display for TraceLine {
 /// lines, and one `Vec` would hold up to twice their size after its last doubling (and
 /// briefly three times, while it moves). Only the first chunk grows by doubling, so a
 /// short run allocates no more than before.
+///
+/// A *streamed* trace ([`Trace::stream`]) keeps only the lines from the newest step line on
+/// (the only ones [`Trace::restate_fault`] can still change) and folds every earlier line
+/// into the fingerprint as it goes: the same fingerprint, in memory that does not grow with
+/// the run, for a caller that needs nothing else of the trace.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Trace {
     chunks: Vec<Vec<TraceLine>>,
+    /// When streaming: the hash of every line already dropped, in order.
+    streamed: Option<Fnv1a64>,
 }
 
 /// The lines of one chunk of a [`Trace`] (5 MiB of lines at most).
 const TRACE_CHUNK_LINES: usize = 1 << 16;
 
 impl Trace {
+    /// Streams this trace from now on (see the type's documentation); it must be empty.
+    pub fn stream(&mut self) {
+        assert!(
+            self.chunks.is_empty(),
+            "a trace streams from its first line"
+        );
+        self.streamed = Some(Fnv1a64::new());
+    }
+
+    /// Whether this trace streams (and so holds only the lines of the current step).
+    pub fn is_streamed(&self) -> bool {
+        self.streamed.is_some()
+    }
+
     pub fn push(&mut self, line: TraceLine) {
+        if let Some(hash) = self.streamed.as_mut() {
+            if matches!(line, TraceLine::Step { .. }) {
+                // Every line before a new step is final: fold it in and drop it.
+                let mut text = String::new();
+                for done in self.chunks.iter().flatten() {
+                    hash_line(hash, done, &mut text);
+                }
+                // The first chunk's allocation is reused, step after step.
+                self.chunks.truncate(1);
+                if let Some(first) = self.chunks.first_mut() {
+                    first.clear();
+                }
+            }
+        }
         match self.chunks.last_mut() {
             Some(chunk) if chunk.len() < TRACE_CHUNK_LINES => chunk.push(line),
             _ => {
@@ -110,18 +145,9 @@ impl Trace {
         }
     }
 
-    /// The lines, in order.
+    /// The lines, in order (of a streamed trace: those from the newest step line on).
     pub fn lines(&self) -> impl DoubleEndedIterator<Item = &TraceLine> + '_ {
         self.chunks.iter().flatten()
-    }
-
-    /// How many lines.
-    pub fn len(&self) -> usize {
-        self.chunks.iter().map(Vec::len).sum()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.chunks.is_empty()
     }
 
     /// Restates the fault of `step`'s line as the fault that ran: a power loss whose planned
@@ -137,8 +163,13 @@ impl Trace {
                 TraceLine::Step { step: s, fault, .. } if *s == step => Some(fault),
                 _ => None,
             });
-        if let Some(fault) = line {
-            *fault = ran;
+        match line {
+            Some(fault) => *fault = ran,
+            // A step's faults are restated during the step, while its line is still kept.
+            None => assert!(
+                self.streamed.is_none(),
+                "step {step} is no longer in the streamed trace"
+            ),
         }
     }
 
@@ -148,15 +179,12 @@ impl Trace {
     }
 
     pub fn fingerprint(&self) -> Fingerprint {
-        use std::fmt::Write;
-        // The bytes of `text_lines`, one reused buffer (no string per line kept).
-        let mut hash = Fnv1a64::new();
+        // The bytes of `text_lines`, one reused buffer (no string per line kept); a streamed
+        // trace starts from the hash of the lines it dropped.
+        let mut hash = self.streamed.clone().unwrap_or_else(Fnv1a64::new);
         let mut text = String::new();
         for line in self.lines() {
-            text.clear();
-            write!(text, "{line}").expect("writing to a String cannot fail");
-            hash.write(text.as_bytes());
-            hash.write(b"\n");
+            hash_line(&mut hash, line, &mut text);
         }
         Fingerprint(hash.finish())
     }
@@ -182,6 +210,16 @@ impl fmt::Display for Fingerprint {
 }
 
 /// FNV-1a, 64-bit: specified byte by byte, so its output never depends on the platform.
+/// Hashes `line`'s text and a newline, writing the text into `buffer` (reused).
+fn hash_line(hash: &mut Fnv1a64, line: &TraceLine, buffer: &mut String) {
+    use std::fmt::Write;
+    buffer.clear();
+    write!(buffer, "{line}").expect("writing to a String cannot fail");
+    hash.write(buffer.as_bytes());
+    hash.write(b"\n");
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Fnv1a64(u64);
 
 impl Fnv1a64 {

@@ -270,6 +270,12 @@ impl<S: Storage> World<S> {
         self.trace.fingerprint()
     }
 
+    /// Keeps only the fingerprint of the trace, not its lines (see [`Trace::stream`]); call
+    /// before the first step.
+    pub fn stream_trace(&mut self) {
+        self.trace.stream();
+    }
+
     /// The plan this world runs.
     pub fn plan(&self) -> &FaultPlan {
         &self.plan
