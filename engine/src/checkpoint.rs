@@ -263,6 +263,23 @@ mod tests {
     }
 
     #[test]
+    fn dropped_late_is_written_only_when_some_event_was_dropped() {
+        let mut dropped = sample();
+        dropped.state.dropped_late = 3;
+        let body = String::from_utf8(dropped.encode_body()).unwrap();
+        assert_eq!(
+            body,
+            r#"{"index":8,"max_ts":9,"windows":[{"end":10,"sum":40,"cnt":8,"fired":false}],"dropped_late":3}"#
+        );
+        assert_eq!(Checkpoint::decode_body(body.as_bytes()), Ok(dropped));
+        let absurd = body.replace(":3}", ":1000001}");
+        assert_eq!(
+            Checkpoint::decode_body(absurd.as_bytes()),
+            Err("dropped_late 1000001 is out of range".to_string())
+        );
+    }
+
+    #[test]
     fn damaged_files_are_rejected_or_trusted_by_protocol() {
         let good = sample().encode_file(true);
         let rejected = |bytes: &[u8]| {
