@@ -147,6 +147,14 @@ for field in ts value; do
     bound 2 --events "$WORK/edge.jsonl"
 done
 
+# Sums at the top of the range: four events of the largest value in one window, a checkpoint
+# after each. Every checkpoint holds a sum no smaller input reaches, and recovery must
+# restore it (a checkpoint whose checksum holds but that the engine cannot read back fails
+# recovery; it is never skipped in silence).
+for i in 0 1 2 3; do echo "{\"ts\": $i, \"value\": $SAFE_INT_MAX}"; done >"$WORK/big.jsonl"
+check sweep --events "$WORK/big.jsonl" --window 10 --checkpoint-every 1 --sinks "$EXACT_SINKS" \
+    --faults process-crash,power-loss --expect "$EXACT_EXPECT"
+
 # A refused events file is named with its line and its reason (the error a user acts on):
 # a float is not an integer, a whole number past 2^53 is out of range, and the line counts
 # blank lines as the user's editor does.

@@ -10,6 +10,11 @@
 //!
 //! The `size-only` protocol writes the header without `crc32=` and trusts any file whose
 //! length matches its header: the classic mistake a torn write punishes.
+//!
+//! A body whose checksum matches is the engine's own writing, byte for byte: if it does not
+//! decode (or holds numbers out of range), no fault made it so, the engine wrote what it
+//! cannot read. Recovery fails loudly on it (`Invalid::TrustedButCorrupt`) instead of falling
+//! back to an older checkpoint, which would hide the defect behind extra replay.
 
 use crate::event::{EVENTS_MAX, EVENT_INT_MAX, EVENT_INT_MIN};
 use crate::window::{OperatorState, WindowState};
@@ -45,7 +50,8 @@ pub struct PendingTxn {
 pub enum Invalid {
     /// Detected as damaged (torn, empty, bad checksum): skip it and try an older one.
     Rejected(String),
-    /// Trusted (its length matched) but unreadable: a `size-only` recovery cannot go on.
+    /// Trusted (its checksum matched, or its length under `size-only`) but unreadable:
+    /// recovery cannot go on.
     TrustedButCorrupt(String),
 }
 
@@ -165,9 +171,13 @@ impl Checkpoint {
             if crc32fast::hash(body) != crc {
                 return Err(reject("checksum mismatch"));
             }
-            Checkpoint::decode_body(body).map_err(Invalid::Rejected)
+            // Intact: the engine wrote these very bytes (see the file header).
+            Checkpoint::decode_body(body)
+                .map_err(|why| Invalid::TrustedButCorrupt(format!("passes its checksum but {why}")))
         } else {
-            Checkpoint::decode_body(body).map_err(Invalid::TrustedButCorrupt)
+            Checkpoint::decode_body(body).map_err(|why| {
+                Invalid::TrustedButCorrupt(format!("has the right length but {why}"))
+            })
         }
     }
 
@@ -305,6 +315,26 @@ mod tests {
             Checkpoint::decode_file(&torn, false),
             Err(Invalid::TrustedButCorrupt(_))
         ));
+    }
+
+    #[test]
+    fn an_intact_file_that_does_not_decode_is_the_engines_defect_not_a_fault() {
+        // A body the checksum vouches for but that holds a sum no input can produce.
+        let body = br#"{"index":8,"max_ts":9,"windows":[{"end":10,"sum":170141183460469231731687303715884105727,"cnt":8,"fired":false}]}"#;
+        let mut bytes = format!(
+            "keel-checkpoint v1 len={} crc32={:08x}\n",
+            body.len(),
+            crc32fast::hash(body)
+        )
+        .into_bytes();
+        bytes.extend_from_slice(body);
+        assert_eq!(
+            Checkpoint::decode_file(&bytes, true),
+            Err(Invalid::TrustedButCorrupt(format!(
+                "passes its checksum but window 10 has sum {}, out of range",
+                i128::MAX
+            )))
+        );
     }
 
     #[test]

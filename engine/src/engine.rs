@@ -8,7 +8,7 @@ use crate::checkpoint::{Checkpoint, Invalid};
 use crate::event::{Event, JSON_SAFE_INT_MAX};
 use crate::protocol::CheckpointProtocol;
 use crate::record::Record;
-use crate::sink::{SinkConnector, SinkError, SinkKind, WriteOutcome};
+use crate::sink::{SinkConnector, SinkError, SinkKind};
 use crate::txsink::TxSink;
 use crate::window::OperatorState;
 use keel_sim::{Crash, Storage, World};
@@ -168,7 +168,7 @@ pub struct IncarnationStats {
     pub resume_from_index: u64,
     /// Records that reached the sink.
     pub written: u64,
-    /// Records the idempotent sink skipped as already present.
+    /// Records the idempotent sink skipped as already present, even if the ack was lost.
     pub skipped: u64,
     /// Checkpoint files recovery found damaged and skipped, with the reason.
     pub rejected_checkpoints: Vec<String>,
@@ -265,7 +265,7 @@ impl Engine {
                 }
                 Err(Invalid::TrustedButCorrupt(why)) => {
                     return Err(Interrupt::Failed(EngineError {
-                        message: format!("recovery: {name} has the right length but {why}"),
+                        message: format!("recovery: {name} {why}"),
                     }));
                 }
             };
@@ -435,9 +435,8 @@ impl Engine {
             .expect("recover opens the sink before run")
         {
             Sink::File(file) => {
-                if file.write(world, record, &mut self.stats.written)? == WriteOutcome::Skipped {
-                    self.stats.skipped += 1;
-                }
+                let stats = &mut self.stats;
+                file.write(world, record, &mut stats.written, &mut stats.skipped)?;
             }
             Sink::Log(log) => log.write(world, record, &mut self.stats.written)?,
         }

@@ -21,5 +21,5 @@ pub use engine::{
 pub use event::{parse_events, Event, EventParseError, EVENT_INT_MAX, EVENT_INT_MIN};
 pub use protocol::CheckpointProtocol;
 pub use record::{Record, RecordKind};
-pub use sink::SinkKind;
+pub use sink::{SinkKind, SINK_WRITE_OP};
 pub use window::{format_windows, OperatorState, WindowState};

@@ -14,6 +14,8 @@ use std::fmt;
 
 /// Attempts per record before the engine gives up and restarts (bounds the retry loop).
 pub const SINK_ATTEMPTS_MAX: u32 = 12;
+/// The request that sends one record to a file sink (the world counts the ones it served).
+pub const SINK_WRITE_OP: &str = "sink.write";
 /// First retry backoff; it doubles per attempt up to [`SINK_BACKOFF_MAX_MS`].
 pub const SINK_BACKOFF_MS: u64 = 100;
 pub const SINK_BACKOFF_MAX_MS: u64 = 3_200;
@@ -198,24 +200,28 @@ impl SinkConnector {
     }
 
     /// Sends one record to the sink, retrying failed requests with backoff. `written` counts
-    /// the records that reached the sink, even if the process then dies or the ack is lost.
+    /// the records that reached the sink and `skipped` the ones the idempotent sink found
+    /// there already, as the sink decided, even if the process then dies or the ack is lost:
+    /// together they are every request the sink served.
     pub fn write<S: Storage>(
         &mut self,
         world: &mut World<S>,
         record: &Record,
         written: &mut u64,
+        skipped: &mut u64,
     ) -> Result<WriteOutcome, SinkError> {
         let mut line = record.to_json_line();
         line.push('\n');
         let mut backoff_ms = SINK_BACKOFF_MS;
         for attempt in 1..=SINK_ATTEMPTS_MAX {
             let (file, kind, index) = (&self.file, self.kind, &mut self.index);
-            let reply = world.request("sink.write", record.key.clone(), |env| {
+            let reply = world.request(SINK_WRITE_OP, record.key.clone(), |env| {
                 if kind == SinkKind::Idempotent {
                     index
                         .refresh(&env.disk, file)
                         .expect("the sink file exists once opened");
                     if index.keys.contains(&record.key) {
+                        *skipped += 1;
                         return WriteOutcome::Skipped;
                     }
                 }

@@ -22,8 +22,11 @@
 //!   one: no shorthand includes it and no sink promises it unasked; ask with
 //!   `--expect exactly-once,bounded-disk`).
 //!
-//! Independently of any expectation, a fault-free run that disagrees with the independent
-//! reference model (`model.rs`) fails every command: see [`crate::verdict::Verdict::failures`].
+//! Independently of any expectation, `matches-model` fails every command: a fault-free run
+//! that disagrees with the independent reference model (`model.rs`: its records, final
+//! windows and counts), or a simulated run on a file sink whose reported sink writes
+//! (written plus skipped) differ from the ones the simulated sink served (the world's own
+//! count, `observation.rs`). See [`crate::verdict::Verdict::failures`].
 
 use crate::runner::View;
 use crate::verdict::{Recovery, Verdict};

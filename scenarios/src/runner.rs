@@ -196,6 +196,9 @@ fn run_world(spec: &RunSpec, mut world: World) -> RunResult {
                     }
                 };
                 world.end_zombie();
+                // What the zombie did in its afterlife is part of its incarnation's record.
+                let zombie_record: &mut Incarnation = &mut incarnations[incarnation as usize];
+                zombie_record.stats = old.stats().clone();
                 world.note(format!("zombie: p{incarnation} is gone ({outcome})"));
                 if let Some(crash) = power_loss {
                     world.note(format!(

@@ -22,7 +22,7 @@
 
 use crate::model::{self, ModelMismatch};
 pub use crate::observation::Recovery;
-use crate::observation::{Observation, ViewObservation};
+use crate::observation::{Observation, SinkWriteCounts, ViewObservation};
 use crate::property::{self, Expectation, Property};
 use crate::runner::{run, Outcome, RunResult, RunSpec, View};
 use keel_engine::{EngineConfig, KeyScheme, Record, RecordKind, SinkKind};
@@ -376,7 +376,12 @@ fn judge_view(reference: &Reference, observation: &Observation, seen: &ViewObser
         dirty_reads: seen.dirty_reads,
         visibility_delay_ms_max: seen.visibility_delay_ms_max,
         first_wrong,
-        model_mismatch: reference.model_mismatch.clone(),
+        model_mismatch: reference.model_mismatch.clone().or_else(|| {
+            observation
+                .sink_writes
+                .as_ref()
+                .and_then(SinkWriteCounts::mismatch)
+        }),
         properties: BTreeMap::new(),
     };
     verdict.properties = Property::ALL
@@ -468,6 +473,7 @@ mod tests {
             rolled_back: 0,
             restarts: 1,
             stray_files: Vec::new(),
+            sink_writes: None,
         }
     }
 

@@ -14,6 +14,7 @@ use crate::rng::SeedTree;
 use crate::storage::Storage;
 use crate::trace::{Fingerprint, Trace, TraceLine};
 use crate::txlog::TxLog;
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// Power losses, disk errors and crash-state counts need the simulated disk: a real
@@ -169,6 +170,9 @@ pub struct World<S = Disk> {
     wrapped: Vec<WrappedState>,
     /// While a zombie runs: its incarnation (for the trace) and the steps it has left.
     zombie: Option<(u32, u64)>,
+    /// Requests whose effect ran at the server, by operation (a lost ack included): the
+    /// world's own count, against which a system's report of what it sent can be checked.
+    served_requests: BTreeMap<&'static str, u64>,
 }
 
 impl World {
@@ -202,6 +206,7 @@ impl<S: Storage> World<S> {
             injected: Vec::new(),
             wrapped: Vec::new(),
             zombie: None,
+            served_requests: BTreeMap::new(),
         }
     }
 
@@ -258,6 +263,12 @@ impl<S: Storage> World<S> {
     }
 
     /// Which process this is: 0 for the first, +1 per restart.
+    /// How many `op` requests reached the server and ran there, over the whole run (every
+    /// incarnation and zombie), whether or not their reply arrived.
+    pub fn served_requests(&self, op: &str) -> u64 {
+        self.served_requests.get(op).copied().unwrap_or(0)
+    }
+
     pub fn incarnation(&self) -> u32 {
         self.incarnation
     }
@@ -553,6 +564,7 @@ impl<S: Storage> World<S> {
             Err(RequestError::Refused)
         } else {
             let output = effect(&mut self.env);
+            *self.served_requests.entry(op).or_insert(0) += 1;
             if fault == Some(Fault::AckLost) {
                 Err(RequestError::Timeout)
             } else {

@@ -12,6 +12,7 @@ use super::shard::{shard_output, ShardLine};
 use crate::baseline::baselines;
 use crate::error::KeelError;
 use crate::property::Expectation;
+use crate::reproduce::with_expect;
 use crate::spec::ScenarioSpec;
 use crate::sweep::{
     aggregate, run_point, sweep_points, PointRecord, SweepPoint, SweepSpec,
@@ -165,7 +166,7 @@ pub(crate) fn sweep_output(
                     record.row,
                     failures.join(","),
                     record.outcome,
-                    record.reproduce
+                    with_expect(&record.reproduce, expect)
                 ));
             }
             EXIT_VIOLATION

@@ -233,7 +233,7 @@ fn run_children(
     }
     let (outcome, final_state) =
         finished.unwrap_or((Outcome::RestartLimit, OperatorState::default()));
-    let sink_path = dir.join(spec.config.sink.file_name());
+    let sink_path = dir.join(crate::observation::documented_sink_file(spec.config.sink));
     Ok(RealRun {
         incarnations,
         children,
