@@ -99,6 +99,9 @@ STREAMS=(
     "--events $WORK/r1.jsonl --window 10 --out-of-orderness 5 --checkpoint-every 5"
     "--events $WORK/r2.jsonl --window 7 --out-of-orderness 3 --checkpoint-every 3"
     "--events $WORK/r3.jsonl --window 20 --out-of-orderness 8 --checkpoint-every 7"
+    # Allowed lateness: windows purged once the watermark passes end + L, later events
+    # dropped and counted (the model checks both); r1's late events reach 3 windows back.
+    "--events $WORK/r1.jsonl --window 10 --out-of-orderness 5 --checkpoint-every 4 --allowed-lateness 7"
 )
 UNSAFE=(in-place no-fsync-rename no-dir-fsync delete-then-rename size-only
     checkpoint-before-sink-sync no-tail-repair trust-page-cache-after-eio)
