@@ -13,7 +13,7 @@
 //!   it; the sink's own key aside), and every line is a whole record (no corruption).
 //! - `no-rollback`: no restart restored an older checkpoint than the newest one committed.
 //! - `recovers`: the run completed (recovery neither failed nor looped) with the fault-free
-//!   run's final windows.
+//!   run's final windows and its count of events dropped as too late.
 //! - `consistent-view`: a consumer that applies the records in sink order as an upsert by
 //!   window end ends with the fault-free run's final value for every window.
 //! - `at-least-once` = all of the above but `no-duplicates`; `exactly-once` = all of the above.
@@ -93,7 +93,9 @@ impl Property {
             Property::NoRollback => {
                 "no restart restored an older checkpoint than the newest committed"
             }
-            Property::Recovers => "the run completed with the fault-free run's final windows",
+            Property::Recovers => {
+                "the run completed with the fault-free run's final windows and dropped-late count"
+            }
             Property::ConsistentView => {
                 "upserting the records by window end gives the fault-free final values"
             }

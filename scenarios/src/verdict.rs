@@ -36,6 +36,8 @@ pub struct Reference {
     /// The fault-free run's records in emission order, with the chapter's stable keys.
     pub records: Vec<Record>,
     pub final_windows: BTreeMap<i64, i128>,
+    /// Events the fault-free run dropped as later than the allowed lateness.
+    pub dropped_late: u64,
     /// Where the fault-free run departs from the independent model, if it does.
     pub model_mismatch: Option<ModelMismatch>,
 }
@@ -136,6 +138,7 @@ impl Reference {
         Reference {
             records,
             final_windows,
+            dropped_late,
             model_mismatch,
         }
     }
@@ -165,6 +168,8 @@ pub struct Verdict {
     /// Restarts that restored an older checkpoint than the newest one committed.
     pub rolled_back: u64,
     pub recovery: Recovery,
+    /// The final operator state equals the fault-free run's: its windows and its count of
+    /// events dropped as later than the allowed lateness.
     pub final_windows_match: bool,
     pub restarts: u64,
     /// Files the run left beside the sink and its newest checkpoint (`bounded-disk`).
@@ -357,8 +362,11 @@ fn judge_view(reference: &Reference, observation: &Observation, seen: &ViewObser
     assert_eq!(reference.records.len() as u64, delivered + lost + stand_ins);
 
     let stale_windows = stale_windows(&reference.records, &seen.records);
+    // The final operator state: its windows and its count of events dropped as too late (a
+    // figure the report prints, and state a checkpoint must carry across a restart).
     let final_windows_match = observation.recovery == Recovery::Ok
-        && observation.final_windows == reference.final_windows;
+        && observation.final_windows == reference.final_windows
+        && observation.dropped_late == reference.dropped_late;
     let mut verdict = Verdict {
         view: seen.view,
         records,
@@ -454,6 +462,7 @@ mod tests {
         Reference {
             records,
             final_windows: finals(),
+            dropped_late: 0,
             model_mismatch: None,
         }
     }
@@ -498,6 +507,24 @@ mod tests {
             broken,
             "{v:?}"
         );
+    }
+
+    #[test]
+    fn a_restart_that_forgets_the_dropped_late_count_does_not_recover() {
+        // The sink is right, but the final state counts 2 dropped events where the
+        // fault-free run counted 3 (a checkpoint that did not carry the count).
+        let mut want = reference(ch04());
+        want.dropped_late = 3;
+        let mut seen = observation(KeyScheme::EventIndex, ch04());
+        seen.dropped_late = 2;
+        let v = &judge(&want, &seen)[0];
+        assert!(!v.final_windows_match);
+        assert_eq!(
+            v.failures(Some(&Expectation::exactly_once()), SinkKind::Append),
+            ["recovers"]
+        );
+        seen.dropped_late = 3;
+        assert!(judge(&want, &seen)[0].final_windows_match);
     }
 
     #[test]
