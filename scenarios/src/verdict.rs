@@ -241,7 +241,7 @@ impl Verdict {
         if self.recovery != Recovery::Ok {
             parts.push(format!("recovery={}", self.recovery));
         } else if !self.final_windows_match {
-            parts.push("final_windows_differ".to_string());
+            parts.push("final_state_differs".to_string());
         }
         if parts.is_empty() {
             "exactly-once".to_string()

@@ -77,7 +77,7 @@ fn summary(oracle: &Value) -> String {
     if oracle["recovery"] != "ok" {
         parts.push(format!("recovery={}", oracle["recovery"].as_str().unwrap()));
     } else if oracle["final_windows_match"] == false {
-        parts.push("final_windows_differ".to_string());
+        parts.push("final_state_differs".to_string());
     }
     if parts.is_empty() {
         "exactly-once".to_string()
