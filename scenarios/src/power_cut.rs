@@ -31,11 +31,14 @@ pub type Files = Vec<(String, Vec<u8>)>;
 
 /// The point's plan for the guest: a process crash right after `step` (the power goes next).
 pub fn cut_plan(step: u64) -> FaultPlan {
+    crash_plan(step, CrashPoint::After)
+}
+
+/// A process crash at `step`, before or after its effect.
+pub fn crash_plan(step: u64, at: CrashPoint) -> FaultPlan {
     FaultPlan::new([PlannedFault {
         step,
-        fault: Fault::ProcessCrash {
-            at: CrashPoint::After,
-        },
+        fault: Fault::ProcessCrash { at },
     }])
     .expect("one fault")
 }
@@ -52,9 +55,15 @@ pub struct AtStep {
 /// Runs the first incarnation of `spec` (its plan ignored) up to `step` and stops it there;
 /// None if the run ends before the step.
 pub fn at_step(spec: &RunSpec, step: u64) -> Option<AtStep> {
+    stopped_at(spec, step, CrashPoint::After)
+}
+
+/// Runs the first incarnation of `spec` (its plan ignored) up to `step` and stops it there,
+/// before or after the step's effect; None if the run ends before the step.
+pub fn stopped_at(spec: &RunSpec, step: u64, at: CrashPoint) -> Option<AtStep> {
     let mut world = World::with_env(
         spec.seed,
-        cut_plan(step),
+        crash_plan(step, at),
         Env::new(
             Disk::with_sector_size(spec.sector_size_bytes),
             TxLog::new(spec.transaction_timeout_ms),
@@ -428,7 +437,7 @@ impl PowerCutReport {
 }
 
 /// Two listings by name, observed on the left, the model's on the right.
-fn side_by_side(observed: &[ListedFile], model: &[ListedFile]) -> String {
+pub fn side_by_side(observed: &[ListedFile], model: &[ListedFile]) -> String {
     let mut names: Vec<&str> = observed
         .iter()
         .chain(model)

@@ -23,12 +23,11 @@ use crate::power_cut::{
 };
 use crate::real::recover_real;
 use crate::runner::RunSpec;
-use crate::uml::{kernel, power_cut, CutSetup, FileSystem};
+use crate::uml::{fresh_scratch, kernel, kernel_version, power_cut, CutSetup, FileSystem};
 use clap::{Args, ValueEnum};
 use keel_engine::SinkKind;
 use keel_sim::{FaultKind, FaultPlan};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 /// The longest delay between the process's death and the power cut.
@@ -208,17 +207,6 @@ fn power_loss_steps(baseline: &Baseline) -> Vec<u64> {
         .collect()
 }
 
-/// The kernel's version (`linux.uml --version` prints it), or "unknown".
-fn kernel_version(kernel: &Path) -> String {
-    std::process::Command::new(kernel)
-        .arg("--version")
-        .output()
-        .ok()
-        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string())
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| "unknown".to_string())
-}
-
 /// One point: the real cut, the model's states, and recovery on what survived. Its scratch
 /// directory (image, scripts, consoles) is removed afterwards, kept on an error.
 fn cut_point(
@@ -228,12 +216,7 @@ fn cut_point(
     exe: &Path,
     reproduce: String,
 ) -> Result<PointResult, String> {
-    static SCRATCH_NEXT: AtomicU64 = AtomicU64::new(0);
-    let scratch = std::env::temp_dir().join(format!(
-        "keel-power-cut-{}-{}",
-        std::process::id(),
-        SCRATCH_NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
+    let scratch = fresh_scratch("power-cut");
     let started = Instant::now();
     let at = at_step(&baseline.spec, item.step)
         .ok_or_else(|| format!("step {}: the run ends before it", item.step))?;

@@ -22,6 +22,10 @@ pub const KERNEL_PATH: &str = "/usr/bin/linux.uml";
 pub const INSTALL_COMMAND: &str =
     "apt-get update && apt-get install -y user-mode-linux e2fsprogs xfsprogs btrfs-progs";
 
+/// Where Debian's `user-mode-linux` package puts the kernel's modules, one directory per
+/// version.
+const MODULES_ROOT: &str = "/usr/lib/uml/modules";
+
 /// The guest's memory.
 const GUEST_MEMORY: &str = "mem=256M";
 
@@ -76,6 +80,33 @@ fn kernel_at(path: &Path) -> Result<PathBuf, String> {
         Err(format!(
             "no user-mode Linux kernel at {}: install with: {INSTALL_COMMAND}",
             path.display()
+        ))
+    }
+}
+
+/// The kernel's version (`linux.uml --version` prints it), or "unknown".
+pub fn kernel_version(kernel: &Path) -> String {
+    Command::new(kernel)
+        .arg("--version")
+        .output()
+        .ok()
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string())
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+/// Where the package keeps the device-mapper modules of kernel `version`, or an error if
+/// `dm-flakey.ko` is not there.
+pub fn dm_modules_dir(version: &str) -> Result<PathBuf, String> {
+    let dir = Path::new(MODULES_ROOT)
+        .join(version)
+        .join("kernel/drivers/md");
+    if dir.join("dm-flakey.ko").is_file() {
+        Ok(dir)
+    } else {
+        Err(format!(
+            "no dm-flakey.ko in {} (the kernel says it is {version}): install with: {INSTALL_COMMAND}",
+            dir.display()
         ))
     }
 }

@@ -3,7 +3,9 @@
 //! `real`, it touches files and starts processes and prints nothing.
 
 pub mod guest;
+pub mod point;
 pub mod power_cut;
 
-pub use guest::{kernel, FileSystem, INSTALL_COMMAND, KERNEL_PATH};
-pub use power_cut::{power_cut, read_files, CutSetup, Files};
+pub use guest::{dm_modules_dir, kernel, kernel_version, FileSystem, INSTALL_COMMAND, KERNEL_PATH};
+pub use point::{fresh_scratch, read_files, Files};
+pub use power_cut::{power_cut, CutSetup};
