@@ -5,6 +5,7 @@
 pub use crate::commands::output::{Output, EXIT_VIOLATION};
 
 use crate::commands::bench::{cmd_bench, BenchArgs};
+use crate::commands::disk_error::{cmd_disk_error_guest, DiskErrorGuestArgs};
 use crate::commands::explore::{cmd_explore, ExploreArgs};
 use crate::commands::fidelity::{cmd_fidelity, FidelityArgs};
 use crate::commands::files::write_atomically;
@@ -61,6 +62,9 @@ pub enum Command {
     /// (internal) One real-mode process incarnation; `keel run --real-dir` starts them.
     #[command(name = "__incarnation", hide = true)]
     Incarnation(IncarnationArgs),
+    /// (internal) The guest half of `keel fidelity disk-error`, run inside user-mode Linux.
+    #[command(name = "__disk-error-guest", hide = true)]
+    DiskErrorGuest(DiskErrorGuestArgs),
 }
 
 /// Runs a parsed command line and returns what to print on stdout (nothing, when `--out`
@@ -79,6 +83,7 @@ pub fn execute(cli: &Cli) -> Result<Output, KeelError> {
         Command::Bench(args) => cmd_bench(args),
         Command::Fidelity(args) => write_out(args.out(), cmd_fidelity(args)?),
         Command::Incarnation(args) => cmd_incarnation(args),
+        Command::DiskErrorGuest(args) => cmd_disk_error_guest(args),
     }
 }
 

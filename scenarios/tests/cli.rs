@@ -462,6 +462,36 @@ fn power_cut_rejects_a_step_the_run_lacks_a_long_delay_and_the_transactional_sin
     );
 }
 
+/// `keel fidelity disk-error` checks its options before it looks for the user-mode Linux
+/// kernel, so these hold on a machine without it.
+#[test]
+fn disk_error_rejects_a_step_that_is_no_fsync_btrfs_and_the_transactional_sink() {
+    let check = |extra: &[&str], stderr: &str| {
+        let args: Vec<&str> = ["fidelity", "disk-error", "--scenario", "ch04"]
+            .iter()
+            .chain(extra)
+            .copied()
+            .collect();
+        check_exact(&args, stderr);
+    };
+    check(
+        &["--points", "14,15"],
+        "error: --points 15: not an fsync of a file in the append sink's fault-free run (those are steps 11,14,26,29,41,44,58)\n",
+    );
+    check(
+        &["--fs", "ext4,btrfs"],
+        "error: keel fidelity disk-error: btrfs is not supported (it reverts a file whose fsync failed and fails the next fsync too; the model has no such profile yet)\n",
+    );
+    check(
+        &["--sinks", "transactional"],
+        "error: keel fidelity disk-error: the transactional sink is simulation-only (its log is simulated)\n",
+    );
+    check(
+        &["--shard", "0/2"],
+        "error: keel fidelity disk-error takes no --shard: its wall times do not merge\n",
+    );
+}
+
 /// `keel gen`: pinned bytes for a small seed, the same bytes twice, to a file or stdout.
 #[test]
 fn gen_writes_the_same_stream_for_the_same_seed() {

@@ -549,11 +549,15 @@ mod tests {
                 Command::Fidelity(cmd) => match cmd.check {
                     crate::commands::fidelity::FidelityCheck::Kill(args) => args.scenario.given,
                     crate::commands::fidelity::FidelityCheck::PowerCut(args) => args.scenario.given,
+                    crate::commands::fidelity::FidelityCheck::DiskError(args) => {
+                        args.scenario.given
+                    }
                 },
                 Command::Merge(_)
                 | Command::Teach(_)
                 | Command::Gen(_)
-                | Command::Incarnation(_) => {
+                | Command::Incarnation(_)
+                | Command::DiskErrorGuest(_) => {
                     unreachable!("no scenario options")
                 }
             }

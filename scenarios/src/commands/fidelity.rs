@@ -7,6 +7,7 @@
 use super::args::{
     dedup_kinds, jobs, table_format, JobArgs, ScenarioArgs, SinkArg, TableFormatArg,
 };
+use super::disk_error::{cmd_disk_error, DiskErrorArgs};
 use super::files::prepare;
 use super::incarnation::run_real_here;
 use super::interrupt::par_map_interruptible;
@@ -47,6 +48,15 @@ pub enum FidelityCheck {
     /// install user-mode-linux e2fsprogs xfsprogs btrfs-progs). Exit 1 if any point is not
     /// admitted or disagrees.
     PowerCut(PowerCutArgs),
+    /// Every disk-error point on an fsync (as `keel sweep --faults disk-error` fails a
+    /// file's fsync), failed for real in a user-mode Linux guest: dm-flakey under the file's
+    /// blocks, the fsync returns EIO; does the process see what the model says (the fsync's
+    /// result, a read, a second fsync, a read after the page cache dropped the pages: agree),
+    /// and is the directory left by a power cut after it one of the model's crash states
+    /// (admitted)? Needs /usr/bin/linux.uml, its dm-flakey module, dmsetup and filefrag
+    /// (install with: apt-get install user-mode-linux e2fsprogs xfsprogs dmsetup). Exit 1 if
+    /// any point disagrees or is not admitted.
+    DiskError(DiskErrorArgs),
 }
 
 #[derive(Debug, Args)]
@@ -78,6 +88,7 @@ impl FidelityArgs {
         match &self.check {
             FidelityCheck::Kill(args) => args.job.out.as_deref(),
             FidelityCheck::PowerCut(args) => args.job.out.as_deref(),
+            FidelityCheck::DiskError(args) => args.job.out.as_deref(),
         }
     }
 }
@@ -86,6 +97,7 @@ pub(crate) fn cmd_fidelity(args: &FidelityArgs) -> Result<Output, KeelError> {
     match &args.check {
         FidelityCheck::Kill(args) => cmd_kill(args),
         FidelityCheck::PowerCut(args) => cmd_power_cut(args),
+        FidelityCheck::DiskError(args) => cmd_disk_error(args),
     }
 }
 
