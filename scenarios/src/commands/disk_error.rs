@@ -24,7 +24,8 @@ use crate::power_cut::crash_plan;
 use crate::runner::RunSpec;
 use crate::uml::flakey::{guest_fail, guest_setup, GuestSpec};
 use crate::uml::{
-    disk_error, dm_modules_dir, fresh_scratch, kernel, kernel_version, ErrorSetup, FileSystem,
+    disk_error, dm_modules_dir, fresh_scratch, kernel, kernel_version, require_program, ErrorSetup,
+    FileSystem,
 };
 use clap::{Args, ValueEnum};
 use keel_engine::SinkKind;
@@ -123,6 +124,12 @@ pub(crate) fn cmd_disk_error(args: &DiskErrorArgs) -> Result<Output, KeelError> 
         message,
         exit_code: 2,
     })?;
+    for (program, package) in [("dmsetup", "dmsetup"), ("filefrag", "e2fsprogs")] {
+        require_program(program, package).map_err(|message| KeelError {
+            message,
+            exit_code: 2,
+        })?;
+    }
     let version = kernel_version(&kernel);
     let modules_dir = dm_modules_dir(&version).map_err(|message| KeelError {
         message,

@@ -18,9 +18,12 @@ use std::time::{Duration, Instant};
 /// Where Debian's `user-mode-linux` package puts the kernel.
 pub const KERNEL_PATH: &str = "/usr/bin/linux.uml";
 
-/// The one command that installs everything a power-cut check needs.
+/// The one command that installs everything the real-kernel checks need.
 pub const INSTALL_COMMAND: &str =
-    "apt-get update && apt-get install -y user-mode-linux e2fsprogs xfsprogs btrfs-progs";
+    "apt-get update && apt-get install -y user-mode-linux e2fsprogs xfsprogs btrfs-progs dmsetup";
+
+/// Where the guest's init looks for programs (it runs the host's).
+const GUEST_PATH: [&str; 4] = ["/usr/sbin", "/usr/bin", "/sbin", "/bin"];
 
 /// Where Debian's `user-mode-linux` package puts the kernel's modules, one directory per
 /// version.
@@ -80,6 +83,26 @@ fn kernel_at(path: &Path) -> Result<PathBuf, String> {
         Err(format!(
             "no user-mode Linux kernel at {}: install with: {INSTALL_COMMAND}",
             path.display()
+        ))
+    }
+}
+
+/// An error that says how to install `program` (from `package`) unless the guest's init
+/// would find it.
+pub fn require_program(program: &str, package: &str) -> Result<(), String> {
+    require_program_in(&GUEST_PATH, program, package)
+}
+
+fn require_program_in(dirs: &[&str], program: &str, package: &str) -> Result<(), String> {
+    if dirs
+        .iter()
+        .any(|dir| Path::new(dir).join(program).is_file())
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "no {program} in {}: install {package} with: {INSTALL_COMMAND}",
+            dirs.join(":")
         ))
     }
 }
@@ -228,8 +251,20 @@ mod tests {
         assert_eq!(
             kernel_at(Path::new("/nonexistent/linux.uml")),
             Err("no user-mode Linux kernel at /nonexistent/linux.uml: install with: \
-                 apt-get update && apt-get install -y user-mode-linux e2fsprogs xfsprogs btrfs-progs"
+                 apt-get update && apt-get install -y user-mode-linux e2fsprogs xfsprogs btrfs-progs dmsetup"
                 .to_string())
+        );
+    }
+
+    #[test]
+    fn a_missing_program_is_an_error_with_the_install_command() {
+        assert_eq!(require_program_in(&["/nonexistent"], "sh", "dash"),
+            Err("no sh in /nonexistent: install dash with: \
+                 apt-get update && apt-get install -y user-mode-linux e2fsprogs xfsprogs btrfs-progs dmsetup"
+                .to_string()));
+        assert_eq!(
+            require_program_in(&["/nonexistent", "/bin"], "sh", "dash"),
+            Ok(())
         );
     }
 

@@ -9,6 +9,9 @@ pub mod point;
 pub mod power_cut;
 
 pub use disk_error::{disk_error, ErrorSetup};
-pub use guest::{dm_modules_dir, kernel, kernel_version, FileSystem, INSTALL_COMMAND, KERNEL_PATH};
+pub use guest::{
+    dm_modules_dir, kernel, kernel_version, require_program, FileSystem, INSTALL_COMMAND,
+    KERNEL_PATH,
+};
 pub use point::{fresh_scratch, read_files, Files};
 pub use power_cut::{power_cut, CutSetup};
