@@ -321,6 +321,16 @@ fn exit_codes_say_what_was_found() {
         stdout.contains("VIOLATION of --expect exactly-once: append"),
         "{stdout}"
     );
+    // The violation's reproduce command is judged as the sweep was, so it fails too.
+    let violation = stdout.split("VIOLATION").nth(1).unwrap();
+    let reproduce = violation
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("reproduce: keel "))
+        .unwrap();
+    assert!(reproduce.ends_with(" --expect exactly-once"), "{reproduce}");
+    let args: Vec<&str> = reproduce.split_whitespace().collect();
+    let (code, _, _) = keel_bin(&args);
+    assert_eq!(code, 1, "keel {reproduce}");
     // 2: usage.
     let (code, _, stderr) = keel_bin(&["explore", "--seeds", "5..5"]);
     assert_eq!(code, 2);
