@@ -22,9 +22,10 @@
 //!      created or renamed name durable;
 //!   3. writes tear at sector boundaries ([`Disk::with_sector_size`], 512 bytes by default),
 //!      a torn sector keeping a prefix of its new bytes, and a file's new size may survive
-//!      without its new data (the gap reads as zeros);
+//!      without its new data (the gap reads as zeros, or as stale bytes on xfs and posix);
 //!   4. create, rename and unlink are atomic and journaled in order: a prefix of the pending
-//!      ones survives, independently of file data (the zero-length file after a rename);
+//!      ones survives, independently of file data (the zero-length file after a rename),
+//!      plus, on btrfs and posix, those a later fsync of their file logged;
 //!   5. unpersisted bytes are lost: they read as the disk holds them (rule 5 below).
 //! - **fsync EIO** ([`Disk::fsync_fail`]), as Linux 6.1 does on ext4 and xfs (measured in
 //!   user-mode Linux with dm-flakey failing the file's new blocks, see the README): the fsync
@@ -42,9 +43,15 @@
 //!   write over unpersisted bytes makes them dirty again (a pending write, persisted by the
 //!   next fsync); a truncate drops those past the new end. The model is byte-exact where a
 //!   kernel works in pages: a real re-dirtied page is written whole, so bytes of it the
-//!   model keeps unpersisted may persist for real. (btrfs reverts the file at once instead
-//!   and fails the next fsync too: a file-system profile for it would set the page cache
-//!   back to `durable` here; not modelled yet.)
+//!   model keeps unpersisted may persist for real. btrfs reverts the file at once instead
+//!   and fails the next fsync too: the `btrfs` profile below.
+//! - **File-system profiles** ([`FsModel`], rules in the `fs_model` module): where kernels
+//!   disagree, a disk behaves as `posix` (the default: every crash state any profile
+//!   admits), `ext4`, `xfs` or `btrfs`: ext4 and xfs commit their journal at an fsync (a
+//!   rename made durable by an unrelated file's fsync); btrfs logs an fsynced file's names
+//!   out of order (`create x; create y; fsync y` can keep `y` without `x`) and reverts a
+//!   file at a failed fsync, failing the next one too; xfs (and posix) may fill a kept new
+//!   size with stale bytes instead of zeros.
 //! - **Page eviction** ([`Disk::evict_clean_pages`]): the kernel drops clean pages (memory
 //!   pressure, `drop_caches`); pages that hold unpersisted bytes are clean, so the process
 //!   then reads what the disk holds there. Dirty pages are never dropped.
@@ -57,8 +64,10 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+mod fs_model;
 mod power_loss;
 
+pub use fs_model::{FsModel, STALE_BYTE};
 pub use power_loss::{
     DirOutcome, FileOutcome, PieceFate, PieceOutcome, PowerLossOutcome, PowerLossStates, SizeFate,
     POWER_LOSS_ENUMERATION_BOUND,
@@ -142,6 +151,8 @@ struct Inode {
     /// fsync did not write (clean pages the disk does not hold): `durable` holds what the
     /// disk reads there. Always within both `current` and `durable`.
     unpersisted: Vec<(u64, u64)>,
+    /// btrfs: a failed fsync reverted the file, and its next fsync fails too.
+    fsync_fails_next: bool,
 }
 
 impl Inode {
@@ -194,6 +205,15 @@ impl Inode {
             }
         }
         assert_eq!(self.durable.len(), self.current.len());
+    }
+
+    /// A failed fsync as btrfs does it: the pending changes are dropped at once (the process
+    /// reads what the disk holds, size included), and the next fsync fails too.
+    fn revert(&mut self) {
+        self.pending.clear();
+        self.current.clone_from(&self.durable);
+        ranges_clip(&mut self.unpersisted, self.current.len() as u64);
+        self.fsync_fails_next = true;
     }
 
     /// Drops the clean pages that hold unpersisted bytes: the process reads what the disk
@@ -302,6 +322,11 @@ pub struct Disk {
     durable_names: BTreeMap<String, InodeId>,
     /// Namespace operations since that fsync, in order.
     pending_dir: Vec<DirOp>,
+    /// Per pending namespace operation: whether a later fsync of its file logged it, so that
+    /// a power loss keeps it out of order (profiles whose fsync logs names: btrfs, posix).
+    pending_dir_logged: Vec<bool>,
+    /// The file-system profile: which of the rules that kernels disagree on apply.
+    model: FsModel,
     /// The next mutating operation fails with EIO (a planned disk error).
     io_error_armed: bool,
 }
@@ -320,6 +345,11 @@ impl Disk {
 
     /// An empty disk whose writes tear at `sector_size_bytes` boundaries on power loss.
     pub fn with_sector_size(sector_size_bytes: usize) -> Self {
+        Disk::with_model(sector_size_bytes, FsModel::Posix)
+    }
+
+    /// An empty disk with `sector_size_bytes` sectors that behaves as the profile `model`.
+    pub fn with_model(sector_size_bytes: usize, model: FsModel) -> Self {
         assert!(sector_size_bytes > 0);
         assert!(sector_size_bytes <= SECTOR_SIZE_MAX_BYTES);
         Disk {
@@ -329,8 +359,30 @@ impl Disk {
             names: BTreeMap::new(),
             durable_names: BTreeMap::new(),
             pending_dir: Vec::new(),
+            pending_dir_logged: Vec::new(),
+            model,
             io_error_armed: false,
         }
+    }
+
+    /// The file-system profile this disk behaves as.
+    pub fn model(&self) -> FsModel {
+        self.model
+    }
+
+    /// Records a namespace operation no directory fsync has covered yet.
+    fn push_dir(&mut self, op: DirOp) {
+        self.pending_dir.push(op);
+        self.pending_dir_logged.push(false);
+    }
+
+    /// Every pending namespace operation becomes durable (a directory fsync, or a journal
+    /// commit).
+    fn commit_dir(&mut self) {
+        self.durable_names = self.names.clone();
+        self.pending_dir.clear();
+        self.pending_dir_logged.clear();
+        self.collect_unlinked();
     }
 
     /// Makes the next mutating operation (create, write, truncate, fsync, rename, remove,
@@ -391,7 +443,7 @@ impl Disk {
         self.inode_next += 1;
         self.inodes.insert(inode, Inode::default());
         self.names.insert(name.to_string(), inode);
-        self.pending_dir.push(DirOp::Create {
+        self.push_dir(DirOp::Create {
             name: name.to_string(),
             inode,
         });
@@ -453,24 +505,63 @@ impl Disk {
 
     /// Makes the file's pending data and size durable (not its name: see
     /// [`Disk::fsync_dir`]; not its unpersisted bytes). An injected error makes it fail as
-    /// [`Disk::fsync_fail`] does.
+    /// [`Disk::fsync_fail`] does. By profile ([`FsModel`]): on ext4 and xfs an fsync with
+    /// something to write also commits every namespace operation issued before it; on btrfs
+    /// (and posix) it logs the file's own ones, which a power loss then keeps out of order;
+    /// on btrfs the fsync after a failed one fails too.
     pub fn fsync(&mut self, name: &str) -> Result<(), DiskError> {
-        self.inode(name)?;
+        let id = *self.names.get(name).ok_or_else(|| not_found(name))?;
         if let Err(error) = self.injected("fsync", name) {
             self.fsync_fail(name)?;
             return Err(error);
         }
-        self.inode_mut(name)?.sync();
+        let inode = self
+            .inodes
+            .get_mut(&id)
+            .expect("every name points at a live inode");
+        if inode.fsync_fails_next {
+            // btrfs: the error sticks to the file for one more fsync, which reverts too.
+            inode.revert();
+            inode.fsync_fails_next = false;
+            return Err(DiskError::Io {
+                op: "fsync",
+                name: name.to_string(),
+            });
+        }
+        let had_data = !inode.pending.is_empty();
+        inode.sync();
+        let own_ops: Vec<usize> = self
+            .pending_dir
+            .iter()
+            .enumerate()
+            .filter(|(_, op)| dir_op_inode(op) == id)
+            .map(|(index, _)| index)
+            .collect();
+        if self.model.fsync_commits_journal() && (had_data || !own_ops.is_empty()) {
+            self.commit_dir();
+        } else if self.model.fsync_logs_names() {
+            for index in own_ops {
+                self.pending_dir_logged[index] = true;
+            }
+        }
         Ok(())
     }
 
-    /// An fsync of `name` that fails with an I/O error (EIO), as ext4 and xfs do: the new
-    /// size and the pending truncates persist; the bytes the pending writes wrote do not,
-    /// yet the process goes on reading them (clean pages the kernel keeps) until a page
-    /// eviction or a power loss; a later fsync succeeds without writing them (PostgreSQL's
-    /// "fsyncgate": retrying the fsync does not bring the data back). The name is untouched.
+    /// An fsync of `name` that fails with an I/O error (EIO). As ext4 and xfs do (and
+    /// posix): the new size and the pending truncates persist; the bytes the pending writes
+    /// wrote do not, yet the process goes on reading them (clean pages the kernel keeps)
+    /// until a page eviction or a power loss; a later fsync succeeds without writing them
+    /// (PostgreSQL's "fsyncgate": retrying the fsync does not bring the data back). As btrfs
+    /// does: the file's pending changes are dropped at once (the process reads what the disk
+    /// holds) and its next fsync fails too. The name is untouched.
     pub fn fsync_fail(&mut self, name: &str) -> Result<(), DiskError> {
-        self.inode_mut(name)?.sync_failed();
+        let revert = self.model.revert_on_fsync_error();
+        let inode = self.inode_mut(name)?;
+        if revert {
+            inode.revert();
+        } else {
+            inode.sync_failed();
+        }
         Ok(())
     }
 
@@ -503,7 +594,7 @@ impl Disk {
         self.injected("rename", from)?;
         let inode = self.names.remove(from).ok_or_else(|| not_found(from))?;
         self.names.insert(to.to_string(), inode);
-        self.pending_dir.push(DirOp::Rename {
+        self.push_dir(DirOp::Rename {
             from: from.to_string(),
             to: to.to_string(),
             inode,
@@ -517,7 +608,7 @@ impl Disk {
         self.inode(name)?;
         self.injected("remove", name)?;
         let inode = self.names.remove(name).ok_or_else(|| not_found(name))?;
-        self.pending_dir.push(DirOp::Unlink {
+        self.push_dir(DirOp::Unlink {
             name: name.to_string(),
             inode,
         });
@@ -534,9 +625,7 @@ impl Disk {
     /// them durable (they stay pending: a later directory fsync may still succeed).
     pub fn fsync_dir(&mut self) -> Result<(), DiskError> {
         self.injected("fsync-dir", ".")?;
-        self.durable_names = self.names.clone();
-        self.pending_dir.clear();
-        self.collect_unlinked();
+        self.commit_dir();
         Ok(())
     }
 
@@ -570,6 +659,15 @@ impl Disk {
             .collect();
         for id in dead {
             self.inodes.remove(&id);
+        }
+    }
+}
+
+/// The inode a namespace operation acts on.
+fn dir_op_inode(op: &DirOp) -> InodeId {
+    match op {
+        DirOp::Create { inode, .. } | DirOp::Rename { inode, .. } | DirOp::Unlink { inode, .. } => {
+            *inode
         }
     }
 }

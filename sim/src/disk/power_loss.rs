@@ -19,14 +19,23 @@
 //!    surviving operation wrote reads as zero, or as the durable byte where `durable`
 //!    covers it. If no, its length is what the surviving operations give: with writes
 //!    only, the max of the durable length and the end of every surviving (part of a) piece.
-//!    A pending truncate survives or not as a whole (2 outcomes).
+//!    A pending truncate survives or not as a whole (2 outcomes). On profiles with stale
+//!    data (xfs, posix: see `fs_model`) a grown file has one more choice, last of all:
+//!    the bytes past the durable length that no surviving write wrote read as zeros or as
+//!    stale data ([`STALE_BYTE`]); a hole a surviving truncate made reads as zeros.
+//!    A tear keeps a prefix of a piece: with 1-byte sectors each byte is a piece, so a
+//!    write can tear at any byte (and keep any subset of its bytes).
 //! 4. create, rename and unlink are each atomic; an unsynced one may be undone; they persist
 //!    independently of file data (a rename can survive while the renamed file's data does
 //!    not: the zero-length file after a rename). The directory is an ordered metadata
 //!    journal: the surviving pending namespace operations are a prefix of `pending_dir`
 //!    (n + 1 outcomes for n operations), applied on top of `durable_names`. A file's data
 //!    survives on its inode whatever happens to its name; an inode no surviving name
-//!    reaches is gone.
+//!    reaches is gone. By profile: on ext4 and xfs an fsync that commits the journal has
+//!    already made the operations before it durable (fewer states); on btrfs an fsync logs
+//!    its file's own operations, which survive whatever prefix does (a *cut* at a lost
+//!    operation m keeps those before m and every logged one); posix has every prefix and
+//!    every cut.
 //! 5. fsync can fail ([`Disk::fsync_fail`]): the bytes its pending writes wrote never reach
 //!    the disk (its sizes and truncates do), though the process still reads them from clean
 //!    pages. They are no longer pending and offer no choice: a power loss loses them all,
@@ -38,10 +47,14 @@
 //! choice's digit puts "nothing survived" at 0 and "everything survived" at radix - 1: a
 //! piece is lost = 0, torn = 1, kept = 2 (lost = 0, kept = 1 for a 1-byte piece); a
 //! truncate and the size are lost = 0, kept = 1; the directory digit is the number of
-//! namespace operations kept. When there are at most [`POWER_LOSS_ENUMERATION_BOUND`]
+//! namespace operations kept (posix: digits above n are the cuts, in operation order;
+//! btrfs: the cuts, then the prefixes that hold every logged operation); stale data, after
+//! the directory, is zeros = 0, stale = 1. The profiles' extra choices come last, so on
+//! posix a state number below the count of a disk without them names the same state. When there are at most [`POWER_LOSS_ENUMERATION_BOUND`]
 //! states, a state number is the mixed-radix number of these digits, the first choice
 //! being the least significant digit: state 0 is "nothing pending survived" and state
-//! count - 1 is "everything survived" (the process's view). With more states, the state number is a seed: each digit in the same order is
+//! count - 1 is "everything survived" (the process's view) unless an fsync logged a
+//! namespace operation out of order (posix numbers its cuts above "every prefix"). With more states, the state number is a seed: each digit in the same order is
 //! `next_u64() % radix` of `ChaCha8Rng::seed_from_u64(state)`. Either way the same disk and
 //! state number always give the same crash state.
 //!
@@ -54,7 +67,7 @@ use std::fmt;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 
-use super::{write_at, DataOp, DirOp, Disk, InodeId};
+use super::{write_at, DataOp, DirOp, Disk, FsModel, InodeId, STALE_BYTE};
 
 /// Up to this many crash states (65,536), a state number is an index a test can enumerate;
 /// above it, a seed. A sweep runs at most this many states a step.
@@ -141,13 +154,17 @@ pub struct FileOutcome {
     pub reachable: bool,
     /// Bytes a failed fsync had left unpersisted: lost, whatever the choices.
     pub unpersisted_lost_bytes: u64,
+    /// Bytes of the file's new length that no surviving write wrote and that read as stale
+    /// data ([`STALE_BYTE`]) instead of zeros (xfs and posix only).
+    pub stale_bytes: u64,
 }
 
 /// What a power loss did to the directory's pending namespace operations.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DirOutcome {
     pub ops_total: usize,
-    /// The surviving operations: the first `ops_kept` of them.
+    /// How many operations survived: the first `ops_kept` of them, unless an fsync logged
+    /// some out of order (btrfs, posix; then `undone` says which were lost).
     pub ops_kept: usize,
     /// The operations undone, in issue order, e.g. `rename a -> b`.
     pub undone: Vec<String>,
@@ -208,6 +225,9 @@ fn describe_file(file: &FileOutcome) -> String {
         SizeFate::Unchanged => {}
         SizeFate::Lost => facts.push("size lost".to_string()),
         SizeFate::Kept => facts.push("size kept".to_string()),
+    }
+    if file.stale_bytes > 0 {
+        facts.push(format!("{} stale bytes", file.stale_bytes));
     }
     if file.unpersisted_lost_bytes > 0 {
         facts.push(format!(
@@ -272,8 +292,11 @@ enum Choice {
     SetLen { inode: InodeId, op_index: usize },
     /// Whether the grown size of `inode` survives: lost, kept.
     Size { inode: InodeId },
-    /// How many of the `ops` pending namespace operations survive: 0..=ops.
-    DirPrefix { ops: usize },
+    /// Which pending namespace operations survive: one of `radix` sets (see [`dir_kept`]).
+    Dir { radix: u64 },
+    /// Whether bytes of the grown `inode` that no surviving write wrote read as zeros or as
+    /// stale data: zeros, stale (profiles with stale data only).
+    Stale { inode: InodeId },
 }
 
 impl Choice {
@@ -281,8 +304,8 @@ impl Choice {
         match self {
             Choice::Piece { len_bytes: 1, .. } => 2,
             Choice::Piece { .. } => 3,
-            Choice::SetLen { .. } | Choice::Size { .. } => 2,
-            Choice::DirPrefix { ops } => *ops as u64 + 1,
+            Choice::SetLen { .. } | Choice::Size { .. } | Choice::Stale { .. } => 2,
+            Choice::Dir { radix } => *radix,
         }
     }
 }
@@ -346,11 +369,78 @@ fn choices(disk: &Disk) -> Vec<Choice> {
         }
     }
     if !disk.pending_dir.is_empty() {
-        choices.push(Choice::DirPrefix {
-            ops: disk.pending_dir.len(),
+        choices.push(Choice::Dir {
+            radix: dir_radix(disk),
         });
     }
+    // A profile's extra choices come last, so that they leave every other digit, and a
+    // seeded state's draws, as they are.
+    if disk.model.stale_data() {
+        for (&inode, file) in &disk.inodes {
+            if file.current.len() > file.durable.len() {
+                choices.push(Choice::Stale { inode });
+            }
+        }
+    }
     choices
+}
+
+/// The pending namespace operations that can be the first one lost while every operation a
+/// fsync logged survives: those not logged, before the last logged one.
+fn out_of_order_cuts(disk: &Disk) -> Vec<usize> {
+    let logged = &disk.pending_dir_logged;
+    let Some(last_logged) = logged.iter().rposition(|&l| l) else {
+        return Vec::new();
+    };
+    (0..last_logged).filter(|&index| !logged[index]).collect()
+}
+
+/// How many sets of pending namespace operations a power loss can keep (see [`dir_kept`]).
+fn dir_radix(disk: &Disk) -> u64 {
+    let ops = disk.pending_dir.len() as u64;
+    let cuts = out_of_order_cuts(disk).len() as u64;
+    match disk.model {
+        // Every prefix, then each prefix cut short with the logged operations on top.
+        FsModel::Posix => ops + 1 + cuts,
+        // The logged operations always survive: each cut, then the prefixes that hold them.
+        FsModel::Btrfs => {
+            let logged_end = logged_end(disk) as u64;
+            cuts + (ops - logged_end) + 1
+        }
+        FsModel::Ext4 | FsModel::Xfs => ops + 1,
+    }
+}
+
+/// One past the last logged pending namespace operation (0 if none is logged).
+fn logged_end(disk: &Disk) -> usize {
+    disk.pending_dir_logged
+        .iter()
+        .rposition(|&l| l)
+        .map_or(0, |last| last + 1)
+}
+
+/// Which pending namespace operations survive, for the directory digit `digit`. A prefix of
+/// `k` operations keeps the first `k`; a cut at operation `m` keeps those before `m` and
+/// every logged one. posix: digits 0..=n are the n + 1 prefixes (as on ext4 and xfs), the
+/// next ones the cuts in order. btrfs: the cuts in order, then the prefixes that hold every
+/// logged operation, shortest first. ext4, xfs: the prefixes.
+fn dir_kept(disk: &Disk, digit: u64) -> Vec<bool> {
+    let ops = disk.pending_dir.len();
+    let digit = usize::try_from(digit).expect("a directory digit fits in usize");
+    let prefix = |k: usize| (0..ops).map(|index| index < k).collect::<Vec<bool>>();
+    let cut = |m: usize| {
+        (0..ops)
+            .map(|index| index < m || disk.pending_dir_logged[index])
+            .collect::<Vec<bool>>()
+    };
+    let cuts = out_of_order_cuts(disk);
+    match disk.model {
+        FsModel::Posix if digit <= ops => prefix(digit),
+        FsModel::Posix => cut(cuts[digit - ops - 1]),
+        FsModel::Btrfs if digit < cuts.len() => cut(cuts[digit]),
+        FsModel::Btrfs => prefix(logged_end(disk) + digit - cuts.len()),
+        FsModel::Ext4 | FsModel::Xfs => prefix(digit),
+    }
 }
 
 fn count(choices: &[Choice]) -> Option<u64> {
@@ -391,27 +481,28 @@ fn describe_dir_op(op: &DirOp) -> String {
     }
 }
 
-fn apply_dir_op(names: &mut BTreeMap<String, InodeId>, op: &DirOp) {
+/// Applies one surviving namespace operation. In a prefix (`in_order`) the journal replays
+/// the process's history exactly; out of order, an operation acts on what its name holds
+/// then: a rename or an unlink moves or removes a name only if it still names the inode.
+fn apply_dir_op(names: &mut BTreeMap<String, InodeId>, op: &DirOp, in_order: bool) {
     match op {
         DirOp::Create { name, inode } => {
             names.insert(name.clone(), *inode);
         }
         DirOp::Rename { from, to, inode } => {
-            let moved = names.remove(from);
-            assert_eq!(
-                moved,
-                Some(*inode),
-                "the journal replays the process's history"
-            );
+            if names.get(from) == Some(inode) {
+                names.remove(from);
+            } else {
+                assert!(!in_order, "the journal replays the process's history");
+            }
             names.insert(to.clone(), *inode);
         }
         DirOp::Unlink { name, inode } => {
-            let removed = names.remove(name);
-            assert_eq!(
-                removed,
-                Some(*inode),
-                "the journal replays the process's history"
-            );
+            if names.get(name) == Some(inode) {
+                names.remove(name);
+            } else {
+                assert!(!in_order, "the journal replays the process's history");
+            }
         }
     }
 }
@@ -445,25 +536,31 @@ impl Disk {
         };
         let labels = self.inode_labels();
 
-        // The directory: a prefix of the journal on top of the durable names.
-        let ops_kept = choices
+        // The directory: a prefix of the journal (and what fsyncs logged) on top of the
+        // durable names.
+        let kept = choices
             .iter()
             .zip(&digits)
             .find_map(|(choice, digit)| match choice {
-                Choice::DirPrefix { .. } => Some(*digit as usize),
+                Choice::Dir { .. } => Some(dir_kept(self, *digit)),
                 _ => None,
             })
-            .unwrap_or(0);
+            .unwrap_or_default();
+        let ops_kept = kept.iter().filter(|&&k| k).count();
+        let in_order = kept[..ops_kept].iter().all(|&k| k);
         let mut names = self.durable_names.clone();
-        for op in &self.pending_dir[..ops_kept] {
-            apply_dir_op(&mut names, op);
+        for (op, _) in self.pending_dir.iter().zip(&kept).filter(|(_, &k)| k) {
+            apply_dir_op(&mut names, op, in_order);
         }
         let dir = DirOutcome {
             ops_total: self.pending_dir.len(),
             ops_kept,
-            undone: self.pending_dir[ops_kept..]
+            undone: self
+                .pending_dir
                 .iter()
-                .map(describe_dir_op)
+                .zip(&kept)
+                .filter(|(_, &k)| !k)
+                .map(|(op, _)| describe_dir_op(op))
                 .collect(),
         };
 
@@ -473,8 +570,9 @@ impl Disk {
             let inode = match choice {
                 Choice::Piece { inode, .. }
                 | Choice::SetLen { inode, .. }
-                | Choice::Size { inode } => *inode,
-                Choice::DirPrefix { .. } => continue,
+                | Choice::Size { inode }
+                | Choice::Stale { inode } => *inode,
+                Choice::Dir { .. } => continue,
             };
             file_digits
                 .entry(inode)
@@ -507,10 +605,12 @@ impl Disk {
             file.current = contents;
             file.pending.clear();
             file.unpersisted.clear();
+            file.fsync_fails_next = false;
         }
         self.names = names.clone();
         self.durable_names = names;
         self.pending_dir.clear();
+        self.pending_dir_logged.clear();
 
         PowerLossOutcome {
             state,
@@ -546,8 +646,13 @@ impl Disk {
             len_bytes: file.durable.len() as u64,
             reachable,
             unpersisted_lost_bytes,
+            stale_bytes: 0,
         };
         let mut contents = file.durable.clone();
+        // Per byte of `contents`: whether no surviving write wrote it and it lies past what
+        // the disk held, as a lost append leaves it (what stale data can fill where a lost
+        // write had the block).
+        let mut unwritten = vec![false; contents.len()];
         let mut made = made.iter().peekable();
         let mut write_index = 0;
         for (op_index, op) in file.pending.iter().enumerate() {
@@ -579,6 +684,9 @@ impl Disk {
                         let end = start + usize::try_from(kept_bytes).expect("fits in memory");
                         if kept_bytes > 0 {
                             write_at(&mut contents, *offset_bytes, &bytes[start..end]);
+                            let at = usize::try_from(*offset_bytes).expect("fits in memory");
+                            unwritten.resize(contents.len(), true);
+                            unwritten[at..at + (end - start)].fill(false);
                             kept = true;
                         }
                         outcome.pieces.push(PieceOutcome {
@@ -602,17 +710,51 @@ impl Disk {
                     if *digit == 1 {
                         outcome.truncates_kept += 1;
                         super::apply_data_op(&mut contents, op);
+                        // A hole a truncate makes reads as zeros on every file system.
+                        unwritten.resize(contents.len(), false);
                     }
                 }
             }
         }
-        if let Some((choice, digit)) = made.next() {
+        if let Some((choice, digit)) = made.next_if(|(choice, _)| *choice == Choice::Size { inode })
+        {
             assert_eq!(*choice, Choice::Size { inode });
             if *digit == 1 {
                 outcome.size = SizeFate::Kept;
                 contents.resize(file.current.len(), 0);
+                unwritten.resize(contents.len(), true);
             } else {
                 outcome.size = SizeFate::Lost;
+            }
+        }
+        if let Some((choice, digit)) = made.next() {
+            assert_eq!(*choice, Choice::Stale { inode });
+            if *digit == 1 {
+                // Only blocks a lost write had: a hole no write covered reads as zeros.
+                let mut covered = Vec::new();
+                for op in &file.pending {
+                    if let DataOp::Write {
+                        offset_bytes,
+                        bytes,
+                    } = op
+                    {
+                        super::ranges_add(
+                            &mut covered,
+                            *offset_bytes,
+                            offset_bytes + bytes.len() as u64,
+                        );
+                    }
+                }
+                for (at, byte) in contents.iter_mut().enumerate() {
+                    let at_bytes = at as u64;
+                    let lost_write = covered
+                        .iter()
+                        .any(|&(start, end)| start <= at_bytes && at_bytes < end);
+                    if unwritten[at] && lost_write {
+                        *byte = STALE_BYTE;
+                        outcome.stale_bytes += 1;
+                    }
+                }
             }
         }
         assert!(made.next().is_none(), "every choice of the file was used");
@@ -717,8 +859,9 @@ mod tests {
         disk.write("state.tmp", 0, b"data").unwrap();
         disk.rename("state.tmp", "state").unwrap();
         disk.fsync_dir().unwrap();
-        // One 4-byte piece (lost, torn, kept) times the size (lost, kept).
-        assert_eq!(count_of(&disk), 6);
+        // One 4-byte piece (lost, torn, kept) times the size (lost, kept), times stale data
+        // (posix: zeros, stale; states 6..12 are states 0..6 with stale bytes for zeros).
+        assert_eq!(count_of(&disk), 6 * 2);
         let expected: [&[u8]; 6] = [b"", b"da", b"data", b"\0\0\0\0", b"da\0\0", b"data"];
         for (state, contents) in (0..6).zip(expected) {
             assert_eq!(
@@ -730,12 +873,12 @@ mod tests {
         let (_, outcome) = after(&disk, 0);
         assert_eq!(
             outcome.to_string(),
-            "state 0/6: state: 0/1 writes kept, size lost"
+            "state 0/12: state: 0/1 writes kept, size lost"
         );
         let (_, outcome) = after(&disk, 4);
         assert_eq!(
             outcome.to_string(),
-            "state 4/6: state: 1/1 writes kept (sector 0 torn to 2 bytes), size kept"
+            "state 4/12: state: 1/1 writes kept (sector 0 torn to 2 bytes), size kept"
         );
         assert_eq!(outcome.files[0].len_bytes, 4);
         assert_eq!(outcome.files[0].size, SizeFate::Kept);
@@ -749,14 +892,14 @@ mod tests {
         disk.append("log", b"ab").unwrap();
         disk.append("log", b"cd").unwrap();
         // Two 2-byte pieces (3 outcomes each) times the size.
-        assert_eq!(count_of(&disk), 18);
+        assert_eq!(count_of(&disk), 18 * 2);
         // Only the second append kept: digits lost = 0, kept = 2, then the size.
         let second_only_size_kept = 2 * 3 + 3 * 3;
         let (crashed, outcome) = after(&disk, second_only_size_kept);
         assert_eq!(view(&crashed), one("log", b"\0\0cd"));
         assert_eq!(
             outcome.to_string(),
-            "state 15/18: log: 1/2 writes kept, size kept"
+            "state 15/36: log: 1/2 writes kept, size kept"
         );
         let second_only_size_lost = 2 * 3;
         assert_eq!(
@@ -785,7 +928,7 @@ mod tests {
         let bytes: Vec<u8> = (0..1000u32).map(|i| (i % 251) as u8 + 1).collect();
         disk.write("f", 0, &bytes).unwrap();
         // Pieces [0, 512) and [512, 1000): 3 * 3 outcomes, times the size.
-        assert_eq!(count_of(&disk), 3 * 3 * 2);
+        assert_eq!(count_of(&disk), 3 * 3 * 2 * 2);
         // Sector 0 torn (digit 1), sector 1 kept (digit 2), size lost.
         let (crashed, outcome) = after(&disk, 1 + 3 * 2);
         let mut expected = bytes.clone();
@@ -798,7 +941,7 @@ mod tests {
         assert_eq!(outcome.files[0].pieces[1].len_bytes, 488);
         assert_eq!(
             outcome.to_string(),
-            "state 7/18: f: 1/1 writes kept (sector 0 torn to 256 bytes), size lost"
+            "state 7/36: f: 1/1 writes kept (sector 0 torn to 256 bytes), size lost"
         );
         // Sector 0 kept, sector 1 torn to 244 bytes: the size decides the tail.
         let (crashed, outcome) = after(&disk, 2 + 3);
@@ -815,7 +958,7 @@ mod tests {
         assert_eq!(crashed.read("f").unwrap(), expected);
         assert_eq!(
             outcome.to_string(),
-            "state 6/18: f: 1/1 writes kept (sector 0 lost), size lost"
+            "state 6/36: f: 1/1 writes kept (sector 0 lost), size lost"
         );
     }
 
@@ -828,14 +971,14 @@ mod tests {
         disk.fsync_dir().unwrap();
         // Offset 3, 6 bytes: pieces [3, 4) of 1 byte, [4, 8) of 4, [8, 9) of 1.
         disk.write("f", 3, b"bbbbbc").unwrap();
-        assert_eq!(count_of(&disk), 2 * 3 * 2 * 2);
+        assert_eq!(count_of(&disk), 2 * 3 * 2 * 2 * 2);
         // Lost, torn (2 bytes), kept; size lost. Radices 2, 3, 2, 2.
         let (crashed, outcome) = after(&disk, 2 + 2 * 3);
         assert_eq!(crashed.read("f").unwrap(), b"AAAAbbAAc");
         assert_eq!(outcome.files[0].pieces.len(), 3);
         assert_eq!(
             outcome.to_string(),
-            "state 8/24: f: 1/1 writes kept (sector 0 lost, sector 1 torn to 2 bytes), size lost"
+            "state 8/48: f: 1/1 writes kept (sector 0 lost, sector 1 torn to 2 bytes), size lost"
         );
         // Everything lost but the size.
         let (crashed, _) = after(&disk, 2 * 3 * 2);
@@ -877,19 +1020,27 @@ mod tests {
         disk.remove("old").unwrap();
         disk.create("new").unwrap();
         disk.fsync("new").unwrap();
-        assert_eq!(count_of(&disk), 3);
+        assert_eq!(count_of(&disk), 4);
         let (crashed, outcome) = after(&disk, 0);
         assert_eq!(view(&crashed), one("old", b"kept"));
         assert_eq!(crashed.inodes.len(), 1);
         assert_eq!(
             outcome.to_string(),
-            "state 0/3: dir: 0/2 ops kept (undone: unlink old, create new)"
+            "state 0/4: dir: 0/2 ops kept (undone: unlink old, create new)"
         );
         let (crashed, _) = after(&disk, 1);
         assert_eq!(view(&crashed), BTreeMap::new());
         assert!(crashed.inodes.is_empty());
         let (crashed, _) = after(&disk, 2);
         assert_eq!(view(&crashed), one("new", b""));
+        // posix (as btrfs): the fsync logged `create new`, which survives the lost unlink.
+        let (crashed, outcome) = after(&disk, 3);
+        assert_eq!(crashed.list(), ["new", "old"]);
+        assert_eq!(crashed.read("old").unwrap(), b"kept");
+        assert_eq!(
+            outcome.to_string(),
+            "state 3/4: dir: 1/2 ops kept (undone: unlink old)"
+        );
     }
 
     #[test]
@@ -898,13 +1049,13 @@ mod tests {
         disk.create("f").unwrap();
         disk.append("f", b"x").unwrap();
         // The 1-byte piece (2), the size (2), the create (2).
-        assert_eq!(count_of(&disk), 8);
+        assert_eq!(count_of(&disk), 8 * 2);
         let (crashed, outcome) = after(&disk, 3);
         assert!(crashed.list().is_empty());
         assert!(crashed.inodes.is_empty());
         assert_eq!(
             outcome.to_string(),
-            "state 3/8: f: 1/1 writes kept, size kept, no name survived; dir: 0/1 ops kept (undone: create f)"
+            "state 3/16: f: 1/1 writes kept, size kept, no name survived; dir: 0/1 ops kept (undone: create f)"
         );
         let (crashed, _) = after(&disk, 7);
         assert_eq!(view(&crashed), one("f", b"x"));
@@ -1042,8 +1193,9 @@ mod tests {
         disk.append("a", b"fresh").unwrap();
         let process_view = view(&disk);
         let count = count_of(&disk);
-        // a: piece, truncate; c: piece, size; new a: piece, size; dir: 4 ops.
-        assert_eq!(count, 3 * 2 * 2 * 2 * 3 * 2 * 5);
+        // a: piece, truncate; c: piece, size; new a: piece, size; dir: 4 ops; stale data of c
+        // and of the new a.
+        assert_eq!(count, 3 * 2 * 2 * 2 * 3 * 2 * 5 * 2 * 2);
         assert!(disk
             .power_loss_states()
             .is_enumerable(POWER_LOSS_ENUMERATION_BOUND));
@@ -1075,17 +1227,18 @@ mod tests {
         let mut disk = Disk::with_sector_size(4);
         disk.create("f").unwrap();
         disk.fsync_dir().unwrap();
-        // 8 pieces of 4 bytes and the size: 3^8 * 2 = 13122 states, above the old bound 4096.
+        // 8 pieces of 4 bytes, the size and stale data: 3^8 * 2 * 2 = 26244 states, above the
+        // old bound 4096.
         disk.append("f", &[7; 32]).unwrap();
         let states = disk.power_loss_states();
-        assert_eq!(states.count(), Some(13_122));
+        assert_eq!(states.count(), Some(26_244));
         assert!(states.is_enumerable(POWER_LOSS_ENUMERATION_BOUND));
         let (crashed, outcome) = after(&disk, 13_121);
         assert!(!outcome.seeded);
         assert_eq!(crashed.read("f").unwrap(), [7; 32]);
         assert_eq!(
             outcome.to_string(),
-            "state 13121/13122: f: 1/1 writes kept, size kept"
+            "state 13121/26244: f: 1/1 writes kept, size kept"
         );
         let (crashed, _) = after(&disk, 0);
         assert_eq!(crashed.read("f").unwrap(), b"");
@@ -1096,12 +1249,13 @@ mod tests {
         let mut disk = Disk::with_sector_size(4);
         disk.create("f").unwrap();
         disk.fsync_dir().unwrap();
-        // 10 pieces of 4 bytes and the size: 3^10 * 2 = 118098 states, above 65,536.
+        // 10 pieces of 4 bytes, the size and stale data: 3^10 * 2 * 2 = 236196 states, above
+        // 65,536.
         disk.append("f", &[7; 40]).unwrap();
         let states = disk.power_loss_states();
-        assert_eq!(states.count(), Some(118_098));
+        assert_eq!(states.count(), Some(236_196));
         assert!(!states.is_enumerable(POWER_LOSS_ENUMERATION_BOUND));
-        assert!(states.is_enumerable(118_098));
+        assert!(states.is_enumerable(236_196));
         let (first, outcome) = after(&disk, 99_999);
         let (again, outcome_again) = after(&disk, 99_999);
         assert_eq!(first, again);
@@ -1109,7 +1263,7 @@ mod tests {
         assert!(outcome.seeded);
         assert!(outcome
             .to_string()
-            .starts_with("seed 99999 of 118098 states: f: "));
+            .starts_with("seed 99999 of 236196 states: f: "));
     }
 
     #[test]
