@@ -96,6 +96,7 @@ fuzz_target!(|data: &[u8]| {
         seed: 0,
         restart_delay_ms: 500,
         sector_size_bytes: disk.sector_size_bytes(),
+        fs_model: keel_sim::disk::FsModel::Posix,
         transaction_timeout_ms: 60_000,
     };
     let result = run_on_disk(&spec, disk);

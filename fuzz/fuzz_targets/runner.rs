@@ -140,6 +140,7 @@ fuzz_target!(|data: &[u8]| {
         transaction_timeout_ms: unsigned(&input.transaction_timeout_ms, &time_edges),
         seed: input.seed,
         sector_size_bytes,
+        fs_model: keel_sim::disk::FsModel::Posix,
         allowed_lateness: input
             .allowed_lateness
             .as_ref()

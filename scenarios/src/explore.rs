@@ -208,6 +208,8 @@ pub struct ShrunkReport {
 pub struct ExploreReport {
     pub scenario: String,
     pub protocol: String,
+    /// The file-system profile of the crash model (`--fs-model`).
+    pub fs_model: String,
     /// What the seeds were judged by: an `--expect`, or "promised".
     pub judged_by: String,
     pub rows: Vec<ExploreRow>,
@@ -300,6 +302,7 @@ pub fn report(
     ExploreReport {
         scenario,
         protocol: protocol.to_string(),
+        fs_model: spec.fs_model.to_string(),
         judged_by: asked.map_or("promised".to_string(), Expectation::name),
         rows,
         summary,
@@ -455,8 +458,8 @@ impl ExploreReport {
             };
         }
         out.push_str(&format!(
-            "explore scenario={} protocol={} judged_by={}\n\n",
-            self.scenario, self.protocol, self.judged_by
+            "explore scenario={} protocol={} fs_model={} judged_by={}\n\n",
+            self.scenario, self.protocol, self.fs_model, self.judged_by
         ));
         if !summary_only {
             out.push_str(&self.rows_table().render(format));

@@ -94,6 +94,7 @@ mod tests {
             transaction_timeout_ms: 60_000,
             seed: 7,
             sector_size_bytes: 512,
+            fs_model: keel_sim::disk::FsModel::Posix,
             allowed_lateness: None,
         }
     }

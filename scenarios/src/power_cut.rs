@@ -65,7 +65,7 @@ pub fn stopped_at(spec: &RunSpec, step: u64, at: CrashPoint) -> Option<AtStep> {
         spec.seed,
         crash_plan(step, at),
         Env::new(
-            Disk::with_sector_size(spec.sector_size_bytes),
+            Disk::with_model(spec.sector_size_bytes, spec.fs_model),
             TxLog::new(spec.transaction_timeout_ms),
         ),
     );
@@ -478,6 +478,7 @@ mod tests {
             seed: 0,
             restart_delay_ms: 500,
             sector_size_bytes: 512,
+            fs_model: keel_sim::disk::FsModel::Posix,
             transaction_timeout_ms: 60_000,
         }
     }

@@ -148,6 +148,8 @@ pub struct ConfigReport {
     /// Allowed lateness L in event-time units (absent: unbounded).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allowed_lateness: Option<i64>,
+    /// The file-system profile of the crash model.
+    pub fs_model: String,
 }
 
 /// Counts by the sink's key (the chapter's tally).
@@ -368,8 +370,7 @@ pub fn run_report(
     let result = faulty.as_ref().unwrap_or(&baseline);
     Ok(build(
         scenario,
-        &spec.config,
-        spec.restart_delay_ms,
+        spec,
         (&baseline, &reference),
         (
             Ran::simulated(result, &spec.config, judging.keep_trace),
@@ -412,8 +413,7 @@ pub fn real_run_report(
     })?;
     let mut report = build(
         scenario,
-        &spec.config,
-        spec.restart_delay_ms,
+        spec,
         (&baseline, &reference),
         (Ran::real(&real, &spec.config), judging),
         reproduce,
@@ -426,12 +426,12 @@ pub fn real_run_report(
 
 fn build(
     scenario: &str,
-    config: &EngineConfig,
-    restart_delay_ms: u64,
+    spec: &RunSpec,
     (baseline, reference): (&RunResult, &Reference),
     (result, judging): (Ran<'_>, &Judging),
     reproduce: String,
 ) -> RunReport {
+    let (config, restart_delay_ms) = (&spec.config, spec.restart_delay_ms);
     let observation = result.observation;
     let oracle = judge_one(reference, &observation, judging.view);
     let failures = oracle.failures(judging.expect.as_ref(), config.sink);
@@ -521,6 +521,7 @@ fn build(
             event_interval_ms: config.event_interval_ms,
             restart_delay_ms,
             allowed_lateness: config.allowed_lateness,
+            fs_model: spec.fs_model.to_string(),
         },
         outcome: match result.outcome {
             Outcome::Completed => "completed".to_string(),
@@ -598,8 +599,8 @@ impl RunReport {
             .allowed_lateness
             .map_or(String::new(), |l| format!(" allowed_lateness={l}"));
         line(format!(
-            "scenario={} window={} out_of_orderness={} checkpoint_every={}{lateness} sink={}",
-            self.scenario, c.window, c.out_of_orderness, c.checkpoint_every, c.sink
+            "scenario={} window={} out_of_orderness={} checkpoint_every={}{lateness} sink={} fs_model={}",
+            self.scenario, c.window, c.out_of_orderness, c.checkpoint_every, c.sink, c.fs_model
         ));
         line(self.verdict_line());
         line(format!("properties: {}", self.properties));

@@ -81,6 +81,7 @@ mod tests {
             transaction_timeout_ms: TRANSACTION_TIMEOUT_MS_DEFAULT,
             seed: 226,
             sector_size_bytes: SECTOR_SIZE_BYTES_DEFAULT,
+            fs_model: keel_sim::disk::FsModel::Posix,
             allowed_lateness: None,
         }
     }

@@ -4,6 +4,7 @@
 use keel_engine::{
     Engine, EngineConfig, EngineError, Event, IncarnationStats, Interrupt, OperatorState,
 };
+use keel_sim::disk::FsModel;
 use keel_sim::{Crash, CrashKind, Disk, Env, FaultPlan, TxLog, World};
 
 /// More restarts than this means recovery loops: an outcome, not a hang.
@@ -27,6 +28,8 @@ pub struct RunSpec {
     pub sector_size_bytes: usize,
     /// The transactional log aborts a transaction open longer than this.
     pub transaction_timeout_ms: u64,
+    /// The file-system profile of the simulated disk's crash model.
+    pub fs_model: FsModel,
 }
 
 /// Default transaction timeout of the simulated log (Kafka's default is 60 s).
@@ -160,7 +163,7 @@ fn new_world(spec: &RunSpec, plan: FaultPlan) -> World {
         spec.seed,
         plan,
         Env::new(
-            Disk::with_sector_size(spec.sector_size_bytes),
+            Disk::with_model(spec.sector_size_bytes, spec.fs_model),
             TxLog::new(spec.transaction_timeout_ms),
         ),
     )

@@ -4,7 +4,7 @@
 use crate::error::KeelError;
 use crate::runner::RunSpec;
 use keel_engine::{CheckpointProtocol, EngineConfig, Event, KeyScheme, SinkKind};
-use keel_sim::disk::SECTOR_SIZE_MAX_BYTES;
+use keel_sim::disk::{FsModel, SECTOR_SIZE_MAX_BYTES};
 use keel_sim::FaultPlan;
 use serde::{Deserialize, Serialize};
 
@@ -33,6 +33,10 @@ pub struct ScenarioSpec {
     /// predate it, and from those that keep the default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed_lateness: Option<i64>,
+    /// The file-system profile of the crash model (absent from files that predate it, and
+    /// from those that keep the default, posix).
+    #[serde(default, skip_serializing_if = "FsModel::is_posix")]
+    pub fs_model: FsModel,
 }
 
 impl ScenarioSpec {
@@ -93,6 +97,7 @@ impl ScenarioSpec {
             restart_delay_ms: self.restart_delay_ms,
             sector_size_bytes: self.sector_size_bytes,
             transaction_timeout_ms: self.transaction_timeout_ms,
+            fs_model: self.fs_model,
         })
     }
 
@@ -132,6 +137,9 @@ impl ScenarioSpec {
         }
         if self.sector_size_bytes != crate::runner::SECTOR_SIZE_BYTES_DEFAULT {
             parts.push(format!("--sector-size-bytes {}", self.sector_size_bytes));
+        }
+        if !self.fs_model.is_posix() {
+            parts.push(format!("--fs-model {}", self.fs_model));
         }
         parts.push(format!("--seed {}", self.seed));
         parts.join(" ")

@@ -224,6 +224,8 @@ pub struct SweepSpec {
 pub struct SweepReport {
     pub scenario: String,
     pub protocol: String,
+    /// The file-system profile of the crash model (`--fs-model`).
+    pub fs_model: String,
     /// The seed sampled crash states were drawn with (`--seed`).
     pub seed: u64,
     /// The most crash states run at one step (`--power-loss-states-max`).
@@ -578,6 +580,7 @@ pub fn aggregate(
     SweepReport {
         scenario: spec.label(),
         protocol: spec.protocol.name().to_string(),
+        fs_model: spec.fs_model.to_string(),
         seed: spec.seed,
         power_loss_states_max: sweep.power_loss_states_max,
         judged_by: asked.map_or("promised".to_string(), Expectation::name),
@@ -679,8 +682,8 @@ impl SweepReport {
         let mut out = String::new();
         if format != TableFormat::Csv {
             out.push_str(&format!(
-                "sweep scenario={} protocol={} judged_by={}\n\n",
-                self.scenario, self.protocol, self.judged_by
+                "sweep scenario={} protocol={} fs_model={} judged_by={}\n\n",
+                self.scenario, self.protocol, self.fs_model, self.judged_by
             ));
             if let Some(mismatch) = &self.model_mismatch {
                 out.push_str(&format!(

@@ -61,6 +61,7 @@ pub fn teach_spec(scenario: Option<String>, events: Option<String>) -> ScenarioS
         transaction_timeout_ms: TRANSACTION_TIMEOUT_MS_DEFAULT,
         seed: 0,
         sector_size_bytes: SECTOR_SIZE_BYTES_DEFAULT,
+        fs_model: keel_sim::disk::FsModel::Posix,
         allowed_lateness: None,
     }
 }

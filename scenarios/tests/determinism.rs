@@ -17,6 +17,7 @@ fn spec(sink: SinkKind, plan: FaultPlan) -> RunSpec {
         seed: 0,
         restart_delay_ms: 500,
         sector_size_bytes: 512,
+        fs_model: keel_sim::disk::FsModel::Posix,
         transaction_timeout_ms: 60_000,
     }
 }

@@ -13,6 +13,7 @@ use crate::table::TableFormat;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, FromArgMatches, ValueEnum};
 use keel_engine::{CheckpointProtocol, KeyScheme, SinkKind};
+use keel_sim::disk::FsModel;
 use keel_sim::FaultKind;
 use std::collections::BTreeSet;
 
@@ -338,6 +339,36 @@ pub struct ScenarioArgs {
     /// The simulated disk's sector: the unit a write tears at on power loss.
     #[arg(long, value_name = "BYTES", default_value_t = SECTOR_SIZE_BYTES_DEFAULT as u64, value_parser = clap::value_parser!(u64).range(1..=2_097_152))]
     pub sector_size_bytes: u64,
+
+    /// The file system whose crash behaviour the simulated disk follows where kernels
+    /// disagree: `posix` (every crash state any of them admits), or what `ext4`, `xfs` or
+    /// `btrfs` were measured to do (see the README's protocol table).
+    #[arg(long, value_enum, value_name = "FS", default_value_t = FsModelArg::Posix)]
+    pub fs_model: FsModelArg,
+}
+
+/// A file-system profile of the crash model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FsModelArg {
+    /// The union of the profiles: the most adversarial.
+    Posix,
+    /// Journal commit at an fsync; zeros in a kept size; a failed fsync keeps its pages.
+    Ext4,
+    /// As ext4, and a kept size may hold stale bytes.
+    Xfs,
+    /// An fsync logs its file's names out of order; a failed fsync reverts, the next fails.
+    Btrfs,
+}
+
+impl From<FsModelArg> for FsModel {
+    fn from(model: FsModelArg) -> Self {
+        match model {
+            FsModelArg::Posix => FsModel::Posix,
+            FsModelArg::Ext4 => FsModel::Ext4,
+            FsModelArg::Xfs => FsModel::Xfs,
+            FsModelArg::Btrfs => FsModel::Btrfs,
+        }
+    }
 }
 
 /// How records are keyed.
@@ -502,6 +533,7 @@ pub(crate) fn scenario_spec(args: &ScenarioArgs) -> ScenarioSpec {
         seed: args.seed,
         sector_size_bytes: args.sector_size_bytes as usize,
         allowed_lateness: args.allowed_lateness,
+        fs_model: args.fs_model.into(),
     }
 }
 

@@ -90,9 +90,10 @@ pub(crate) fn cmd_replay(args: &ReplayArgs) -> Result<Output, KeelError> {
                 ));
             }
             stdout.push_str(&format!(
-                "replay scenario={} protocol={} sink={sink}{view_text} {source}\nplan: {plan_json}\ninjected: {injected_json}\n",
+                "replay scenario={} protocol={} fs_model={} sink={sink}{view_text} {source}\nplan: {plan_json}\ninjected: {injected_json}\n",
                 spec.label(),
-                spec.protocol
+                spec.protocol,
+                spec.fs_model
             ));
             if !result.world.wrapped_states().is_empty() {
                 stdout.push_str("(a drawn crash state names one of its step's states, modulo their count: `injected` has the state that ran, and --save-plan writes it)\n");
@@ -141,6 +142,7 @@ pub(crate) fn cmd_replay(args: &ReplayArgs) -> Result<Output, KeelError> {
             let json = serde_json::json!({
                 "scenario": spec.label(),
                 "protocol": spec.protocol.name(),
+                "fs_model": spec.fs_model.name(),
                 "sink": sink.name(),
                 "view": view.map(|v| v.name()),
                 "judged_by": judged_by,

@@ -89,9 +89,10 @@ pub(crate) fn cmd_shrink(args: &ShrinkArgs) -> Result<Output, KeelError> {
     let plan_json = serde_json::to_string(&shrunk.plan.to_file()).expect("plans serialize");
     Ok(Output::ok(match args.format {
         RunFormat::Text => format!(
-            "shrink scenario={} protocol={} sink={sink}{view_option} seed={}\nfailure: {property} broken ({})\nfrom {} faults to {} in {} runs\nplan: {plan_json}\noutcome: {}\nfingerprint={}\nreproduce: {reproduce}\n",
+            "shrink scenario={} protocol={} fs_model={} sink={sink}{view_option} seed={}\nfailure: {property} broken ({})\nfrom {} faults to {} in {} runs\nplan: {plan_json}\noutcome: {}\nfingerprint={}\nreproduce: {reproduce}\n",
             spec.label(),
             spec.protocol,
+            spec.fs_model,
             spec.seed,
             verdict.summary(),
             result.world.faults_injected().len(),

@@ -154,7 +154,7 @@ fn spec_differences(given: &Given, flags: &ScenarioSpec, recorded: &ScenarioSpec
         spec.allowed_lateness
             .map_or("unbounded".to_string(), |l| l.to_string())
     };
-    let knobs: [(&str, &str, String, String); 10] = [
+    let knobs: [(&str, &str, String, String); 11] = [
         (
             "window",
             "--window",
@@ -214,6 +214,12 @@ fn spec_differences(given: &Given, flags: &ScenarioSpec, recorded: &ScenarioSpec
             "--sector-size-bytes",
             flags.sector_size_bytes.to_string(),
             recorded.sector_size_bytes.to_string(),
+        ),
+        (
+            "fs_model",
+            "--fs-model",
+            flags.fs_model.to_string(),
+            recorded.fs_model.to_string(),
         ),
     ];
     let mut differences = Vec::new();
