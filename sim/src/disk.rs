@@ -22,7 +22,7 @@
 //!      created or renamed name durable;
 //!   3. writes tear at sector boundaries ([`Disk::with_sector_size`], 512 bytes by default),
 //!      a torn sector keeping a prefix of its new bytes, and a file's new size may survive
-//!      without its new data (the gap reads as zeros, or as stale bytes on xfs and posix);
+//!      without its new data (the gap reads as zeros, or as stale bytes on xfs);
 //!   4. create, rename and unlink are atomic and journaled in order: a prefix of the pending
 //!      ones survives, independently of file data (the zero-length file after a rename),
 //!      plus, on btrfs and posix, those a later fsync of their file logged;
@@ -50,8 +50,8 @@
 //!   admits), `ext4`, `xfs` or `btrfs`: ext4 and xfs commit their journal at an fsync (a
 //!   rename made durable by an unrelated file's fsync); btrfs logs an fsynced file's names
 //!   out of order (`create x; create y; fsync y` can keep `y` without `x`) and reverts a
-//!   file at a failed fsync, failing the next one too; xfs (and posix) may fill a kept new
-//!   size with stale bytes instead of zeros.
+//!   file at a failed fsync, failing the next one too; xfs may fill a kept new size with
+//!   stale bytes instead of zeros (the one rule posix leaves out: see `fs_model`).
 //! - **Page eviction** ([`Disk::evict_clean_pages`]): the kernel drops clean pages (memory
 //!   pressure, `drop_caches`); pages that hold unpersisted bytes are clean, so the process
 //!   then reads what the disk holds there. Dirty pages are never dropped.

@@ -1,5 +1,6 @@
 //! File-system profiles of the crash model: what each file system was measured to do where
-//! kernels disagree, and `posix`, the union of them all (the default, the most adversarial).
+//! kernels disagree, and `posix` (the default, the most adversarial): the union of them all
+//! but xfs's stale bytes (see below).
 //!
 //! Measured on Linux 6.1 in user-mode Linux (see the README's power-cut and disk-error
 //! sections). The rules every profile shares are stated at the top of `disk.rs` and of the
@@ -10,7 +11,7 @@
 //! | a failed fsync ([`Disk::fsync_fail`](super::Disk::fsync_fail)) | bytes kept in clean pages | kept in clean pages | kept in clean pages | reverted at once, next fsync fails too |
 //! | fsync(file) commits the namespace journal | no (any prefix) | yes | yes | no |
 //! | fsync(file) logs that file's own names out of order | yes (besides every prefix) | no | no | yes |
-//! | a kept new size with its data lost reads as | zeros or stale bytes | zeros | zeros or stale bytes | zeros |
+//! | a kept new size with its data lost reads as | zeros | zeros | zeros or stale bytes | zeros |
 //!
 //! - **Journal commit** (ext4, xfs): an fsync of a file that has anything to write (pending
 //!   data, or a create or rename of its own since the directory's last commit) commits the
@@ -32,10 +33,15 @@
 //!   next fsync of that file fails again (once; the file system may also go read-only, which
 //!   the model does not do).
 //!
-//! `posix` admits every crash state the three profiles admit (ext4's and xfs's journal
-//! commits only remove states). For a failed fsync it has no union to offer: a process sees
-//! one behaviour or the other. `posix` keeps ext4's and xfs's, the one in which a process
-//! reads bytes about to vanish; btrfs's revert-and-fail is reached with `--fs-model btrfs`.
+//! `posix` admits every crash state ext4 and btrfs admit, and xfs's but those with stale
+//! bytes (ext4's and xfs's journal commits only remove states). Stale bytes are left out of
+//! posix on purpose: they double the crash states of every file that grew (the default
+//! sweep of ch04's `safe` from 483 power-loss points a sink to 891, `in-place`'s from 77,595,
+//! every one run, to 305,859, too many to run) and changed no protocol's verdict on ch04
+//! (each protocol holds or fails on xfs as on ext4, which differ only by them, and as on
+//! posix with them); `--fs-model xfs` has them. For a failed fsync there is no union to offer: a process sees one behaviour or the
+//! other. `posix` keeps ext4's and xfs's, the one in which a process reads bytes about to
+//! vanish; btrfs's revert-and-fail is reached with `--fs-model btrfs`.
 //!
 //! Tears are a property of the device, not of the file system, and are the same in every
 //! profile: a write tears at sector boundaries ([`Disk::with_sector_size`](super::Disk::with_sector_size)),
@@ -96,9 +102,10 @@ impl FsModel {
         *self == FsModel::Posix
     }
 
-    /// A kept new size whose data was lost may read as stale bytes instead of zeros.
+    /// A kept new size whose data was lost may read as stale bytes instead of zeros (xfs
+    /// only: see the module header for why posix leaves them out).
     pub fn stale_data(&self) -> bool {
-        matches!(self, FsModel::Posix | FsModel::Xfs)
+        matches!(self, FsModel::Xfs)
     }
 
     /// A failed fsync reverts the file at once and fails the next fsync of it too.
@@ -132,6 +139,13 @@ mod tests {
     /// A directory after a power loss: (name, contents) by name.
     type State = Vec<(String, Vec<u8>)>;
 
+    /// A directory as a test writes it down.
+    type Files<'a> = &'a [(&'a str, &'a [u8])];
+
+    /// A failed fsync's case: the profile, what the process reads after the failure, the
+    /// second fsync, the one crash state a power loss then leaves.
+    type FailedFsync = (FsModel, &'static [u8], Result<(), DiskError>, &'static [u8]);
+
     /// Every crash state of `disk`, in state order.
     fn states(disk: &Disk) -> Vec<State> {
         let count = disk.power_loss_states().count().expect("a small count");
@@ -160,7 +174,7 @@ mod tests {
     }
 
     /// `setup` on each profile leaves exactly the crash states `expected`, in order.
-    fn check(setup: fn(FsModel) -> Disk, expected: &[(FsModel, &[&[(&str, &[u8])]])]) {
+    fn check(setup: fn(FsModel) -> Disk, expected: &[(FsModel, &[Files<'_>])]) {
         for (model, want) in expected {
             let got = states(&setup(*model));
             let want: Vec<State> = want.iter().map(|files| state(files)).collect();
@@ -297,7 +311,7 @@ mod tests {
         check(
             unsynced_append,
             &[
-                (FsModel::Posix, &both),
+                (FsModel::Posix, &zeros),
                 (FsModel::Ext4, &zeros),
                 (FsModel::Xfs, &both),
                 (FsModel::Btrfs, &zeros),
@@ -360,9 +374,7 @@ mod tests {
             op: "fsync",
             name: "f".to_string(),
         });
-        // (profile, what the process reads after the failure, the second fsync, the one
-        // crash state a power loss then leaves).
-        let cases: [(FsModel, &[u8], Result<(), DiskError>, &[u8]); 4] = [
+        let cases: [FailedFsync; 4] = [
             (FsModel::Posix, b"oldnew", Ok(()), b"old\0\0\0"),
             (FsModel::Ext4, b"oldnew", Ok(()), b"old\0\0\0"),
             (FsModel::Xfs, b"oldnew", Ok(()), b"old\0\0\0"),
@@ -404,11 +416,12 @@ mod tests {
     }
 
     #[test]
-    fn posix_has_every_crash_state_rule_of_the_others() {
+    fn posix_has_every_crash_state_rule_of_the_others_but_stale_bytes() {
         for model in FsModel::ALL {
             assert!(!model.fsync_logs_names() || FsModel::Posix.fsync_logs_names());
-            assert!(!model.stale_data() || FsModel::Posix.stale_data());
         }
+        assert!(FsModel::Xfs.stale_data());
+        assert!(!FsModel::Posix.stale_data());
         assert!(!FsModel::Posix.fsync_commits_journal());
         assert!(!FsModel::Posix.revert_on_fsync_error());
     }

@@ -19,8 +19,8 @@
 //!    surviving operation wrote reads as zero, or as the durable byte where `durable`
 //!    covers it. If no, its length is what the surviving operations give: with writes
 //!    only, the max of the durable length and the end of every surviving (part of a) piece.
-//!    A pending truncate survives or not as a whole (2 outcomes). On profiles with stale
-//!    data (xfs, posix: see `fs_model`) a grown file has one more choice, last of all:
+//!    A pending truncate survives or not as a whole (2 outcomes). On a profile with stale
+//!    data (xfs: see `fs_model`) a grown file has one more choice, last of all:
 //!    the bytes past the durable length that no surviving write wrote read as zeros or as
 //!    stale data ([`STALE_BYTE`]); a hole a surviving truncate made reads as zeros.
 //!    A tear keeps a prefix of a piece: with 1-byte sectors each byte is a piece, so a
@@ -155,7 +155,7 @@ pub struct FileOutcome {
     /// Bytes a failed fsync had left unpersisted: lost, whatever the choices.
     pub unpersisted_lost_bytes: u64,
     /// Bytes of the file's new length that no surviving write wrote and that read as stale
-    /// data ([`STALE_BYTE`]) instead of zeros (xfs and posix only).
+    /// data ([`STALE_BYTE`]) instead of zeros (xfs only).
     pub stale_bytes: u64,
 }
 
@@ -859,9 +859,8 @@ mod tests {
         disk.write("state.tmp", 0, b"data").unwrap();
         disk.rename("state.tmp", "state").unwrap();
         disk.fsync_dir().unwrap();
-        // One 4-byte piece (lost, torn, kept) times the size (lost, kept), times stale data
-        // (posix: zeros, stale; states 6..12 are states 0..6 with stale bytes for zeros).
-        assert_eq!(count_of(&disk), 6 * 2);
+        // One 4-byte piece (lost, torn, kept) times the size (lost, kept).
+        assert_eq!(count_of(&disk), 6);
         let expected: [&[u8]; 6] = [b"", b"da", b"data", b"\0\0\0\0", b"da\0\0", b"data"];
         for (state, contents) in (0..6).zip(expected) {
             assert_eq!(
@@ -873,12 +872,12 @@ mod tests {
         let (_, outcome) = after(&disk, 0);
         assert_eq!(
             outcome.to_string(),
-            "state 0/12: state: 0/1 writes kept, size lost"
+            "state 0/6: state: 0/1 writes kept, size lost"
         );
         let (_, outcome) = after(&disk, 4);
         assert_eq!(
             outcome.to_string(),
-            "state 4/12: state: 1/1 writes kept (sector 0 torn to 2 bytes), size kept"
+            "state 4/6: state: 1/1 writes kept (sector 0 torn to 2 bytes), size kept"
         );
         assert_eq!(outcome.files[0].len_bytes, 4);
         assert_eq!(outcome.files[0].size, SizeFate::Kept);
@@ -892,14 +891,14 @@ mod tests {
         disk.append("log", b"ab").unwrap();
         disk.append("log", b"cd").unwrap();
         // Two 2-byte pieces (3 outcomes each) times the size.
-        assert_eq!(count_of(&disk), 18 * 2);
+        assert_eq!(count_of(&disk), 18);
         // Only the second append kept: digits lost = 0, kept = 2, then the size.
         let second_only_size_kept = 2 * 3 + 3 * 3;
         let (crashed, outcome) = after(&disk, second_only_size_kept);
         assert_eq!(view(&crashed), one("log", b"\0\0cd"));
         assert_eq!(
             outcome.to_string(),
-            "state 15/36: log: 1/2 writes kept, size kept"
+            "state 15/18: log: 1/2 writes kept, size kept"
         );
         let second_only_size_lost = 2 * 3;
         assert_eq!(
@@ -928,7 +927,7 @@ mod tests {
         let bytes: Vec<u8> = (0..1000u32).map(|i| (i % 251) as u8 + 1).collect();
         disk.write("f", 0, &bytes).unwrap();
         // Pieces [0, 512) and [512, 1000): 3 * 3 outcomes, times the size.
-        assert_eq!(count_of(&disk), 3 * 3 * 2 * 2);
+        assert_eq!(count_of(&disk), 3 * 3 * 2);
         // Sector 0 torn (digit 1), sector 1 kept (digit 2), size lost.
         let (crashed, outcome) = after(&disk, 1 + 3 * 2);
         let mut expected = bytes.clone();
@@ -941,7 +940,7 @@ mod tests {
         assert_eq!(outcome.files[0].pieces[1].len_bytes, 488);
         assert_eq!(
             outcome.to_string(),
-            "state 7/36: f: 1/1 writes kept (sector 0 torn to 256 bytes), size lost"
+            "state 7/18: f: 1/1 writes kept (sector 0 torn to 256 bytes), size lost"
         );
         // Sector 0 kept, sector 1 torn to 244 bytes: the size decides the tail.
         let (crashed, outcome) = after(&disk, 2 + 3);
@@ -958,7 +957,7 @@ mod tests {
         assert_eq!(crashed.read("f").unwrap(), expected);
         assert_eq!(
             outcome.to_string(),
-            "state 6/36: f: 1/1 writes kept (sector 0 lost), size lost"
+            "state 6/18: f: 1/1 writes kept (sector 0 lost), size lost"
         );
     }
 
@@ -971,14 +970,14 @@ mod tests {
         disk.fsync_dir().unwrap();
         // Offset 3, 6 bytes: pieces [3, 4) of 1 byte, [4, 8) of 4, [8, 9) of 1.
         disk.write("f", 3, b"bbbbbc").unwrap();
-        assert_eq!(count_of(&disk), 2 * 3 * 2 * 2 * 2);
+        assert_eq!(count_of(&disk), 2 * 3 * 2 * 2);
         // Lost, torn (2 bytes), kept; size lost. Radices 2, 3, 2, 2.
         let (crashed, outcome) = after(&disk, 2 + 2 * 3);
         assert_eq!(crashed.read("f").unwrap(), b"AAAAbbAAc");
         assert_eq!(outcome.files[0].pieces.len(), 3);
         assert_eq!(
             outcome.to_string(),
-            "state 8/48: f: 1/1 writes kept (sector 0 lost, sector 1 torn to 2 bytes), size lost"
+            "state 8/24: f: 1/1 writes kept (sector 0 lost, sector 1 torn to 2 bytes), size lost"
         );
         // Everything lost but the size.
         let (crashed, _) = after(&disk, 2 * 3 * 2);
@@ -1049,13 +1048,13 @@ mod tests {
         disk.create("f").unwrap();
         disk.append("f", b"x").unwrap();
         // The 1-byte piece (2), the size (2), the create (2).
-        assert_eq!(count_of(&disk), 8 * 2);
+        assert_eq!(count_of(&disk), 8);
         let (crashed, outcome) = after(&disk, 3);
         assert!(crashed.list().is_empty());
         assert!(crashed.inodes.is_empty());
         assert_eq!(
             outcome.to_string(),
-            "state 3/16: f: 1/1 writes kept, size kept, no name survived; dir: 0/1 ops kept (undone: create f)"
+            "state 3/8: f: 1/1 writes kept, size kept, no name survived; dir: 0/1 ops kept (undone: create f)"
         );
         let (crashed, _) = after(&disk, 7);
         assert_eq!(view(&crashed), one("f", b"x"));
@@ -1193,9 +1192,8 @@ mod tests {
         disk.append("a", b"fresh").unwrap();
         let process_view = view(&disk);
         let count = count_of(&disk);
-        // a: piece, truncate; c: piece, size; new a: piece, size; dir: 4 ops; stale data of c
-        // and of the new a.
-        assert_eq!(count, 3 * 2 * 2 * 2 * 3 * 2 * 5 * 2 * 2);
+        // a: piece, truncate; c: piece, size; new a: piece, size; dir: 4 ops.
+        assert_eq!(count, 3 * 2 * 2 * 2 * 3 * 2 * 5);
         assert!(disk
             .power_loss_states()
             .is_enumerable(POWER_LOSS_ENUMERATION_BOUND));
@@ -1227,18 +1225,17 @@ mod tests {
         let mut disk = Disk::with_sector_size(4);
         disk.create("f").unwrap();
         disk.fsync_dir().unwrap();
-        // 8 pieces of 4 bytes, the size and stale data: 3^8 * 2 * 2 = 26244 states, above the
-        // old bound 4096.
+        // 8 pieces of 4 bytes and the size: 3^8 * 2 = 13122 states, above the old bound 4096.
         disk.append("f", &[7; 32]).unwrap();
         let states = disk.power_loss_states();
-        assert_eq!(states.count(), Some(26_244));
+        assert_eq!(states.count(), Some(13_122));
         assert!(states.is_enumerable(POWER_LOSS_ENUMERATION_BOUND));
         let (crashed, outcome) = after(&disk, 13_121);
         assert!(!outcome.seeded);
         assert_eq!(crashed.read("f").unwrap(), [7; 32]);
         assert_eq!(
             outcome.to_string(),
-            "state 13121/26244: f: 1/1 writes kept, size kept"
+            "state 13121/13122: f: 1/1 writes kept, size kept"
         );
         let (crashed, _) = after(&disk, 0);
         assert_eq!(crashed.read("f").unwrap(), b"");
@@ -1249,13 +1246,12 @@ mod tests {
         let mut disk = Disk::with_sector_size(4);
         disk.create("f").unwrap();
         disk.fsync_dir().unwrap();
-        // 10 pieces of 4 bytes, the size and stale data: 3^10 * 2 * 2 = 236196 states, above
-        // 65,536.
+        // 10 pieces of 4 bytes and the size: 3^10 * 2 = 118098 states, above 65,536.
         disk.append("f", &[7; 40]).unwrap();
         let states = disk.power_loss_states();
-        assert_eq!(states.count(), Some(236_196));
+        assert_eq!(states.count(), Some(118_098));
         assert!(!states.is_enumerable(POWER_LOSS_ENUMERATION_BOUND));
-        assert!(states.is_enumerable(236_196));
+        assert!(states.is_enumerable(118_098));
         let (first, outcome) = after(&disk, 99_999);
         let (again, outcome_again) = after(&disk, 99_999);
         assert_eq!(first, again);
@@ -1263,7 +1259,7 @@ mod tests {
         assert!(outcome.seeded);
         assert!(outcome
             .to_string()
-            .starts_with("seed 99999 of 236196 states: f: "));
+            .starts_with("seed 99999 of 118098 states: f: "));
     }
 
     #[test]
