@@ -312,7 +312,7 @@ fn the_safe_sweep_runs_every_crash_state() {
     assert_exhaustive(&report);
     assert_eq!(
         n(&row(&report, "append", "power-loss")["states_total"]),
-        481
+        483
     );
 }
 
