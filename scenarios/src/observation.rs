@@ -363,6 +363,7 @@ mod tests {
             seed: 0,
             sector_size_bytes: SECTOR_SIZE_BYTES_DEFAULT,
             allowed_lateness: None,
+            fs_model: keel_sim::disk::FsModel::Posix,
         };
         let plan = FaultPlan::new(
             faults
