@@ -497,6 +497,7 @@ mod tests {
             seed: 0,
             restart_delay_ms: 500,
             sector_size_bytes: 512,
+            fs_model: keel_sim::disk::FsModel::Posix,
             transaction_timeout_ms: 60_000,
         }
     }
