@@ -325,12 +325,22 @@ impl Engine {
     }
 
     /// Processes the input from where recovery left off to the end, flushing at the end and
-    /// making the sink durable.
+    /// making the sink durable: [`Engine::resume_index`], [`Engine::process`] for each event
+    /// from there, then [`Engine::finish`].
     pub fn run<S: Storage>(
         &mut self,
         world: &mut World<S>,
         events: &[Event],
     ) -> Result<(), Interrupt> {
+        let start = self.resume_index(events)?;
+        for index in start..events.len() as u64 {
+            self.process(world, events, index)?;
+        }
+        self.finish(world, events)
+    }
+
+    /// The first event this incarnation reads (where recovery left off), if the input has it.
+    pub fn resume_index(&self, events: &[Event]) -> Result<u64, Interrupt> {
         let start = self.stats.resume_from_index;
         if start > events.len() as u64 {
             return Err(Interrupt::Failed(EngineError {
@@ -340,26 +350,46 @@ impl Engine {
                 ),
             }));
         }
-        for index in start..events.len() as u64 {
-            world.sleep_until(self.config.arrival_ms(index))?;
-            world.effect("source.read", read_target(index), |_| ())?;
-            let event = events[index as usize];
-            let key_prefix = self.key_prefix(world, &index.to_string());
-            let records = self.state.on_event(
-                &key_prefix,
-                event,
-                self.config.window_size,
-                self.config.out_of_orderness,
-                self.config.allowed_lateness,
-            );
-            for record in &records {
-                self.write(world, record)?;
-            }
-            self.stats.processed_upto_index = index + 1;
-            if (index + 1) % self.config.checkpoint_every == 0 {
-                self.checkpoint(world, index + 1, false)?;
-            }
+        Ok(start)
+    }
+
+    /// Reads event `index` when it arrives, emits its records and checkpoints if it is due.
+    /// Between two events everything the engine holds is in `self` (what a fork copies).
+    pub fn process<S: Storage>(
+        &mut self,
+        world: &mut World<S>,
+        events: &[Event],
+        index: u64,
+    ) -> Result<(), Interrupt> {
+        assert!(index < events.len() as u64, "an event of the input");
+        assert_eq!(index, self.stats.processed_upto_index, "events in order");
+        world.sleep_until(self.config.arrival_ms(index))?;
+        world.effect("source.read", read_target(index), |_| ())?;
+        let event = events[index as usize];
+        let key_prefix = self.key_prefix(world, &index.to_string());
+        let records = self.state.on_event(
+            &key_prefix,
+            event,
+            self.config.window_size,
+            self.config.out_of_orderness,
+            self.config.allowed_lateness,
+        );
+        for record in &records {
+            self.write(world, record)?;
         }
+        self.stats.processed_upto_index = index + 1;
+        if (index + 1) % self.config.checkpoint_every == 0 {
+            self.checkpoint(world, index + 1, false)?;
+        }
+        Ok(())
+    }
+
+    /// The end of the input: flush every window and make the sink durable.
+    pub fn finish<S: Storage>(
+        &mut self,
+        world: &mut World<S>,
+        events: &[Event],
+    ) -> Result<(), Interrupt> {
         world.effect("source.read", END_OF_INPUT, |_| ())?;
         let key_prefix = self.key_prefix(world, "flush");
         for record in &self.state.flush(&key_prefix, self.config.out_of_orderness) {
@@ -375,6 +405,23 @@ impl Engine {
             Sink::Log(_) => self.checkpoint(world, events.len() as u64, true)?,
         }
         Ok(())
+    }
+
+    /// Whether this process, between two events, would go on exactly as `other` does given
+    /// the same world: the same knobs, operator state, sink connector (a file sink's; the
+    /// log sink's connector is never compared: false), known checkpoint files and last
+    /// record (what a zombie would retry). What it did so far (`stats`) is not compared: it
+    /// only counts and reports, nothing reads it to decide.
+    pub fn same_future_as(&self, other: &Engine) -> bool {
+        let file_sinks_equal = match (&self.sink, &other.sink) {
+            (Some(Sink::File(a)), Some(Sink::File(b))) => a == b,
+            _ => false,
+        };
+        file_sinks_equal
+            && self.config == other.config
+            && self.state == other.state
+            && self.checkpoint_files == other.checkpoint_files
+            && self.last_record == other.last_record
     }
 
     /// The prefix of the keys of the records emitted now: the stable one (event index, or

@@ -87,7 +87,7 @@ impl From<Crash> for SinkError {
 }
 
 /// The keys of the complete lines of the sink file, kept up to date incrementally.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct KeyIndex {
     /// Bytes of the file already indexed (always just after a newline).
     indexed_len_bytes: u64,
@@ -133,7 +133,7 @@ pub fn readable_prefix_len_bytes(contents: &[u8]) -> usize {
 }
 
 /// The engine's end of a sink: the process memory part, lost on a crash.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SinkConnector {
     kind: SinkKind,
     file: String,

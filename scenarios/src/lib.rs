@@ -13,6 +13,7 @@ pub mod disk_error;
 pub mod error;
 pub mod explore;
 pub mod fidelity;
+pub mod fork;
 pub mod gen;
 pub mod model;
 pub mod observation;

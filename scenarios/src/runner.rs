@@ -169,53 +169,203 @@ fn new_world(spec: &RunSpec, plan: FaultPlan) -> World {
     )
 }
 
-fn run_world(spec: &RunSpec, mut world: World) -> RunResult {
-    let mut incarnations = Vec::new();
+fn run_world(spec: &RunSpec, world: World) -> RunResult {
+    match drive(spec, world, None, &mut |_| Control::Continue) {
+        Driven::Finished(result) => result,
+        Driven::Stopped(_) => unreachable!("a run that is never told to stop runs to its end"),
+    }
+}
+
+/// A run paused between two events of an incarnation's input: everything the runner and
+/// the engine hold there. Resuming it ([`resume`]) goes on exactly as the run would have.
+#[derive(Clone, Debug)]
+pub struct Paused {
+    pub world: World,
+    /// The live process (its memory).
+    pub engine: Engine,
+    /// The incarnations that ended before this one.
+    pub incarnations: Vec<Incarnation>,
+    /// The restarts so far (this incarnation's number among the runner's attempts).
+    pub restarts: u32,
+    /// The next event the engine reads (the input's length: only the end of input is left).
+    pub index: u64,
+}
+
+/// What a run looks like between two events, as [`drive`] shows it to its caller.
+pub struct Between<'a> {
+    pub world: &'a mut World,
+    pub engine: &'a Engine,
+    pub incarnations: &'a [Incarnation],
+    /// The next event the engine reads.
+    pub index: u64,
+}
+
+/// Whether a run goes on after an event boundary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Control {
+    Continue,
+    /// Pause here: [`drive`] returns the run as [`Driven::Stopped`].
+    Stop,
+}
+
+/// How [`drive`] came back.
+#[derive(Debug)]
+pub enum Driven {
+    Finished(RunResult),
+    Stopped(Box<Paused>),
+}
+
+/// Runs `spec` from the start like [`run`], asking `between` at every event boundary
+/// whether to go on (what a sweep's snapshots of a fault-free run are taken with).
+pub fn run_between(spec: &RunSpec, between: &mut dyn FnMut(Between) -> Control) -> Driven {
+    drive(spec, new_world(spec, spec.plan.clone()), None, between)
+}
+
+/// Runs a paused run on from where it stopped, under its world's plan.
+pub fn resume(
+    spec: &RunSpec,
+    paused: Paused,
+    between: &mut dyn FnMut(Between) -> Control,
+) -> Driven {
+    let Paused {
+        world,
+        engine,
+        incarnations,
+        restarts,
+        index,
+    } = paused;
+    drive(
+        spec,
+        world,
+        Some((engine, incarnations, restarts, index)),
+        between,
+    )
+}
+
+/// Runs a process incarnation's input from event `from` to the end, asking `between` at every
+/// event boundary (before each event and before the end of input) whether to go on.
+/// `Ok(Some(index))`: told to stop before event `index`.
+fn run_input(
+    spec: &RunSpec,
+    world: &mut World,
+    engine: &mut Engine,
+    incarnations: &[Incarnation],
+    from: u64,
+    between: &mut dyn FnMut(Between) -> Control,
+) -> Result<Option<u64>, Interrupt> {
+    let len = spec.events.len() as u64;
+    for index in from..=len {
+        let control = between(Between {
+            world,
+            engine,
+            incarnations,
+            index,
+        });
+        if control == Control::Stop {
+            return Ok(Some(index));
+        }
+        if index < len {
+            engine.process(world, &spec.events, index)?;
+        }
+    }
+    engine.finish(world, &spec.events)?;
+    Ok(None)
+}
+
+/// Starts a process: recovery, then the zombie (if any) wakes up; what it does in its
+/// afterlife goes into its incarnation's record in `incarnations`.
+fn start_incarnation(
+    world: &mut World,
+    engine: &mut Engine,
+    zombie: &mut Option<(u32, Engine)>,
+    incarnations: &mut [Incarnation],
+) -> Result<(), Interrupt> {
+    engine.recover(world)?;
+    // The zombie wakes up once its replacement has recovered: the moment it does the most
+    // harm, when the new process already owns the sink.
+    if let Some((incarnation, mut old)) = zombie.take() {
+        world.begin_zombie(incarnation, ZOMBIE_STEPS_MAX);
+        let mut power_loss = None;
+        let outcome = match old.wake_as_zombie(world) {
+            Ok(()) => "its writes were accepted".to_string(),
+            Err(Interrupt::Crash(crash)) => {
+                // The zombie shares the machine (and the disk) with its replacement: a
+                // power loss takes both down, a kill only the zombie.
+                if matches!(crash.kind, CrashKind::PowerLoss { .. }) {
+                    power_loss = Some(crash);
+                }
+                "it died for good".to_string()
+            }
+            Err(Interrupt::Abort(e) | Interrupt::Failed(e)) => {
+                format!("it was stopped: {e}")
+            }
+        };
+        world.end_zombie();
+        // What the zombie did in its afterlife is part of its incarnation's record.
+        let zombie_record: &mut Incarnation = &mut incarnations[incarnation as usize];
+        zombie_record.stats = old.stats().clone();
+        world.note(format!("zombie: p{incarnation} is gone ({outcome})"));
+        if let Some(crash) = power_loss {
+            world.note(format!(
+                "power loss: p{} goes down with the machine",
+                world.incarnation()
+            ));
+            return Err(Interrupt::Crash(crash));
+        }
+    }
+    Ok(())
+}
+
+/// The runner's loop: crash, restart after the delay, recover, until the input is done or
+/// `between` says stop at an event boundary. `midway`: a paused run's process, the
+/// incarnations before it, its restarts and its next event (None: a fresh start).
+fn drive(
+    spec: &RunSpec,
+    mut world: World,
+    midway: Option<(Engine, Vec<Incarnation>, u32, u64)>,
+    between: &mut dyn FnMut(Between) -> Control,
+) -> Driven {
+    let (mut midway, mut incarnations, restarts_first) = match midway {
+        Some((engine, incarnations, restarts, index)) => {
+            (Some((engine, index)), incarnations, restarts)
+        }
+        None => (None, Vec::new(), 0),
+    };
     // A process that was cut off but lives on, waiting to wake up.
     let mut zombie: Option<(u32, Engine)> = None;
-    for restarts in 0..=RESTARTS_MAX {
-        if restarts > 0 {
-            world.restart(spec.restart_delay_ms);
-        }
-        let mut engine = Engine::new(spec.config);
-        let result = engine.recover(&mut world).and_then(|()| {
-            // The zombie wakes up once its replacement has recovered: the moment it does
-            // the most harm, when the new process already owns the sink.
-            if let Some((incarnation, mut old)) = zombie.take() {
-                world.begin_zombie(incarnation, ZOMBIE_STEPS_MAX);
-                let mut power_loss = None;
-                let outcome = match old.wake_as_zombie(&mut world) {
-                    Ok(()) => "its writes were accepted".to_string(),
-                    Err(Interrupt::Crash(crash)) => {
-                        // The zombie shares the machine (and the disk) with its
-                        // replacement: a power loss takes both down, a kill only the zombie.
-                        if matches!(crash.kind, CrashKind::PowerLoss { .. }) {
-                            power_loss = Some(crash);
-                        }
-                        "it died for good".to_string()
-                    }
-                    Err(Interrupt::Abort(e) | Interrupt::Failed(e)) => {
-                        format!("it was stopped: {e}")
-                    }
-                };
-                world.end_zombie();
-                // What the zombie did in its afterlife is part of its incarnation's record.
-                let zombie_record: &mut Incarnation = &mut incarnations[incarnation as usize];
-                zombie_record.stats = old.stats().clone();
-                world.note(format!("zombie: p{incarnation} is gone ({outcome})"));
-                if let Some(crash) = power_loss {
-                    world.note(format!(
-                        "power loss: p{} goes down with the machine",
-                        world.incarnation()
-                    ));
-                    return Err(Interrupt::Crash(crash));
-                }
+    for restarts in restarts_first..=RESTARTS_MAX {
+        let (engine, result) = match midway.take() {
+            Some((mut engine, index)) => {
+                let result =
+                    run_input(spec, &mut world, &mut engine, &incarnations, index, between);
+                (engine, result)
             }
-            engine.run(&mut world, &spec.events)
-        });
+            None => {
+                if restarts > 0 {
+                    world.restart(spec.restart_delay_ms);
+                }
+                let mut engine = Engine::new(spec.config);
+                let result =
+                    start_incarnation(&mut world, &mut engine, &mut zombie, &mut incarnations)
+                        .and_then(|()| engine.resume_index(&spec.events))
+                        .and_then(|start| {
+                            run_input(spec, &mut world, &mut engine, &incarnations, start, between)
+                        });
+                (engine, result)
+            }
+        };
         let stats = engine.stats().clone();
         let (end, outcome) = match result {
-            Ok(()) => (IncarnationEnd::Completed, Some(Outcome::Completed)),
+            Ok(Some(index)) => {
+                return Driven::Stopped(Box::new(Paused {
+                    world,
+                    engine,
+                    incarnations,
+                    restarts,
+                    index,
+                }))
+            }
+            Ok(None) => (IncarnationEnd::Completed, Some(Outcome::Completed)),
             Err(Interrupt::Failed(error)) => (
                 IncarnationEnd::Failed(error.clone()),
                 Some(Outcome::RecoveryFailed(error)),
@@ -241,18 +391,18 @@ fn run_world(spec: &RunSpec, mut world: World) -> RunResult {
                 // is no promise of durability).
                 world.evict_clean_pages("the run is over");
             }
-            return RunResult {
+            return Driven::Finished(RunResult {
                 world,
                 incarnations,
                 outcome,
                 final_state: engine.state().clone(),
-            };
+            });
         }
     }
-    RunResult {
+    Driven::Finished(RunResult {
         world,
         incarnations,
         outcome: Outcome::RestartLimit,
         final_state: OperatorState::default(),
-    }
+    })
 }

@@ -3,10 +3,11 @@
 //! sink and fault kind. The steps (sites) come from `crate::sites`.
 
 use crate::baseline::Baseline;
-use crate::observation::{Observation, Recovery};
+use crate::fork::{Forks, PointRun};
+use crate::observation::Recovery;
 use crate::property::{failures, Expectation, Property};
 use crate::reproduce::{replay_plan_command, reproduce_point, with_expect};
-use crate::runner::{run, run_recording_crash_states, RunSpec, View};
+use crate::runner::{run_recording_crash_states, RunSpec, View};
 use crate::sites::{sites_from_run, SiteRow};
 use crate::spec::ScenarioSpec;
 use crate::table::{Table, TableFormat};
@@ -299,11 +300,28 @@ impl PointRecord {
     }
 }
 
-/// Every point of the sweep, in report order (sink, row, first step, second step).
+/// The snapshots of each sink's fault-free run that the sweep's points fork from; None with
+/// `--naive` (every point from scratch, to its end: the reference the forks are checked
+/// against).
+pub fn sweep_forks(
+    baselines: &BTreeMap<SinkKind, Baseline>,
+    naive: bool,
+) -> Option<BTreeMap<SinkKind, Forks>> {
+    (!naive).then(|| {
+        baselines
+            .iter()
+            .map(|(&sink, baseline)| (sink, Forks::new(&baseline.spec)))
+            .collect()
+    })
+}
+
+/// Every point of the sweep, in report order (sink, row, first step, second step). With
+/// `forks`, the runs a depth-2 sweep aims its second faults at start from a snapshot.
 pub fn sweep_points(
     spec: &ScenarioSpec,
     sweep: &SweepSpec,
     baselines: &BTreeMap<SinkKind, Baseline>,
+    forks: Option<&BTreeMap<SinkKind, Forks>>,
 ) -> Vec<SweepPoint> {
     assert!(sweep.depth == 1 || sweep.depth == 2);
     let mut all = Vec::new();
@@ -348,10 +366,14 @@ pub fn sweep_points(
                     }
                     // The second fault aims at the steps of the run the first one changed,
                     // recovery included: record that run's sites.
-                    let after_first = run_recording_crash_states(&RunSpec {
-                        plan: FaultPlan::new([*first]).expect("one fault"),
-                        ..baseline.spec.clone()
-                    });
+                    let plan = FaultPlan::new([*first]).expect("one fault");
+                    let after_first = match forks {
+                        Some(forks) => forks[&sink].run(&plan, true),
+                        None => run_recording_crash_states(&RunSpec {
+                            plan,
+                            ..baseline.spec.clone()
+                        }),
+                    };
                     let later: Vec<SiteRow> = sites_from_run(&after_first)
                         .into_iter()
                         .filter(|site| site.step > first.step)
@@ -372,25 +394,32 @@ pub fn sweep_points(
     all
 }
 
-/// Runs one point and judges it: once, or once per consumer view for the transactional sink.
+/// Runs one point (forked from `forks`, or from scratch without) and judges it: once, or
+/// once per consumer view for the transactional sink.
 pub fn run_point(
     spec: &ScenarioSpec,
     baselines: &BTreeMap<SinkKind, Baseline>,
+    forks: Option<&BTreeMap<SinkKind, Forks>>,
     index: u64,
     point: &SweepPoint,
 ) -> Vec<PointRecord> {
     let baseline = &baselines[&point.sink];
     let plan = FaultPlan::new(point.faults.iter().copied()).expect("distinct steps");
-    let result = run(&RunSpec {
-        plan: plan.clone(),
-        ..baseline.spec.clone()
-    });
+    let PointRun {
+        observation,
+        fingerprint,
+    } = match forks {
+        Some(forks) => forks[&point.sink].run_point(&plan, false),
+        None => PointRun::naive(&RunSpec {
+            plan: plan.clone(),
+            ..baseline.spec.clone()
+        }),
+    };
     let reproduce = match point.faults.as_slice() {
         [only] => reproduce_point(&spec.command("run"), point.sink, only),
         // The view, if any, is appended below, once per consumer view.
         _ => replay_plan_command(spec, point.sink, None, &plan),
     };
-    let observation = Observation::of(&result, &baseline.spec.config);
     let verdicts = judge(&baseline.reference, &observation);
     // What every consumer saw, and the verdicts: the same digest means the same outcome.
     let mut seen = String::new();
@@ -433,7 +462,9 @@ pub fn run_point(
                 model_mismatch: verdict.model_mismatch.as_ref().map(|m| m.to_string()),
                 outcome: verdict.summary(),
                 outcome_digest: outcome_digest.clone(),
-                fingerprint: result.world.fingerprint().to_string(),
+                fingerprint: fingerprint
+                    .expect("a point that does not converge runs to its end")
+                    .to_string(),
                 reproduce,
             }
         })

@@ -198,11 +198,11 @@ fn crash_sweep(
         power_loss_states_max: crate::sweep::POWER_LOSS_STATES_MAX_DEFAULT,
     };
     let baselines = baselines(spec, events, &sweep.sinks)?;
-    let points = sweep_points(spec, &sweep, &baselines);
+    let points = sweep_points(spec, &sweep, &baselines, None);
     let records: Vec<PointRecord> = points
         .iter()
         .enumerate()
-        .flat_map(|(i, point)| run_point(spec, &baselines, i as u64, point))
+        .flat_map(|(i, point)| run_point(spec, &baselines, None, i as u64, point))
         .collect();
     Ok((aggregate(spec, &sweep, &records, None), records))
 }

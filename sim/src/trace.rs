@@ -87,15 +87,30 @@ impl fmt::Display for TraceLine {
 /// briefly three times, while it moves). Only the first chunk grows by doubling, so a
 /// short run allocates no more than before.
 ///
-/// A *streamed* trace ([`Trace::stream`]) keeps only the lines from the newest step line on
-/// (the only ones [`Trace::restate_fault`] can still change) and folds every earlier line
-/// into the fingerprint as it goes: the same fingerprint, in memory that does not grow with
-/// the run, for a caller that needs nothing else of the trace.
+/// A trace may keep fewer lines than it has: the lines it no longer keeps are *folded*, their
+/// text hashed in order into the fingerprint's state (and counted), so its fingerprint is
+/// still that of every line, the same bytes hashed in the same order.
+/// - A *streamed* trace ([`Trace::stream`]) keeps only the lines from the newest step line on
+///   (the only ones [`Trace::restate_fault`] can still change) and folds every earlier line
+///   as it goes: the same fingerprint, in memory that does not grow with the run, for a
+///   caller that needs nothing else of the trace.
+/// - A trace that forgot its lines so far ([`Trace::forget`]) keeps the lines after that:
+///   a forked run starts from such a trace instead of copying every line before the fork.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Trace {
     chunks: Vec<Vec<TraceLine>>,
-    /// When streaming: the hash of every line already dropped, in order.
-    streamed: Option<Fnv1a64>,
+    /// The lines no longer kept, folded (None: every line is kept).
+    folded: Option<Folded>,
+    /// Whether every line before a new step line is folded as it comes ([`Trace::stream`]).
+    streamed: bool,
+}
+
+/// The lines a [`Trace`] no longer keeps: the FNV-1a state over their text, in order, and
+/// how many there were.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Folded {
+    hash: Fnv1a64,
+    lines: u64,
 }
 
 /// The lines of one chunk of a [`Trace`] (5 MiB of lines at most).
@@ -105,31 +120,26 @@ impl Trace {
     /// Streams this trace from now on (see the type's documentation); it must be empty.
     pub fn stream(&mut self) {
         assert!(
-            self.chunks.is_empty(),
+            self.chunks.is_empty() && self.folded.is_none(),
             "a trace streams from its first line"
         );
-        self.streamed = Some(Fnv1a64::new());
+        self.streamed = true;
     }
 
     /// Whether this trace streams (and so holds only the lines of the current step).
     pub fn is_streamed(&self) -> bool {
-        self.streamed.is_some()
+        self.streamed
+    }
+
+    /// Whether this trace keeps every line of its run (neither streamed nor forgotten).
+    pub fn is_whole(&self) -> bool {
+        self.folded.is_none() && !self.streamed
     }
 
     pub fn push(&mut self, line: TraceLine) {
-        if let Some(hash) = self.streamed.as_mut() {
-            if matches!(line, TraceLine::Step { .. }) {
-                // Every line before a new step is final: fold it in and drop it.
-                let mut text = String::new();
-                for done in self.chunks.iter().flatten() {
-                    hash_line(hash, done, &mut text);
-                }
-                // The first chunk's allocation is reused, step after step.
-                self.chunks.truncate(1);
-                if let Some(first) = self.chunks.first_mut() {
-                    first.clear();
-                }
-            }
+        if self.streamed && matches!(line, TraceLine::Step { .. }) {
+            // Every line before a new step is final: fold it in and drop it.
+            self.fold_kept();
         }
         match self.chunks.last_mut() {
             Some(chunk) if chunk.len() < TRACE_CHUNK_LINES => chunk.push(line),
@@ -145,7 +155,38 @@ impl Trace {
         }
     }
 
-    /// The lines, in order (of a streamed trace: those from the newest step line on).
+    /// Folds every kept line into the hash state, in order, and drops it.
+    fn fold_kept(&mut self) {
+        let folded = self.folded.get_or_insert_with(|| Folded {
+            hash: Fnv1a64::new(),
+            lines: 0,
+        });
+        let mut text = String::new();
+        for done in self.chunks.iter().flatten() {
+            hash_line(&mut folded.hash, done, &mut text);
+            folded.lines += 1;
+        }
+        // The first chunk's allocation is reused.
+        self.chunks.truncate(1);
+        if let Some(first) = self.chunks.first_mut() {
+            first.clear();
+        }
+    }
+
+    /// Forgets every line kept so far, folding their text into the hash state: the
+    /// fingerprint stays that of every line, forgotten or not, and the lines pushed from now
+    /// on are kept (unless the trace streams).
+    pub fn forget(&mut self) {
+        self.fold_kept();
+    }
+
+    /// How many lines came before the kept ones (0 unless some were folded).
+    pub fn forgotten_lines(&self) -> u64 {
+        self.folded.as_ref().map_or(0, |folded| folded.lines)
+    }
+
+    /// The lines kept, in order: every line, unless some were folded (of a streamed trace:
+    /// those from the newest step line on; of a forgetful one: those since it forgot).
     pub fn lines(&self) -> impl DoubleEndedIterator<Item = &TraceLine> + '_ {
         self.chunks.iter().flatten()
     }
@@ -165,23 +206,28 @@ impl Trace {
             });
         match line {
             Some(fault) => *fault = ran,
-            // A step's faults are restated during the step, while its line is still kept.
+            // A step's faults are restated during the step, while its line is still kept
+            // (a trace forgets only between steps, and forks never aim at a forgotten one).
             None => assert!(
-                self.streamed.is_none(),
-                "step {step} is no longer in the streamed trace"
+                self.folded.is_none(),
+                "step {step} is no longer in the trace"
             ),
         }
     }
 
-    /// Each line in its canonical text (what the fingerprint hashes).
+    /// Each kept line in its canonical text (what the fingerprint hashes).
     pub fn text_lines(&self) -> Vec<String> {
         self.lines().map(TraceLine::to_string).collect()
     }
 
+    /// The fingerprint of every line, folded ones included.
     pub fn fingerprint(&self) -> Fingerprint {
-        // The bytes of `text_lines`, one reused buffer (no string per line kept); a streamed
-        // trace starts from the hash of the lines it dropped.
-        let mut hash = self.streamed.clone().unwrap_or_else(Fnv1a64::new);
+        // The bytes of `text_lines`, one reused buffer (no string per line kept), after the
+        // hash of the lines no longer kept.
+        let mut hash = self
+            .folded
+            .as_ref()
+            .map_or_else(Fnv1a64::new, |folded| folded.hash.clone());
         let mut text = String::new();
         for line in self.lines() {
             hash_line(&mut hash, line, &mut text);
@@ -281,8 +327,34 @@ mod tests {
             trace.lines().next().unwrap().to_string(),
             "step 0 t=0ms p0 disk.list ."
         );
+        let mut forgetful = trace.clone();
+        forgetful.forget();
+        assert_eq!(forgetful.lines().count(), 0);
+        assert_eq!(forgetful.forgotten_lines(), 2);
+        assert!(!forgetful.is_whole() && trace.is_whole());
+        assert_eq!(forgetful.fingerprint(), trace.fingerprint());
+        let pinned = trace.fingerprint();
+        // Lines after forgetting are kept, and hashed after the forgotten ones; a streamed
+        // trace folds the same bytes in the same order.
+        let mut streamed = Trace::default();
+        streamed.stream();
+        let more = TraceLine::Restart {
+            time_ms: 1,
+            incarnation: 1,
+        };
+        for line in trace.lines().chain([&more, &more]) {
+            streamed.push(line.clone());
+        }
+        let mut whole = trace.clone();
+        for t in [&mut whole, &mut forgetful] {
+            t.push(more.clone());
+            t.push(more.clone());
+        }
+        assert_eq!(forgetful.lines().count(), 2);
+        assert_eq!(forgetful.fingerprint(), whole.fingerprint());
+        assert_eq!(streamed.fingerprint(), whole.fingerprint());
         assert_eq!(
-            trace.fingerprint(),
+            pinned,
             Fingerprint(fnv(
                 b"step 0 t=0ms p0 disk.list .\ncrash t=0ms after step 0\n"
             ))

@@ -232,6 +232,51 @@ impl<S: Storage> World<S> {
         }
     }
 
+    /// A fork of this run that goes on under `plan` instead: the same world (clock, storage,
+    /// step counter, incarnation, trace so far), recording crash-state counts from here on
+    /// if asked. Only a run that no fault has touched yet forks (a sweep forks its
+    /// fault-free baseline), and the plan must aim at no step already taken.
+    pub fn fork(&self, plan: FaultPlan, record_crash_states: bool) -> Self
+    where
+        S: Clone,
+    {
+        assert!(
+            self.injected.is_empty(),
+            "a fork starts from a fault-free run"
+        );
+        assert!(
+            self.wrapped.is_empty(),
+            "a fork starts from a fault-free run"
+        );
+        assert!(self.zombie.is_none(), "no fork while a zombie runs");
+        assert!(self.plan.is_empty(), "a fork starts from a fault-free run");
+        assert!(
+            plan.faults().iter().all(|f| f.step >= self.step_next),
+            "a fork's plan aims at steps still to come"
+        );
+        let mut world = self.clone();
+        world.plan = plan;
+        world.crash_state_counts = record_crash_states.then(Vec::new);
+        world
+    }
+
+    /// Folds the trace so far into its fingerprint state (see [`Trace::forget`]): what a
+    /// run keeps before it is forked many times.
+    pub fn forget_trace(&mut self) {
+        self.trace.forget();
+    }
+
+    /// Whether the plan can do nothing more: every planned fault aims at a step already
+    /// taken, and there is no kill by the clock still to come.
+    pub fn plan_spent(&self) -> bool {
+        self.pending_kill_ms().is_none()
+            && self
+                .plan
+                .faults()
+                .last()
+                .is_none_or(|last| last.step < self.step_next)
+    }
+
     /// Read-only view for the runner and the oracle; the system under test uses [`World::effect`].
     pub fn env(&self) -> &Env<S> {
         &self.env

@@ -15,7 +15,7 @@ use crate::property::Expectation;
 use crate::reproduce::with_expect;
 use crate::spec::ScenarioSpec;
 use crate::sweep::{
-    aggregate, run_point, sweep_points, PointRecord, SweepPoint, SweepSpec,
+    aggregate, run_point, sweep_forks, sweep_points, PointRecord, SweepPoint, SweepSpec,
     POWER_LOSS_STATES_MAX_DEFAULT,
 };
 use clap::Args;
@@ -71,6 +71,13 @@ pub struct SweepArgs {
     #[arg(long, value_name = "PROPERTIES", value_parser = parse_expectation)]
     pub expect: Option<Expectation>,
 
+    /// Run every point from scratch to its end (the algorithm before forks): slower, and
+    /// the reference the default is checked against. By default each point starts from a
+    /// snapshot of its sink's fault-free run taken at or before its first fault. The report
+    /// is the same either way.
+    #[arg(long)]
+    pub naive: bool,
+
     #[command(flatten)]
     pub job: JobArgs,
 
@@ -91,7 +98,8 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
         power_loss_states_max: args.power_loss_states_max,
     };
     let baselines = baselines(&spec, &events, &sweep.sinks)?;
-    let points = sweep_points(&spec, &sweep, &baselines);
+    let forks = sweep_forks(&baselines, args.naive);
+    let points = sweep_points(&spec, &sweep, &baselines, forks.as_ref());
     let range = args
         .job
         .shard
@@ -101,7 +109,7 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
     let records: Vec<PointRecord> = par_map_interruptible(
         &indexed,
         jobs(&args.job),
-        |(index, point)| run_point(&spec, &baselines, *index, point),
+        |(index, point)| run_point(&spec, &baselines, forks.as_ref(), *index, point),
         &|records: &Vec<PointRecord>| {
             progress.done(
                 records
