@@ -1,0 +1,228 @@
+//! The default sweep (each point forked from a snapshot of the fault-free run, stopped where
+//! it converges on it) against `keel sweep --naive` (every point from scratch to its end):
+//! the same JSON report, row for row and figure for figure, fingerprint included, on ch04
+//! under every protocol and on random streams under random knobs; and on large streams,
+//! a slice of the points (`--shard`) compared point for point.
+
+mod common;
+
+use clap::Parser;
+use common::random_stream;
+use keel_scenarios::cli::{execute, Cli};
+use serde_json::Value;
+use std::path::PathBuf;
+
+const PROTOCOLS: [&str; 8] = [
+    "safe",
+    "in-place",
+    "no-fsync-rename",
+    "no-dir-fsync",
+    "delete-then-rename",
+    "size-only",
+    "checkpoint-before-sink-sync",
+    "no-tail-repair",
+];
+
+const SINKS: [&str; 3] = ["append", "idempotent", "transactional"];
+
+fn keel(args: &[String]) -> String {
+    let mut argv = vec!["keel".to_string()];
+    argv.extend_from_slice(args);
+    let out = execute(&Cli::try_parse_from(&argv).expect("valid command line"))
+        .unwrap_or_else(|e| panic!("keel {args:?}: {e:?}"));
+    out.stdout
+}
+
+fn write(name: &str, text: &str) -> String {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fork-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+/// The one helper: the sweep `args` describe, by default and with `--naive`, must print the
+/// same report. Returns it, parsed.
+fn check(args: &[String]) -> Value {
+    let mut sweep = vec!["sweep".to_string(), "--quiet".to_string()];
+    sweep.extend_from_slice(args);
+    sweep.extend(["--format", "json"].map(String::from));
+    let fast = keel(&sweep);
+    sweep.push("--naive".to_string());
+    let naive = keel(&sweep);
+    assert!(fast == naive, "{args:?}:\n{fast}\n---- naive:\n{naive}");
+    serde_json::from_str(&fast).unwrap()
+}
+
+/// A shard's point lines, without the trace fingerprint (a converged point has none).
+fn shard_points(out: &str) -> Vec<Value> {
+    out.lines()
+        .map(|line| {
+            let mut value: Value = serde_json::from_str(line).unwrap();
+            if value["type"] == "point" {
+                value.as_object_mut().unwrap().remove("fingerprint");
+            }
+            value
+        })
+        .collect()
+}
+
+/// A small generator of knobs (not the stream's: `random_stream` has its own).
+struct Knobs(u64);
+
+impl Knobs {
+    fn below(&mut self, bound: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % bound
+    }
+
+    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+        from[self.below(from.len() as u64) as usize]
+    }
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn ch04_every_protocol_and_sink_the_same_report() {
+    for protocol in PROTOCOLS {
+        let report = check(&strings(&[
+            "--checkpoint-protocol",
+            protocol,
+            "--sinks",
+            "append,idempotent,transactional",
+            "--power-loss-states-max",
+            "8",
+        ]));
+        assert!(!report["rows"].as_array().unwrap().is_empty());
+    }
+    // Processing-time keys: the clock is observed, so points converge only on equal clocks.
+    check(&strings(&[
+        "--key",
+        "processing-time",
+        "--sinks",
+        "append,idempotent",
+        "--faults",
+        "process-crash,sink-unavailable,ack-lost",
+    ]));
+    // Depth 2: a second fault after the first, at every step of the run the first changed.
+    check(&strings(&[
+        "--depth",
+        "2",
+        "--sinks",
+        "append,idempotent,transactional",
+        "--faults",
+        "process-crash,sink-error",
+    ]));
+}
+
+/// 60 random streams of up to 80 events under random knobs, protocols, sinks, key schemes
+/// and fault kinds; the short ones also at depth 2. A property test: `KEEL_FORK_CASES=N`
+/// generates N cases instead (`KEEL_FORK_SEED=S` another series), e.g. for an hour-long run.
+#[test]
+fn random_streams_the_same_report() {
+    let faults = [
+        "process-crash",
+        "power-loss",
+        "disk-error",
+        "sink-error",
+        "ack-lost",
+        "sink-unavailable",
+        "zombie",
+    ];
+    let number = |name: &str, default: u64| {
+        std::env::var(name).map_or(default, |v| v.parse().expect("a number"))
+    };
+    let (cases, series) = (number("KEEL_FORK_CASES", 60), number("KEEL_FORK_SEED", 0));
+    let mut knobs = Knobs(11 ^ series);
+    for case in (0..cases).map(|case| case + series * 1_000_000) {
+        let depth = if case % 6 == 0 { 2 } else { 1 };
+        let len = if depth == 2 {
+            4 + knobs.below(9)
+        } else {
+            1 + knobs.below(80)
+        };
+        let events = write(
+            &format!("random-{case}.jsonl"),
+            &random_stream(case, len as usize),
+        );
+        let mut chosen: Vec<&str> = (0..2).map(|_| knobs.pick(&faults)).collect();
+        chosen.dedup();
+        let mut args = strings(&[
+            "--events",
+            &events,
+            "--window",
+            &(1 + knobs.below(20)).to_string(),
+            "--out-of-orderness",
+            &knobs.below(8).to_string(),
+            "--checkpoint-every",
+            &(1 + knobs.below(12)).to_string(),
+            "--checkpoint-protocol",
+            knobs.pick(&PROTOCOLS),
+            "--sinks",
+            knobs.pick(&SINKS),
+            "--key",
+            knobs.pick(&["event-index", "event-index", "processing-time"]),
+            "--faults",
+            &chosen.join(","),
+            "--depth",
+            &depth.to_string(),
+            "--power-loss-states-max",
+            "3",
+            "--seed",
+            &case.to_string(),
+        ]);
+        if case % 5 == 0 {
+            args.extend(strings(&["--restart-delay-ms", "0"]));
+        }
+        check(&args);
+    }
+}
+
+/// Streams of 1,000 to 2,000 events: one slice of their points each (`--shard`), the same
+/// point records by default and with `--naive` (but for the trace fingerprint a converged
+/// point does not have).
+#[test]
+fn large_streams_the_same_points() {
+    for (seed, len, sink, protocol, shard) in [
+        (101, 2_000, "append", "safe", "17/400"),
+        (102, 1_500, "idempotent", "no-fsync-rename", "3/300"),
+        (
+            103,
+            1_000,
+            "append",
+            "checkpoint-before-sink-sync",
+            "250/300",
+        ),
+    ] {
+        let events = write(&format!("large-{seed}.jsonl"), &random_stream(seed, len));
+        let mut sweep = strings(&[
+            "sweep",
+            "--quiet",
+            "--events",
+            &events,
+            "--checkpoint-every",
+            "50",
+            "--checkpoint-protocol",
+            protocol,
+            "--sinks",
+            sink,
+            "--faults",
+            "process-crash,power-loss",
+            "--power-loss-states-max",
+            "2",
+            "--shard",
+            shard,
+        ]);
+        let fast = shard_points(&keel(&sweep));
+        sweep.push("--naive".to_string());
+        let naive = shard_points(&keel(&sweep));
+        assert!(fast.len() > 1, "{seed}: a slice of points");
+        assert_eq!(fast, naive, "{seed}");
+    }
+}
