@@ -288,7 +288,7 @@ impl Forks {
             };
         };
         match resume(&self.spec, paused, &mut |_| Control::Continue) {
-            Driven::Finished(result) => result,
+            Driven::Finished(result) => *result,
             Driven::Stopped(_) => unreachable!("never told to stop"),
         }
     }

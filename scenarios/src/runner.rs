@@ -171,7 +171,7 @@ fn new_world(spec: &RunSpec, plan: FaultPlan) -> World {
 
 fn run_world(spec: &RunSpec, world: World) -> RunResult {
     match drive(spec, world, None, &mut |_| Control::Continue) {
-        Driven::Finished(result) => result,
+        Driven::Finished(result) => *result,
         Driven::Stopped(_) => unreachable!("a run that is never told to stop runs to its end"),
     }
 }
@@ -211,7 +211,7 @@ pub enum Control {
 /// How [`drive`] came back.
 #[derive(Debug)]
 pub enum Driven {
-    Finished(RunResult),
+    Finished(Box<RunResult>),
     Stopped(Box<Paused>),
 }
 
@@ -391,18 +391,18 @@ fn drive(
                 // is no promise of durability).
                 world.evict_clean_pages("the run is over");
             }
-            return Driven::Finished(RunResult {
+            return Driven::Finished(Box::new(RunResult {
                 world,
                 incarnations,
                 outcome,
                 final_state: engine.state().clone(),
-            });
+            }));
         }
     }
-    Driven::Finished(RunResult {
+    Driven::Finished(Box::new(RunResult {
         world,
         incarnations,
         outcome: Outcome::RestartLimit,
         final_state: OperatorState::default(),
-    })
+    }))
 }
