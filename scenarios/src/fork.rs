@@ -116,11 +116,9 @@ impl Forks {
             .max(1);
         let mut snapshots = Vec::new();
         let driven = run_between(spec, &mut |between| {
-            assert!(
-                between.incarnations.is_empty(),
-                "the fault-free run never restarts"
-            );
-            if between.index % every_events == 0 {
+            // A fault-free run may still restart (a transaction the log timed out aborts
+            // it): only its first incarnation, which no fault and no restart touched, forks.
+            if between.incarnations.is_empty() && between.index % every_events == 0 {
                 assert_eq!(between.index / every_events, snapshots.len() as u64);
                 between.world.forget_trace();
                 snapshots.push(Paused {
@@ -136,17 +134,11 @@ impl Forks {
         let Driven::Finished(result) = driven else {
             unreachable!("never told to stop")
         };
-        assert!(
-            result.incarnations.len() == 1,
-            "the fault-free run has one incarnation"
-        );
-        assert_eq!(
-            result.outcome,
-            Outcome::Completed,
-            "the fault-free run completes"
-        );
         let sink = spec.config.sink;
-        let (facts, end) = if sink.is_transactional() {
+        // Converging takes the rest of a point from the fault-free run's one incarnation.
+        let one_incarnation =
+            result.incarnations.len() == 1 && result.outcome == Outcome::Completed;
+        let (facts, end) = if sink.is_transactional() || !one_incarnation {
             (Vec::new(), None)
         } else {
             let file = sink.file_name();

@@ -110,6 +110,16 @@ fn ch04_every_protocol_and_sink_the_same_report() {
         "--faults",
         "process-crash,sink-unavailable,ack-lost",
     ]));
+    // A transaction timeout shorter than a checkpoint interval: the fault-free run itself
+    // restarts (the log aborts its transactions), so only its first incarnation forks.
+    check(&strings(&[
+        "--sinks",
+        "transactional,append",
+        "--transaction-timeout-ms",
+        "2000",
+        "--faults",
+        "process-crash,sink-error",
+    ]));
     // Depth 2: a second fault after the first, at every step of the run the first changed.
     check(&strings(&[
         "--depth",
