@@ -16,7 +16,8 @@
 //! - the engine: knobs, operator state, sink connector, the checkpoint files it knows, the
 //!   last record (`Engine::same_future_as`; only its counters may differ);
 //! - the input position (the same boundary), and no fault still to come (`plan_spent`);
-//! - the disk, every file and name with its durable state and pending operations, exactly;
+//! - the disk, every file and name with its durable state and pending operations, exactly,
+//!   and no byte a failed fsync left unpersisted anywhere (a cache drop would change it);
 //!   except the append sink's file, whose bytes the append connector never reads after
 //!   recovery (it only appends and fsyncs it): its bytes may differ, and the point's final
 //!   file is its own bytes then followed by what the fault-free run appended after the
@@ -203,6 +204,11 @@ impl Forks {
             && clock_unobserved
             && between.engine.same_future_as(&snapshot.engine)
             && env.txlog == base.txlog
+            // Bytes a failed fsync left in the page cache read differently once the cache
+            // drops them (an eviction, the end of the run): a future the fault-free run,
+            // which has none, cannot stand for. The append sink's file is compared emptied,
+            // so this is checked on the whole disk first.
+            && env.disk.unpersisted_bytes() == 0
             && compared_disk(&env.disk, config.sink).is_ok_and(|disk| disk == facts.disk)
     }
 
