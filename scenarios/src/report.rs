@@ -295,7 +295,7 @@ impl<'a> Ran<'a> {
             plan: result.world.plan_that_ran().to_file(),
             fingerprint: result.world.fingerprint().to_string(),
             trace: if keep_trace {
-                assert!(!result.world.trace().is_streamed(), "a kept trace");
+                assert!(result.world.trace().is_whole(), "a kept trace");
                 result.world.trace().text_lines()
             } else {
                 Vec::new()

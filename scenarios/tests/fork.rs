@@ -124,7 +124,11 @@ fn ch04_every_protocol_and_sink_the_same_report() {
     // A failed fsync's bytes stay in the page cache until an eviction or the end of the
     // run drops them: a point holding such bytes must not converge (the append sink's file
     // is compared emptied, which once hid them).
-    for protocol in ["safe", "trust-page-cache-after-eio", "checkpoint-before-sink-sync"] {
+    for protocol in [
+        "safe",
+        "trust-page-cache-after-eio",
+        "checkpoint-before-sink-sync",
+    ] {
         check(&strings(&[
             "--checkpoint-protocol",
             protocol,
