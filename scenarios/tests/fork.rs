@@ -140,6 +140,20 @@ fn ch04_every_protocol_and_sink_the_same_report() {
             "disk-error,page-eviction",
         ]));
     }
+    // Allowed lateness: windows purged once the watermark passes end + L, later events
+    // dropped and counted (part of the operator state converging compares).
+    for lateness in ["0", "2"] {
+        check(&strings(&[
+            "--allowed-lateness",
+            lateness,
+            "--sinks",
+            "append,idempotent,transactional",
+            "--faults",
+            "process-crash,power-loss,disk-error,sink-error",
+            "--power-loss-states-max",
+            "4",
+        ]));
+    }
     // Depth 2: a second fault after the first, at every step of the run the first changed.
     check(&strings(&[
         "--depth",
@@ -152,7 +166,8 @@ fn ch04_every_protocol_and_sink_the_same_report() {
 }
 
 /// 60 random streams of up to 80 events under random knobs, protocols, sinks, key schemes
-/// and fault kinds; the short ones also at depth 2. A property test: `KEEL_FORK_CASES=N`
+/// and fault kinds, one in three with an allowed lateness of 0 to 5; the short ones also at
+/// depth 2. A property test: `KEEL_FORK_CASES=N`
 /// generates N cases instead (`KEEL_FORK_SEED=S` another series), e.g. for an hour-long run.
 #[test]
 fn random_streams_the_same_report() {
@@ -210,25 +225,33 @@ fn random_streams_the_same_report() {
         if case % 5 == 0 {
             args.extend(strings(&["--restart-delay-ms", "0"]));
         }
+        if case % 3 == 1 {
+            // Its own generator, so the other knobs stay those of the cases before it.
+            let lateness = Knobs(case).below(6);
+            args.extend(strings(&["--allowed-lateness", &lateness.to_string()]));
+        }
         check(&args);
     }
 }
 
-/// Streams of 1,000 to 2,000 events: one slice of their points each (`--shard`), the same
-/// point records by default and with `--naive` (but for the trace fingerprint a converged
-/// point does not have).
+/// Streams of 1,000 to 2,000 events, two with an allowed lateness: one slice of their points
+/// each (`--shard`), the same point records by default and with `--naive` (but for the trace
+/// fingerprint a converged point does not have).
 #[test]
 fn large_streams_the_same_points() {
-    for (seed, len, sink, protocol, shard) in [
-        (101, 2_000, "append", "safe", "17/400"),
-        (102, 1_500, "idempotent", "no-fsync-rename", "3/300"),
+    for (seed, len, sink, protocol, shard, lateness) in [
+        (101, 2_000, "append", "safe", "17/400", None),
+        (102, 1_500, "idempotent", "no-fsync-rename", "3/300", None),
         (
             103,
             1_000,
             "append",
             "checkpoint-before-sink-sync",
             "250/300",
+            None,
         ),
+        (104, 2_000, "idempotent", "safe", "301/400", Some("4")),
+        (105, 1_000, "append", "in-place", "120/300", Some("0")),
     ] {
         let events = write(&format!("large-{seed}.jsonl"), &random_stream(seed, len));
         let mut sweep = strings(&[
@@ -249,10 +272,91 @@ fn large_streams_the_same_points() {
             "--shard",
             shard,
         ]);
+        if let Some(lateness) = lateness {
+            sweep.extend(strings(&["--allowed-lateness", lateness]));
+        }
         let fast = shard_points(&keel(&sweep));
         sweep.push("--naive".to_string());
         let naive = shard_points(&keel(&sweep));
         assert!(fast.len() > 1, "{seed}: a slice of points");
         assert_eq!(fast, naive, "{seed}");
+    }
+}
+
+/// What a slice of points (`--shard`) came to: points, those that converged (no trace
+/// fingerprint), those that left files beside the sink (`stray_files`, what bounded-disk
+/// judges), and those that did both.
+fn tally(out: &str) -> [usize; 4] {
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let points: Vec<&Value> = lines.iter().filter(|v| v["type"] == "point").collect();
+    let converged = |v: &Value| v.get("fingerprint").is_none();
+    let stray = |v: &Value| v["outcome"].as_str().unwrap().contains("stray_files=");
+    [
+        points.len(),
+        points.iter().filter(|v| converged(v)).count(),
+        points.iter().filter(|v| stray(v)).count(),
+        points.iter().filter(|v| converged(v) && stray(v)).count(),
+    ]
+}
+
+/// bounded-disk: a point that leaves a file the fault-free run does not (a temp file these
+/// protocols' recovery cannot clean) has a disk that differs from the fault-free run's at
+/// every boundary after, so it never converges, and its stray-file count is the naive one;
+/// a point that converged has the fault-free run's files, none stray. With and without an
+/// allowed lateness, judged by exactly-once and bounded-disk.
+#[test]
+fn stray_files_are_counted_as_the_naive_sweep_counts_them() {
+    let gen = strings(&[
+        "gen",
+        "--events",
+        "150",
+        "--seed",
+        "3",
+        "--late-by-max",
+        "20",
+    ]);
+    let events = write("gen-150.jsonl", &keel(&gen));
+    for (protocol, lateness, expected) in [
+        ("size-only", None, [1640, 764, 176, 0]),
+        ("size-only", Some("3"), [1568, 780, 134, 0]),
+        ("no-dir-fsync", None, [1640, 547, 2, 0]),
+        ("no-dir-fsync", Some("0"), [1538, 501, 2, 0]),
+    ] {
+        let mut sweep = strings(&[
+            "sweep",
+            "--quiet",
+            "--events",
+            &events,
+            "--checkpoint-every",
+            "10",
+            "--checkpoint-protocol",
+            protocol,
+            "--sinks",
+            "append,idempotent",
+            "--faults",
+            "process-crash,power-loss",
+            "--power-loss-states-max",
+            "2",
+            "--expect",
+            "exactly-once,bounded-disk",
+            "--shard",
+            "0/1",
+        ]);
+        if let Some(lateness) = lateness {
+            sweep.extend(strings(&["--allowed-lateness", lateness]));
+        }
+        let fast = keel(&sweep);
+        let figures = tally(&fast);
+        sweep.push("--naive".to_string());
+        let naive = keel(&sweep);
+        assert_eq!(shard_points(&fast), shard_points(&naive), "{protocol}");
+        assert_eq!(
+            (figures, tally(&naive)[2]),
+            (expected, expected[2]),
+            "{protocol} {lateness:?}: points, converged, stray, both"
+        );
     }
 }
