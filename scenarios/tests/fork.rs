@@ -360,3 +360,11 @@ fn stray_files_are_counted_as_the_naive_sweep_counts_them() {
         );
     }
 }
+
+/// `--naive` names the sweep's reference algorithm; explore never forks, so it has none.
+#[test]
+fn naive_is_a_sweep_option_only() {
+    assert!(Cli::try_parse_from(["keel", "sweep", "--naive"]).is_ok());
+    let refused = Cli::try_parse_from(["keel", "explore", "--naive"]).unwrap_err();
+    assert_eq!(refused.kind(), clap::error::ErrorKind::UnknownArgument);
+}

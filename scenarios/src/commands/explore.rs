@@ -62,12 +62,6 @@ pub struct ExploreArgs {
     #[arg(long, conflicts_with = "shard")]
     pub summary_only: bool,
 
-    /// Run every plan from scratch to its end. This is all explore does today: unlike
-    /// `keel sweep`, it does not fork its plans from snapshots yet, so the flag changes
-    /// nothing; it is accepted so that `--naive` names the reference algorithm on both.
-    #[arg(long)]
-    pub naive: bool,
-
     #[command(flatten)]
     pub job: JobArgs,
 
