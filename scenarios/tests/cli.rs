@@ -584,3 +584,46 @@ fn bench_times_keel_run_on_each_size() {
     check_rejected(&["bench", "--run-sizes", "0"], &["--run-sizes"]);
     check_rejected(&["bench", "--run-sizes", "1000001"], &["--run-sizes"]);
 }
+
+/// `keel bench --sweep`: one line per size, a child `keel sweep` of the process-crash points
+/// timed with its peak RSS, and up to --sweep-naive-max the naive sweep too, whose report
+/// must be the same.
+#[test]
+fn bench_times_keel_sweep_on_each_size_and_the_naive_one_on_the_small() {
+    let (code, stdout, stderr) = keel(&[
+        "bench",
+        "--seeds",
+        "0..1",
+        "--real-points",
+        "0",
+        "--quiet",
+        "--jobs",
+        "1",
+        "--sweep",
+        "60,120",
+        "--sweep-naive-max",
+        "60",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("sweep ")).collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    for (line, start) in lines.iter().zip([
+        "sweep events=60 points=256 elapsed=",
+        "sweep events=120 points=516 elapsed=",
+    ]) {
+        assert!(line.starts_with(start), "{line}");
+        assert!(line.contains(" peak_rss_mb="), "{line}");
+    }
+    assert!(
+        lines[0].contains(" speed_up=") && lines[0].ends_with(" reports=identical"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].ends_with(" naive=not-run (more than --sweep-naive-max 60 events)"),
+        "{}",
+        lines[1]
+    );
+    check_rejected(&["bench", "--sweep", "0"], &["--sweep"]);
+    check_rejected(&["bench", "--sweep", "1000001"], &["--sweep"]);
+}

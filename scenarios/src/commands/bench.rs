@@ -2,7 +2,9 @@
 //! against a small sample of real process-crash points (a real child process on a fresh
 //! temporary directory, killed with SIGKILL at the step), timed in the same run: the speed
 //! ratio of issue 9. With `--run-sizes`, `keel run` on streams of growing size, each a
-//! child process timed from outside, its peak RSS read with `wait4`.
+//! child process timed from outside, its peak RSS read with `wait4`; with `--sweep`, `keel
+//! sweep` of their process-crash points the same way, and on the smaller ones `keel sweep
+//! --naive` too, its speed-up and whether the reports are identical (issue 11).
 
 use super::args::{parse_seed_range, FaultArg, ScenarioArgs, SeedPlanArgs, SeedRange, SinkArg};
 use super::explore::{explore_baselines, explore_spec};
@@ -56,6 +58,22 @@ pub struct BenchArgs {
     /// event and the child's peak RSS.
     #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub run_sizes: Vec<u64>,
+
+    /// Also time `keel sweep` on streams of these sizes (comma-separated event counts, each
+    /// 1 to 1,000,000, e.g. 1000,3000,10000): each a `keel gen --seed 1` stream swept by a
+    /// child `keel sweep --faults process-crash --sinks append,idempotent` with this
+    /// command's --window, --out-of-orderness, --checkpoint-every, --checkpoint-protocol,
+    /// --allowed-lateness and --jobs, one at a time; prints wall time, crash points, points
+    /// per second, time per point and the child's peak RSS; on the sizes up to
+    /// --sweep-naive-max also the same sweep with --naive: its time, the speed-up and
+    /// whether the two reports are identical.
+    #[arg(long = "sweep", value_name = "N,...", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub sweep_sizes: Vec<u64>,
+
+    /// The largest --sweep size also swept with --naive (whose time grows as the square of
+    /// the stream: every point runs the stream from event 0 to its end).
+    #[arg(long, value_name = "N", default_value_t = 3_000, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub sweep_naive_max: u64,
 
     #[command(flatten)]
     pub job: BenchJobArgs,
@@ -158,71 +176,200 @@ pub(crate) fn cmd_bench(args: &BenchArgs) -> Result<Output, KeelError> {
             size.peak_rss_kb as f64 / 1024.0,
         ));
     }
+    for &events in &args.sweep_sizes {
+        let naive = events <= args.sweep_naive_max;
+        let size = sweep_size(&spec, events, jobs, naive)?;
+        let per_second = size.points as f64 / size.fast.elapsed.max(1e-9);
+        stdout.push_str(&format!(
+            "sweep events={events} points={} elapsed={:.3}s points_per_second={per_second:.0} us_per_point={:.1} peak_rss_mb={:.1}",
+            size.points,
+            size.fast.elapsed,
+            size.fast.elapsed * 1e6 / size.points.max(1) as f64,
+            size.fast.peak_rss_kb as f64 / 1024.0,
+        ));
+        match &size.naive {
+            Some((naive, identical)) => stdout.push_str(&format!(
+                " naive_elapsed={:.3}s naive_peak_rss_mb={:.1} speed_up={:.1}x reports={}\n",
+                naive.elapsed,
+                naive.peak_rss_kb as f64 / 1024.0,
+                naive.elapsed / size.fast.elapsed.max(1e-9),
+                if *identical { "identical" } else { "DIFFER" },
+            )),
+            None => stdout.push_str(&format!(
+                " naive=not-run (more than --sweep-naive-max {} events)\n",
+                args.sweep_naive_max
+            )),
+        }
+    }
     Ok(Output::ok(stdout))
 }
 
-/// What one `keel run` of the size series measured.
+/// What one child process of a size series measured.
 struct RunSize {
-    /// Wall seconds of the child `keel run`.
+    /// Wall seconds of the child.
     elapsed: f64,
     /// The child's peak resident set size (getrusage's ru_maxrss), in KiB.
     peak_rss_kb: u64,
+}
+
+/// What one size of `--sweep` measured: the default sweep, and the naive one if it ran
+/// (with whether the two reports are the same, byte for byte).
+struct SweepSize {
+    points: u64,
+    fast: RunSize,
+    naive: Option<(RunSize, bool)>,
+}
+
+fn failed(message: String) -> KeelError {
+    KeelError {
+        message,
+        exit_code: 1,
+    }
+}
+
+/// `keel gen --events N --seed 1` into a temporary file (removed when dropped).
+struct GenFile(std::path::PathBuf);
+
+impl GenFile {
+    fn new(events: u64) -> Result<GenFile, KeelError> {
+        let stream = crate::gen::generate(&crate::gen::GenSpec {
+            events,
+            seed: 1,
+            out_of_orderness: 5,
+            late_fraction: 0.1,
+            late_by_max: 200,
+            value_max: 100,
+        });
+        let path =
+            std::env::temp_dir().join(format!("keel-bench-{}-{events}.jsonl", std::process::id()));
+        super::files::write_atomically(&path, stream.as_bytes())
+            .map_err(|e| failed(format!("cannot write {}: {e}", path.display())))?;
+        Ok(GenFile(path))
+    }
+}
+
+impl Drop for GenFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// This binary as a child `keel COMMAND --events FILE` with `spec`'s window,
+/// out-of-orderness, checkpoint interval and allowed lateness, and `extra`.
+fn child(
+    command: &str,
+    spec: &ScenarioSpec,
+    events: &GenFile,
+    extra: &[String],
+) -> Result<std::process::Command, KeelError> {
+    let exe = std::env::current_exe().map_err(|e| failed(format!("cannot find keel: {e}")))?;
+    let mut child = std::process::Command::new(exe);
+    child
+        .arg(command)
+        .arg("--events")
+        .arg(&events.0)
+        .args(["--window", &spec.window.to_string()])
+        .args(["--out-of-orderness", &spec.out_of_orderness.to_string()])
+        .args(["--checkpoint-every", &spec.checkpoint_every.to_string()])
+        .args(extra)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    if let Some(lateness) = spec.allowed_lateness {
+        child.args(["--allowed-lateness", &lateness.to_string()]);
+    }
+    Ok(child)
+}
+
+/// Runs `command` timed from outside, its peak RSS from `wait4`; its stdout if `capture`.
+fn timed(
+    mut command: std::process::Command,
+    what: &str,
+    capture: bool,
+) -> Result<(RunSize, Vec<u8>), KeelError> {
+    use std::io::Read;
+    command.stdout(if capture {
+        std::process::Stdio::piped()
+    } else {
+        std::process::Stdio::null()
+    });
+    let started = std::time::Instant::now();
+    let mut child = command
+        .spawn()
+        .map_err(|e| failed(format!("cannot start {what}: {e}")))?;
+    let mut stdout = Vec::new();
+    // Read to the end first: a child blocked on a full pipe would never exit.
+    let read = child
+        .stdout
+        .take()
+        .map_or(Ok(0), |mut out| out.read_to_end(&mut stdout));
+    let (status, peak_rss_kb) =
+        wait_with_peak_rss(child.id()).map_err(|e| failed(format!("{what}: {e}")))?;
+    read.map_err(|e| failed(format!("{what}: reading its output: {e}")))?;
+    if status != 0 {
+        return Err(failed(format!("{what} exited with wait status {status}")));
+    }
+    let size = RunSize {
+        elapsed: started.elapsed().as_secs_f64(),
+        peak_rss_kb,
+    };
+    Ok((size, stdout))
 }
 
 /// `keel gen --events N --seed 1` into a temporary file, then this binary as a child `keel
 /// run --events FILE` with `spec`'s window, out-of-orderness, checkpoint interval and allowed
 /// lateness, timed from outside; its peak RSS from `wait4`. The file is removed after.
 fn run_size(spec: &ScenarioSpec, events: u64) -> Result<RunSize, KeelError> {
-    let failed = |message: String| KeelError {
-        message,
-        exit_code: 1,
-    };
-    let stream = crate::gen::generate(&crate::gen::GenSpec {
-        events,
-        seed: 1,
-        out_of_orderness: 5,
-        late_fraction: 0.1,
-        late_by_max: 200,
-        value_max: 100,
+    let file = GenFile::new(events)?;
+    let command = child("run", spec, &file, &[])?;
+    Ok(timed(command, &format!("keel run on {events} events"), false)?.0)
+}
+
+/// `keel gen --events N --seed 1` into a temporary file, then a child `keel sweep` of its
+/// process-crash points on the append and idempotent sinks (`spec`'s knobs and protocol, on
+/// `jobs` threads), timed from outside, and the same with `--naive` if asked; the points are
+/// summed from the JSON report's rows.
+fn sweep_size(
+    spec: &ScenarioSpec,
+    events: u64,
+    jobs: usize,
+    naive: bool,
+) -> Result<SweepSize, KeelError> {
+    let file = GenFile::new(events)?;
+    let mut extra: Vec<String> = [
+        "--faults",
+        "process-crash",
+        "--sinks",
+        "append,idempotent",
+        "--checkpoint-protocol",
+        &spec.protocol.to_string(),
+        "--jobs",
+        &jobs.to_string(),
+        "--quiet",
+        "--format",
+        "json",
+    ]
+    .map(String::from)
+    .to_vec();
+    let what = format!("keel sweep on {events} events");
+    let (fast, report) = timed(child("sweep", spec, &file, &extra)?, &what, true)?;
+    let parsed: serde_json::Value = serde_json::from_slice(&report)
+        .map_err(|e| failed(format!("{what}: its report is not JSON: {e}")))?;
+    let points = parsed["rows"].as_array().map_or(0, |rows| {
+        rows.iter().filter_map(|r| r["points"].as_u64()).sum()
     });
-    let path =
-        std::env::temp_dir().join(format!("keel-bench-{}-{events}.jsonl", std::process::id()));
-    super::files::write_atomically(&path, stream.as_bytes())
-        .map_err(|e| failed(format!("cannot write {}: {e}", path.display())))?;
-    drop(stream);
-    let exe = std::env::current_exe().map_err(|e| failed(format!("cannot find keel: {e}")))?;
-    let mut command = std::process::Command::new(exe);
-    command
-        .arg("run")
-        .arg("--events")
-        .arg(&path)
-        .args(["--window", &spec.window.to_string()])
-        .args(["--out-of-orderness", &spec.out_of_orderness.to_string()])
-        .args(["--checkpoint-every", &spec.checkpoint_every.to_string()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    if let Some(lateness) = spec.allowed_lateness {
-        command.args(["--allowed-lateness", &lateness.to_string()]);
-    }
-    let started = std::time::Instant::now();
-    let child = command.spawn();
-    let measured = child
-        .map_err(|e| failed(format!("cannot start keel run: {e}")))
-        .and_then(|child| {
-            let (status, peak_rss_kb) = wait_with_peak_rss(child.id())
-                .map_err(|e| failed(format!("keel run on {events} events: {e}")))?;
-            if status != 0 {
-                return Err(failed(format!(
-                    "keel run on {events} events exited with wait status {status}"
-                )));
-            }
-            Ok(RunSize {
-                elapsed: started.elapsed().as_secs_f64(),
-                peak_rss_kb,
-            })
-        });
-    let _ = std::fs::remove_file(&path);
-    measured
+    let naive = if naive {
+        extra.push("--naive".to_string());
+        let what = format!("keel sweep --naive on {events} events");
+        let (size, naive_report) = timed(child("sweep", spec, &file, &extra)?, &what, true)?;
+        Some((size, naive_report == report))
+    } else {
+        None
+    };
+    Ok(SweepSize {
+        points,
+        fast,
+        naive,
+    })
 }
 
 /// Waits for the child `pid` and returns its wait status and peak RSS in KiB. std's
