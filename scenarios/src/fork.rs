@@ -416,6 +416,7 @@ mod tests {
             seed: 0,
             sector_size_bytes: SECTOR_SIZE_BYTES_DEFAULT,
             allowed_lateness,
+            fs_model: keel_sim::disk::FsModel::Posix,
         };
         let events = Scenario::by_name("ch04").unwrap().events();
         let fault_free = spec.run_spec(&events, sink, FaultPlan::none()).unwrap();
