@@ -322,8 +322,10 @@ fn stray_files_are_counted_as_the_naive_sweep_counts_them() {
     for (protocol, lateness, expected) in [
         ("size-only", None, [1640, 764, 176, 0]),
         ("size-only", Some("3"), [1568, 780, 134, 0]),
-        ("no-dir-fsync", None, [1640, 547, 2, 0]),
-        ("no-dir-fsync", Some("0"), [1538, 501, 2, 0]),
+        ("no-dir-fsync", None, [1640, 78, 2, 0]),
+        // Fewer converge since posix admits btrfs's logged names (547 and 501 before): more
+        // power-loss states keep a disk the fault-free run never has.
+        ("no-dir-fsync", Some("0"), [1538, 60, 2, 0]),
     ] {
         let mut sweep = strings(&[
             "sweep",
