@@ -392,9 +392,7 @@ fn taken_on(
 mod tests {
     use super::*;
     use crate::catalogue::Scenario;
-    use crate::runner::{SECTOR_SIZE_BYTES_DEFAULT, TRANSACTION_TIMEOUT_MS_DEFAULT};
     use crate::spec::ScenarioSpec;
-    use keel_engine::CheckpointProtocol;
     use keel_sim::{CrashPoint, Fault, PlannedFault};
 
     /// Every single fault of these kinds at every step of ch04's fault-free run, forked and
@@ -403,20 +401,8 @@ mod tests {
     /// (points, converged points).
     fn forked_equals_naive(sink: SinkKind, allowed_lateness: Option<i64>) -> (u64, u64) {
         let spec = ScenarioSpec {
-            scenario: Some("ch04".to_string()),
-            events: None,
-            window: 10,
-            out_of_orderness: 5,
-            checkpoint_every: 8,
-            event_interval_ms: 300,
-            restart_delay_ms: 500,
-            protocol: CheckpointProtocol::Safe,
-            key: KeyScheme::EventIndex,
-            transaction_timeout_ms: TRANSACTION_TIMEOUT_MS_DEFAULT,
-            seed: 0,
-            sector_size_bytes: SECTOR_SIZE_BYTES_DEFAULT,
             allowed_lateness,
-            fs_model: keel_sim::disk::FsModel::Posix,
+            ..ScenarioSpec::ch04(0)
         };
         let events = Scenario::by_name("ch04").unwrap().events();
         let fault_free = spec.run_spec(&events, sink, FaultPlan::none()).unwrap();

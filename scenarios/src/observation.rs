@@ -342,29 +342,13 @@ fn commit_delay_ms_max(result: &RunResult) -> u64 {
 mod tests {
     use super::*;
     use crate::catalogue::Scenario;
-    use crate::runner::{run, SECTOR_SIZE_BYTES_DEFAULT, TRANSACTION_TIMEOUT_MS_DEFAULT};
+    use crate::runner::run;
     use crate::spec::ScenarioSpec;
-    use keel_engine::CheckpointProtocol;
     use keel_sim::{Fault, FaultPlan, PlannedFault};
 
     /// The sink writes of ch04 on `sink` with `faults` at their steps, both accounts.
     fn sink_writes_of(sink: SinkKind, faults: &[(u64, Fault)]) -> Option<SinkWriteCounts> {
-        let spec = ScenarioSpec {
-            scenario: Some("ch04".to_string()),
-            events: None,
-            window: 10,
-            out_of_orderness: 5,
-            checkpoint_every: 8,
-            event_interval_ms: 300,
-            restart_delay_ms: 500,
-            protocol: CheckpointProtocol::Safe,
-            key: KeyScheme::EventIndex,
-            transaction_timeout_ms: TRANSACTION_TIMEOUT_MS_DEFAULT,
-            seed: 0,
-            sector_size_bytes: SECTOR_SIZE_BYTES_DEFAULT,
-            allowed_lateness: None,
-            fs_model: keel_sim::disk::FsModel::Posix,
-        };
+        let spec = ScenarioSpec::ch04(0);
         let plan = FaultPlan::new(
             faults
                 .iter()

@@ -64,26 +64,9 @@ pub fn with_expect(command: &str, asked: Option<&Expectation>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::{SECTOR_SIZE_BYTES_DEFAULT, TRANSACTION_TIMEOUT_MS_DEFAULT};
-    use keel_engine::{CheckpointProtocol, KeyScheme};
 
     fn spec() -> ScenarioSpec {
-        ScenarioSpec {
-            scenario: Some("ch04".to_string()),
-            events: None,
-            window: 10,
-            out_of_orderness: 5,
-            checkpoint_every: 8,
-            event_interval_ms: 300,
-            restart_delay_ms: 500,
-            protocol: CheckpointProtocol::Safe,
-            key: KeyScheme::EventIndex,
-            transaction_timeout_ms: TRANSACTION_TIMEOUT_MS_DEFAULT,
-            seed: 226,
-            sector_size_bytes: SECTOR_SIZE_BYTES_DEFAULT,
-            fs_model: keel_sim::disk::FsModel::Posix,
-            allowed_lateness: None,
-        }
+        ScenarioSpec::ch04(226)
     }
 
     #[test]

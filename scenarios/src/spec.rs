@@ -40,6 +40,28 @@ pub struct ScenarioSpec {
 }
 
 impl ScenarioSpec {
+    /// ch04 with the chapter's knobs, the safe protocol on posix, and `seed` (unit tests).
+    #[cfg(test)]
+    pub(crate) fn ch04(seed: u64) -> ScenarioSpec {
+        use crate::runner::{SECTOR_SIZE_BYTES_DEFAULT, TRANSACTION_TIMEOUT_MS_DEFAULT};
+        ScenarioSpec {
+            scenario: Some("ch04".to_string()),
+            events: None,
+            window: 10,
+            out_of_orderness: 5,
+            checkpoint_every: 8,
+            event_interval_ms: 300,
+            restart_delay_ms: 500,
+            protocol: CheckpointProtocol::Safe,
+            key: KeyScheme::EventIndex,
+            transaction_timeout_ms: TRANSACTION_TIMEOUT_MS_DEFAULT,
+            seed,
+            sector_size_bytes: SECTOR_SIZE_BYTES_DEFAULT,
+            allowed_lateness: None,
+            fs_model: FsModel::Posix,
+        }
+    }
+
     /// The name a report shows: the scenario's, or the events file's path.
     pub fn label(&self) -> String {
         match (&self.events, &self.scenario) {
