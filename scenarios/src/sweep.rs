@@ -435,6 +435,11 @@ pub fn run_point(
         seen.push_str(&format!("corrupt={}\n", view.corrupt_lines));
     }
     seen.push_str(&keel_engine::format_windows(&observation.final_windows));
+    // Part of the final state (`recovers` compares it); written only when some event was
+    // dropped, so digests of runs without a lateness bound are what they were.
+    if observation.dropped_late > 0 {
+        seen.push_str(&format!("\ndropped_late={}", observation.dropped_late));
+    }
     for verdict in &verdicts {
         seen.push_str(&format!("\n{}", verdict.summary()));
     }
