@@ -106,14 +106,31 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     install_handler();
     match execute(&cli) {
-        Ok(output) => {
-            print!("{}", output.stdout);
-            ExitCode::from(output.exit_code)
-        }
+        Ok(output) => match print_report(&output.stdout) {
+            Ok(()) => ExitCode::from(output.exit_code),
+            Err(error) => {
+                eprintln!("error: cannot write the report to stdout: {error}");
+                ExitCode::from(2)
+            }
+        },
         Err(error) => {
             eprintln!("error: {error}");
             error.exit_code()
         }
+    }
+}
+
+/// Prints the report. A reader that stops early (`keel sweep | head`) closes the pipe: that
+/// is not an error of the run, so the verdict's exit code stands and nothing is printed.
+fn print_report(report: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(report.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
     }
 }
 

@@ -627,3 +627,38 @@ fn bench_times_keel_sweep_on_each_size_and_the_naive_one_on_the_small() {
     check_rejected(&["bench", "--sweep", "0"], &["--sweep"]);
     check_rejected(&["bench", "--sweep", "1000001"], &["--sweep"]);
 }
+
+/// A reader that stops early (`keel sweep | head -c 0`) closes the pipe before the report is
+/// written: keel prints nothing more, does not panic, and keeps the verdict's exit code.
+#[test]
+fn a_closed_stdout_keeps_the_exit_code_and_does_not_panic() {
+    for (args, code) in [
+        (&["sweep", "--faults", "process-crash", "--quiet"][..], 0),
+        (
+            &[
+                "sweep",
+                "--checkpoint-protocol",
+                "in-place",
+                "--sinks",
+                "idempotent",
+                "--faults",
+                "process-crash",
+                "--expect",
+                "exactly-once",
+                "--quiet",
+            ][..],
+            1,
+        ),
+    ] {
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        drop(reader);
+        let output = Command::new(env!("CARGO_BIN_EXE_keel"))
+            .args(args)
+            .stdout(writer)
+            .output()
+            .expect("keel runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(code), "keel {args:?}: {stderr}");
+        assert_eq!(stderr, "", "keel {args:?}");
+    }
+}
