@@ -158,6 +158,17 @@ for i in 0 1 2 3; do echo "{\"ts\": $i, \"value\": $SAFE_INT_MAX}"; done >"$WORK
 check sweep --events "$WORK/big.jsonl" --window 10 --checkpoint-every 1 --sinks "$EXACT_SINKS" \
     --faults process-crash,power-loss --expect "$EXACT_EXPECT"
 
+# The lateness bounds at equality (W=10, D=0, L=7): ts 17 makes the watermark 17 = 10 + 7, so
+# window 10 is purged there (it is not among the final windows) and ts 5, for window 10
+# again, is dropped; ts 11 (window 20: 27 > 17) is not. The model checks the final windows
+# and the dropped count of every fault-free run, so a rule off by one at either equality
+# fails every command.
+printf '%s\n' '{"ts": 0, "value": 1}' '{"ts": 17, "value": 2}' '{"ts": 11, "value": 4}' \
+    '{"ts": 5, "value": 8}' >"$WORK/lateness-edge.jsonl"
+check sweep --events "$WORK/lateness-edge.jsonl" --window 10 --out-of-orderness 0 \
+    --allowed-lateness 7 --checkpoint-every 1 --sinks "$EXACT_SINKS" \
+    --faults process-crash,power-loss --expect "$EXACT_EXPECT"
+
 # A refused events file is named with its line and its reason (the error a user acts on):
 # a float is not an integer, a whole number past 2^53 is out of range, and the line counts
 # blank lines as the user's editor does.

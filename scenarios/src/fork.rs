@@ -39,7 +39,7 @@
 //! every point from scratch to its end instead: the reference the default is checked
 //! against, report for report (`scenarios/tests/fork.rs`).
 
-use crate::observation::{documented_sink_file, Observation, SinkWriteCounts};
+use crate::observation::{documented_sink_file, Observation, SinkOutage, SinkWriteCounts};
 use crate::runner::{
     resume, run, run_between, run_recording_crash_states, Between, Control, Driven, Incarnation,
     IncarnationEnd, Outcome, Paused, RunResult, RunSpec,
@@ -259,6 +259,8 @@ impl Forks {
             written: stats.clone().map(|s| s.written).sum(),
             skipped: stats.map(|s| s.skipped).sum(),
         });
+        observation.sink_outage =
+            SinkOutage::of(&paused.world.plan_that_ran(), observation.restarts);
         observation
     }
 

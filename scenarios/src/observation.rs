@@ -87,6 +87,55 @@ pub struct Observation {
     /// count) beside the ones the engine's incarnations (zombies included) report as written
     /// or skipped. None where nothing counts independently (a real run, the log).
     pub sink_writes: Option<SinkWriteCounts>,
+    /// File sinks, simulated runs whose only fault was one sink outage: its length and
+    /// whether the engine restarted. None otherwise.
+    pub sink_outage: Option<SinkOutage>,
+}
+
+/// The documented retry policy of a file sink's writes (README, "The fault model"): 12
+/// attempts, the first retry 100 ms after a failure, each wait doubling up to 3,200 ms.
+/// Written here from the documentation, apart from the engine's constants: the waits before
+/// the last attempt add up to this, so an outage no longer than it is ridden out in place.
+pub const SINK_OUTAGE_RIDDEN_OUT_MS: u64 = 100 + 200 + 400 + 800 + 1_600 + 6 * 3_200;
+
+/// One sink outage, the run's only fault, and what the engine did about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SinkOutage {
+    pub duration_ms: u64,
+    pub restarts: u64,
+}
+
+impl SinkOutage {
+    /// The outage of a run whose only fault was one sink outage (`plan`: the faults that
+    /// ran), with the run's restarts.
+    pub fn of(plan: &keel_sim::FaultPlan, restarts: u64) -> Option<SinkOutage> {
+        if plan.kill_time_ms().is_some() {
+            return None;
+        }
+        match plan.faults().as_slice() {
+            [keel_sim::PlannedFault {
+                fault: keel_sim::Fault::SinkUnavailable { duration_ms },
+                ..
+            }] => Some(SinkOutage {
+                duration_ms: *duration_ms,
+                restarts,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Where the engine departs from its documented retries: it restarted over an outage the
+    /// retries ride out (fails every command, as `matches-model`).
+    pub fn mismatch(&self) -> Option<ModelMismatch> {
+        (self.duration_ms <= SINK_OUTAGE_RIDDEN_OUT_MS && self.restarts > 0).then(|| ModelMismatch {
+            at: format!(
+                "a sink outage of {} ms, the run's only fault (the documented retries ride out {SINK_OUTAGE_RIDDEN_OUT_MS} ms)",
+                self.duration_ms
+            ),
+            model: "restarts=0".to_string(),
+            engine: format!("restarts={}", self.restarts),
+        })
+    }
 }
 
 /// Two accounts of the sink writes of one run, which must agree.
@@ -142,6 +191,8 @@ impl Observation {
                 written: stats.clone().map(|s| s.written).sum(),
                 skipped: stats.map(|s| s.skipped).sum(),
             });
+            observation.sink_outage =
+                SinkOutage::of(&result.world.plan_that_ran(), observation.restarts);
         }
         observation
     }
@@ -201,6 +252,7 @@ impl Observation {
             restarts: incarnations.len() as u64 - 1,
             stray_files: stray_files(files, documented_sink_file(config.sink)),
             sink_writes: None,
+            sink_outage: None,
         }
     }
 
@@ -346,8 +398,8 @@ mod tests {
     use crate::spec::ScenarioSpec;
     use keel_sim::{Fault, FaultPlan, PlannedFault};
 
-    /// The sink writes of ch04 on `sink` with `faults` at their steps, both accounts.
-    fn sink_writes_of(sink: SinkKind, faults: &[(u64, Fault)]) -> Option<SinkWriteCounts> {
+    /// What the oracle observes of ch04 on `sink` with `faults` at their steps.
+    fn observe(sink: SinkKind, faults: &[(u64, Fault)]) -> Observation {
         let spec = ScenarioSpec::ch04(0);
         let plan = FaultPlan::new(
             faults
@@ -357,7 +409,58 @@ mod tests {
         .unwrap();
         let events = Scenario::by_name("ch04").unwrap().events();
         let run_spec = spec.run_spec(&events, sink, plan).unwrap();
-        Observation::of(&run(&run_spec), &run_spec.config).sink_writes
+        Observation::of(&run(&run_spec), &run_spec.config)
+    }
+
+    /// The sink writes of ch04 on `sink` with `faults` at their steps, both accounts.
+    fn sink_writes_of(sink: SinkKind, faults: &[(u64, Fault)]) -> Option<SinkWriteCounts> {
+        observe(sink, faults).sink_writes
+    }
+
+    #[test]
+    fn a_sink_outage_the_retries_ride_out_restarts_nothing() {
+        let outage = |duration_ms| [(23, Fault::SinkUnavailable { duration_ms })];
+        let seen = |sink, duration_ms| observe(sink, &outage(duration_ms)).sink_outage;
+        // 100 + 200 + 400 + 800 + 1,600 + 6 x 3,200 ms of waits before the 12th attempt.
+        assert_eq!(SINK_OUTAGE_RIDDEN_OUT_MS, 22_300);
+        for sink in [SinkKind::Append, SinkKind::Idempotent] {
+            for duration_ms in [2_000, 22_300] {
+                let outage = seen(sink, duration_ms).expect("one outage, the only fault");
+                assert_eq!(
+                    outage,
+                    SinkOutage {
+                        duration_ms,
+                        restarts: 0
+                    }
+                );
+                assert_eq!(outage.mismatch(), None);
+            }
+            // One ms longer and the 12th attempt fails too: a restart, as documented.
+            let longer = seen(sink, 22_301).expect("one outage");
+            assert_eq!(longer.restarts, 1);
+            assert_eq!(longer.mismatch(), None);
+        }
+        // Another fault beside it, or the log: nothing to check.
+        let both = [
+            (23, Fault::SinkUnavailable { duration_ms: 2_000 }),
+            (
+                30,
+                Fault::ProcessCrash {
+                    at: keel_sim::CrashPoint::After,
+                },
+            ),
+        ];
+        assert_eq!(observe(SinkKind::Append, &both).sink_outage, None);
+        assert_eq!(seen(SinkKind::Transactional, 2_000), None);
+        let restarted = SinkOutage {
+            duration_ms: 2_000,
+            restarts: 1,
+        };
+        assert_eq!(
+            restarted.mismatch().unwrap().to_string(),
+            "a sink outage of 2000 ms, the run's only fault (the documented retries ride out \
+             22300 ms): the model has restarts=0, the engine has restarts=1"
+        );
     }
 
     #[test]

@@ -22,7 +22,7 @@
 
 use crate::model::{self, ModelMismatch};
 pub use crate::observation::Recovery;
-use crate::observation::{Observation, SinkWriteCounts, ViewObservation};
+use crate::observation::{Observation, SinkOutage, SinkWriteCounts, ViewObservation};
 use crate::property::{self, Expectation, Property};
 use crate::runner::{run, Outcome, RunResult, RunSpec, View};
 use keel_engine::{EngineConfig, KeyScheme, Record, RecordKind, SinkKind};
@@ -389,6 +389,12 @@ fn judge_view(reference: &Reference, observation: &Observation, seen: &ViewObser
                 .sink_writes
                 .as_ref()
                 .and_then(SinkWriteCounts::mismatch)
+                .or_else(|| {
+                    observation
+                        .sink_outage
+                        .as_ref()
+                        .and_then(SinkOutage::mismatch)
+                })
         }),
         properties: BTreeMap::new(),
     };
@@ -483,6 +489,7 @@ mod tests {
             restarts: 1,
             stray_files: Vec::new(),
             sink_writes: None,
+            sink_outage: None,
         }
     }
 
