@@ -23,7 +23,7 @@ impl Baseline {
     pub fn new(spec: RunSpec) -> Baseline {
         let (fault_free, sites) = sites(&spec);
         let mut reference = Reference::for_spec_given(&spec, &fault_free);
-        reference.check_counts(&fault_free, spec.events.len() as u64);
+        reference.check_counts(&spec.config, spec.events.len() as u64, &fault_free);
         Baseline {
             spec,
             sites,

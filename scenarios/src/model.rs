@@ -262,6 +262,63 @@ pub fn check_counts(
     })
 }
 
+/// Where the documented checkpoint cadence puts the newest checkpoint of a fault-free run
+/// (README, "The engine, exactly": a checkpoint after event i when (i + 1) % K == 0, named
+/// `state-<i+1>.json`; the transactional sink's last transaction commits with one more at the
+/// end of input; `in-place` rewrites the one file `state.json`), against the names the run
+/// left on its disk (read from the disk, not from the engine). Every numbered checkpoint
+/// left must sit on that cadence, and the newest must be the cadence's last.
+pub fn check_checkpoint_files(
+    files: &[String],
+    events: u64,
+    checkpoint_every: u64,
+    in_place: bool,
+    final_checkpoint: bool,
+) -> Option<ModelMismatch> {
+    assert!(checkpoint_every > 0);
+    let on_cadence = |index: u64| {
+        index > 0 && (index % checkpoint_every == 0 || (final_checkpoint && index == events))
+    };
+    let newest = if final_checkpoint && events > 0 {
+        Some(events)
+    } else {
+        Some(events / checkpoint_every * checkpoint_every).filter(|&i| i > 0)
+    };
+    let (want, have) = if in_place {
+        let has = |name: &str| files.iter().any(|f| f == name);
+        (
+            newest.map(|_| "state.json".to_string()),
+            has("state.json").then(|| "state.json".to_string()),
+        )
+    } else {
+        let indices: Vec<u64> = files
+            .iter()
+            .filter_map(|name| {
+                name.strip_prefix("state-")?
+                    .strip_suffix(".json")?
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        if let Some(&off) = indices.iter().find(|&&i| !on_cadence(i)) {
+            return Some(ModelMismatch {
+                at: "the fault-free run's checkpoints (a checkpoint every K events)".to_string(),
+                model: format!("checkpoints at multiples of {checkpoint_every}"),
+                engine: format!("state-{off}.json"),
+            });
+        }
+        (
+            newest.map(|i| format!("state-{i}.json")),
+            indices.iter().max().map(|i| format!("state-{i}.json")),
+        )
+    };
+    (want != have).then(|| ModelMismatch {
+        at: "the fault-free run's newest checkpoint (a checkpoint every K events)".to_string(),
+        model: want.unwrap_or_else(|| "none".to_string()),
+        engine: have.unwrap_or_else(|| "none".to_string()),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -393,6 +450,63 @@ mod tests {
         assert_eq!(
             check(&model.records, &model.final_windows, 1, &model).map(|m| m.at),
             Some("dropped late events".to_string())
+        );
+    }
+
+    #[test]
+    fn checkpoints_off_the_documented_cadence_are_a_mismatch() {
+        let names = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        let check = |files: &[&str], events, every, in_place, last| {
+            check_checkpoint_files(&names(files), events, every, in_place, last)
+                .map(|m| (m.model, m.engine))
+        };
+        let sink = "sink-append.jsonl";
+        let pair = |model: &str, engine: &str| Some((model.to_string(), engine.to_string()));
+        // ch04: 30 events, K = 8: the newest is state-24.json; a temp file is not one.
+        assert_eq!(check(&[sink, "state-24.json"], 30, 8, false, false), None);
+        assert_eq!(
+            check(
+                &[sink, "state-16.json", "state-24.json", "state-8.json.tmp"],
+                30,
+                8,
+                false,
+                false
+            ),
+            None
+        );
+        assert_eq!(
+            check(&[sink, "state-16.json"], 30, 8, false, false),
+            pair("state-24.json", "state-16.json")
+        );
+        assert_eq!(
+            check(&[sink, "state-25.json"], 30, 8, false, false),
+            pair("checkpoints at multiples of 8", "state-25.json")
+        );
+        assert_eq!(
+            check(&[sink], 30, 8, false, false),
+            pair("state-24.json", "none")
+        );
+        // Fewer events than K: no checkpoint at all.
+        assert_eq!(check(&[sink], 7, 8, false, false), None);
+        assert_eq!(
+            check(&[sink, "state-7.json"], 7, 8, false, false),
+            pair("checkpoints at multiples of 8", "state-7.json")
+        );
+        // The transactional sink's last checkpoint, at the end of input.
+        assert_eq!(check(&["state-30.json"], 30, 8, false, true), None);
+        assert_eq!(
+            check(&["state-24.json"], 30, 8, false, true),
+            pair("state-30.json", "state-24.json")
+        );
+        // in-place: the one file, there once a checkpoint is due.
+        assert_eq!(check(&[sink, "state.json"], 30, 8, true, false), None);
+        assert_eq!(
+            check(&[sink], 30, 8, true, false),
+            pair("state.json", "none")
+        );
+        assert_eq!(
+            check(&[sink, "state.json"], 7, 8, true, false),
+            pair("none", "state.json")
         );
     }
 

@@ -103,15 +103,16 @@ impl Reference {
                 spec.config.allowed_lateness,
             ),
         );
-        reference.check_counts(result, spec.events.len() as u64);
+        reference.check_counts(config, spec.events.len() as u64, result);
         reference
     }
 
-    /// Checks the counts the fault-free run `result` (of any sink) reports against the
-    /// model's, unless the reference already departs from the model. A run the sink itself
+    /// Checks the counts the fault-free run `result` (of `config`, any sink, over `events`
+    /// events) reports, and the checkpoint files it left, against the model's, unless the
+    /// reference already departs from the model. A run the sink itself
     /// made restart (a transaction timeout shorter than a checkpoint interval) has no
     /// single count to check; its verdicts show what went wrong.
-    pub fn check_counts(&mut self, result: &RunResult, events: u64) {
+    pub fn check_counts(&mut self, config: &EngineConfig, events: u64, result: &RunResult) {
         let [incarnation] = result.incarnations.as_slice() else {
             return;
         };
@@ -123,6 +124,15 @@ impl Reference {
         };
         if self.model_mismatch.is_none() {
             self.model_mismatch = model::check_counts(counts, events, self.records.len() as u64);
+        }
+        if self.model_mismatch.is_none() {
+            self.model_mismatch = model::check_checkpoint_files(
+                &result.disk_files(),
+                events,
+                config.checkpoint_every,
+                config.protocol.in_place(),
+                config.sink.is_transactional(),
+            );
         }
     }
 
