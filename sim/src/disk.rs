@@ -29,7 +29,8 @@
 //!   5. unpersisted bytes are lost: they read as the disk holds them (rule 5 below).
 //! - **fsync EIO** ([`Disk::fsync_fail`]), as Linux 6.1 does on ext4 and xfs (measured in
 //!   user-mode Linux with dm-flakey failing the file's new blocks, see the README): the fsync
-//!   returns EIO; the file's new size and its pending truncates persist; the bytes its
+//!   returns EIO; the file's new size (ext4; xfs may keep the size before the fsync: see
+//!   `fs_model`) and its pending truncates persist; the bytes its
 //!   pending writes wrote do not reach the disk, but the kernel marks their pages clean and
 //!   keeps them, so the process (and a restarted one: a process crash keeps the page cache)
 //!   still reads the NEW bytes; a second fsync returns 0 and writes nothing. Those bytes
@@ -51,7 +52,8 @@
 //!   rename made durable by an unrelated file's fsync); btrfs logs an fsynced file's names
 //!   out of order (`create x; create y; fsync y` can keep `y` without `x`) and reverts a
 //!   file at a failed fsync, failing the next one too; xfs may fill a kept new size with
-//!   stale bytes instead of zeros (the one rule posix leaves out: see `fs_model`).
+//!   stale bytes instead of zeros (the one rule posix leaves out: see `fs_model`), and
+//!   may leave a file at its size before a failed fsync whose writes all failed.
 //! - **Page eviction** ([`Disk::evict_clean_pages`]): the kernel drops clean pages (memory
 //!   pressure, `drop_caches`); pages that hold unpersisted bytes are clean, so the process
 //!   then reads what the disk holds there. Dirty pages are never dropped.
@@ -153,6 +155,11 @@ struct Inode {
     unpersisted: Vec<(u64, u64)>,
     /// btrfs: a failed fsync reverted the file, and its next fsync fails too.
     fsync_fails_next: bool,
+    /// xfs (and posix): the length the disk may still hold because a failed fsync's writes
+    /// never completed (xfs moves the on-disk size only when a write completes), below
+    /// `durable`'s length; a power loss chooses between the two. `None` when no failed
+    /// fsync left the size in doubt, or a later completed write or truncate settled it.
+    failed_len_bytes: Option<u64>,
 }
 
 impl Inode {
@@ -177,15 +184,37 @@ impl Inode {
     /// unpersisted (their pages are clean, nothing writes them).
     fn sync(&mut self) {
         for op in std::mem::take(&mut self.pending) {
+            // A completed write moves the on-disk size to its end; a truncate sets it.
+            self.failed_len_bytes = match (&op, self.failed_len_bytes) {
+                (_, None) | (DataOp::SetLen { .. }, _) => None,
+                (
+                    DataOp::Write {
+                        offset_bytes,
+                        bytes,
+                    },
+                    Some(stay),
+                ) => Some(stay.max(offset_bytes + bytes.len() as u64)),
+            };
             apply_data_op(&mut self.durable, &op);
+        }
+        if self
+            .failed_len_bytes
+            .is_some_and(|stay| stay >= self.durable.len() as u64)
+        {
+            self.failed_len_bytes = None;
         }
         assert_eq!(self.durable.len(), self.current.len());
     }
 
     /// A failed fsync: sizes and truncates reach the disk, written bytes do not (they become
-    /// unpersisted).
-    fn sync_failed(&mut self) {
+    /// unpersisted). With `size_may_stay` (xfs, posix) the size the writes gave may not reach
+    /// the disk either: a power loss may find the file at its size before the fsync.
+    fn sync_failed(&mut self, size_may_stay: bool) {
+        let mut stay = self.failed_len_bytes.unwrap_or(self.durable.len() as u64);
         for op in std::mem::take(&mut self.pending) {
+            if let DataOp::SetLen { len_bytes } = op {
+                stay = len_bytes;
+            }
             match op {
                 DataOp::Write {
                     offset_bytes,
@@ -204,6 +233,8 @@ impl Inode {
                 }
             }
         }
+        self.failed_len_bytes =
+            Some(stay).filter(|&stay| size_may_stay && stay < self.durable.len() as u64);
         assert_eq!(self.durable.len(), self.current.len());
     }
 
@@ -556,11 +587,12 @@ impl Disk {
     /// holds) and its next fsync fails too. The name is untouched.
     pub fn fsync_fail(&mut self, name: &str) -> Result<(), DiskError> {
         let revert = self.model.revert_on_fsync_error();
+        let size_may_stay = self.model.failed_fsync_size_may_stay();
         let inode = self.inode_mut(name)?;
         if revert {
             inode.revert();
         } else {
-            inode.sync_failed();
+            inode.sync_failed(size_may_stay);
         }
         Ok(())
     }
@@ -632,10 +664,11 @@ impl Disk {
     /// Whether every operation so far is durable: a power loss now would change nothing.
     pub fn is_all_durable(&self) -> bool {
         self.pending_dir.is_empty()
-            && self
-                .inodes
-                .values()
-                .all(|inode| inode.pending.is_empty() && inode.unpersisted.is_empty())
+            && self.inodes.values().all(|inode| {
+                inode.pending.is_empty()
+                    && inode.unpersisted.is_empty()
+                    && inode.failed_len_bytes.is_none()
+            })
     }
 
     /// Drops inodes that no name, durable or pending, can reach any more.

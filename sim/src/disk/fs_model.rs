@@ -12,6 +12,7 @@
 //! | fsync(file) commits the namespace journal | no (any prefix) | yes | yes | no |
 //! | fsync(file) logs that file's own names out of order | yes (besides every prefix) | no | no | yes |
 //! | a kept new size with its data lost reads as | zeros | zeros | zeros or stale bytes | zeros |
+//! | a failed fsync's new size (its writes' blocks all failed) | kept or lost | kept | kept or lost | reverted |
 //!
 //! - **Journal commit** (ext4, xfs): an fsync of a file that has anything to write (pending
 //!   data, or a create or rename of its own since the directory's last commit) commits the
@@ -28,13 +29,22 @@
 //!   another file), not zeros. The model cannot know which freed block a file system hands
 //!   out: it fills such bytes with [`STALE_BYTE`], a representative that is neither zero nor
 //!   a newline nor valid UTF-8, so a reader that parses lines sees garbage, as it would.
+//! - **Failed fsync's size** (xfs): xfs moves a file's on-disk size only when a write
+//!   completes. With every block of a failed fsync failed (what `keel fidelity disk-error`
+//!   does) the file came back after a power cut at its size before the fsync: the sink at
+//!   79 bytes instead of 330, a temporary checkpoint at 0 bytes; with one of two new blocks
+//!   failed, at the end of the block that was written. The model takes every block of a
+//!   failed fsync as failed (the state that loses the most bytes), so on xfs it offers both
+//!   sizes at a power loss: the size before the fsync, and the new size with the disk's
+//!   bytes (zeros) in it, which ext4 keeps and which stands for xfs's size moved by a block
+//!   that was written. posix has both, as xfs.
 //! - **Revert and fail** (btrfs, nodatacow measured): a failed fsync drops the file's
 //!   pending changes at once (the process reads what the disk holds, size included) and the
 //!   next fsync of that file fails again (once; the file system may also go read-only, which
 //!   the model does not do).
 //!
 //! `posix` admits every crash state ext4 and btrfs admit, and xfs's but those with stale
-//! bytes (ext4's and xfs's journal commits only remove states). Stale bytes are left out of
+//! bytes (a failed fsync's lost size included) (ext4's and xfs's journal commits only remove states). Stale bytes are left out of
 //! posix on purpose: they double the crash states of every file that grew (the default
 //! sweep of ch04's `safe` from 483 power-loss points a sink to 891, `in-place`'s from 77,595,
 //! every one run, to 305,859, too many to run) and changed no protocol's verdict on ch04
@@ -112,6 +122,13 @@ impl FsModel {
     pub fn revert_on_fsync_error(&self) -> bool {
         *self == FsModel::Btrfs
     }
+
+    /// The size a failed fsync's writes gave a file may not reach the disk: a power loss may
+    /// find the file at its size before that fsync (xfs, and posix, which has ext4's new size
+    /// too).
+    pub fn failed_fsync_size_may_stay(&self) -> bool {
+        matches!(self, FsModel::Posix | FsModel::Xfs)
+    }
 }
 
 impl fmt::Display for FsModel {
@@ -143,8 +160,13 @@ mod tests {
     type Files<'a> = &'a [(&'a str, &'a [u8])];
 
     /// A failed fsync's case: the profile, what the process reads after the failure, the
-    /// second fsync, the one crash state a power loss then leaves.
-    type FailedFsync = (FsModel, &'static [u8], Result<(), DiskError>, &'static [u8]);
+    /// second fsync, the crash states a power loss then leaves, in order.
+    type FailedFsync = (
+        FsModel,
+        &'static [u8],
+        Result<(), DiskError>,
+        &'static [&'static [u8]],
+    );
 
     /// Every crash state of `disk`, in state order.
     fn states(disk: &Disk) -> Vec<State> {
@@ -375,10 +397,11 @@ mod tests {
             name: "f".to_string(),
         });
         let cases: [FailedFsync; 4] = [
-            (FsModel::Posix, b"oldnew", Ok(()), b"old\0\0\0"),
-            (FsModel::Ext4, b"oldnew", Ok(()), b"old\0\0\0"),
-            (FsModel::Xfs, b"oldnew", Ok(()), b"old\0\0\0"),
-            (FsModel::Btrfs, b"old", eio.clone(), b"old"),
+            // posix and xfs: the new size kept (state 0, as ext4), or back at 3 bytes.
+            (FsModel::Posix, b"oldnew", Ok(()), &[b"old\0\0\0", b"old"]),
+            (FsModel::Ext4, b"oldnew", Ok(()), &[b"old\0\0\0"]),
+            (FsModel::Xfs, b"oldnew", Ok(()), &[b"old\0\0\0", b"old"]),
+            (FsModel::Btrfs, b"old", eio.clone(), &[b"old"]),
         ];
         for (model, read, second, crashed) in cases {
             let (mut disk, failed) = failed_fsync(model);
@@ -386,14 +409,48 @@ mod tests {
             assert_eq!(disk.read("f").unwrap(), read, "{model}");
             assert_eq!(disk.fsync("f"), second, "{model}");
             assert_eq!(disk.read("f").unwrap(), read, "{model}");
-            assert_eq!(states(&disk), [state(&[("f", crashed)])], "{model}");
+            let want: Vec<State> = crashed.iter().map(|c| state(&[("f", c)])).collect();
+            assert_eq!(states(&disk), want, "{model}");
         }
+        let (mut disk, _) = failed_fsync(FsModel::Xfs);
+        assert_eq!(
+            disk.power_loss(1).to_string(),
+            "state 1/2: f: failed fsync's size lost, 3 unpersisted bytes lost"
+        );
         // btrfs: the fsync after the second succeeds.
         let (mut disk, _) = failed_fsync(FsModel::Btrfs);
         assert!(disk.fsync("f").is_err());
         disk.append("f", b"again").unwrap();
         assert_eq!(disk.fsync("f"), Ok(()));
         assert_eq!(states(&disk), [state(&[("f", b"oldagain")])]);
+    }
+
+    #[test]
+    fn a_completed_write_settles_a_failed_fsyncs_size_on_xfs() {
+        // A write below the size the disk may hold leaves the doubt; one past it settles it.
+        let (mut disk, _) = failed_fsync(FsModel::Xfs);
+        disk.write("f", 0, b"O").unwrap();
+        disk.fsync("f").unwrap();
+        assert_eq!(
+            states(&disk),
+            [state(&[("f", b"Old\0\0\0")]), state(&[("f", b"Old")])]
+        );
+        disk.append("f", b"!").unwrap();
+        disk.fsync("f").unwrap();
+        assert_eq!(states(&disk), [state(&[("f", b"Old\0\0\0!")])]);
+        // A truncate sets it; an eviction or a second failed fsync leave it open.
+        let (mut disk, _) = failed_fsync(FsModel::Xfs);
+        disk.evict_clean_pages();
+        disk.append("f", b"x").unwrap();
+        disk.inject_error();
+        assert!(disk.fsync("f").is_err());
+        assert_eq!(
+            states(&disk),
+            [state(&[("f", b"old\0\0\0\0")]), state(&[("f", b"old")])]
+        );
+        disk.truncate("f", 5).unwrap();
+        disk.fsync("f").unwrap();
+        assert_eq!(states(&disk), [state(&[("f", b"old\0\0")])]);
     }
 
     #[test]

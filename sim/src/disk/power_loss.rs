@@ -37,9 +37,20 @@
 //!    operation m keeps those before m and every logged one); posix has every prefix and
 //!    every cut.
 //! 5. fsync can fail ([`Disk::fsync_fail`]): the bytes its pending writes wrote never reach
-//!    the disk (its sizes and truncates do), though the process still reads them from clean
-//!    pages. They are no longer pending and offer no choice: a power loss loses them all,
-//!    and they read as `durable` holds them (the old bytes, or zeros).
+//!    the disk (its truncates do), though the process still reads them from clean pages.
+//!    They are no longer pending and offer no choice: a power loss loses them all, and they
+//!    read as `durable` holds them (the old bytes, or zeros). The size its writes gave the
+//!    file reaches the disk on ext4 (and btrfs reverts it). On xfs it may not: xfs moves a
+//!    file's on-disk size only when a write completes, so with every new block failed the
+//!    file comes back at its size before the fsync (measured; with one of two new blocks
+//!    failed it came back up to the end of the block that was written, a state the model,
+//!    which takes every block of a failed fsync as failed, has no counterpart for). On xfs
+//!    and posix such a file has one more choice, after every other: the failed fsync's size
+//!    kept (digit 0, as on ext4) or lost (1: the file is back at the length the disk had
+//!    before that fsync, its truncates applied, and its pending operations start from
+//!    there). A later successful fsync settles it: a completed write moves the on-disk size
+//!    to its end, a truncate sets it; until then a second fsync with nothing to write, a
+//!    page eviction or a process crash leave the choice open.
 //!
 //! Numbering. The choices come in a fixed order: files in inode order (creation order),
 //! within a file its pending operations in issue order, within a write its sector pieces in
@@ -49,7 +60,9 @@
 //! truncate and the size are lost = 0, kept = 1; the directory digit is the number of
 //! namespace operations kept (posix: digits above n are the cuts, in operation order;
 //! btrfs: the cuts, then the prefixes that hold every logged operation); stale data, after
-//! the directory, is zeros = 0, stale = 1. The profiles' extra choices come last, so on
+//! the directory, is zeros = 0, stale = 1; the failed fsync's size, last of all, is kept = 0,
+//! lost = 1 (against the usual order, so that posix's numbers of the states it had before
+//! this choice existed did not move). The profiles' extra choices come last, so on
 //! posix a state number below the count of a disk without them names the same state. When there are at most [`POWER_LOSS_ENUMERATION_BOUND`]
 //! states, a state number is the mixed-radix number of these digits, the first choice
 //! being the least significant digit: state 0 is "nothing pending survived" and state
@@ -157,6 +170,10 @@ pub struct FileOutcome {
     /// Bytes of the file's new length that no surviving write wrote and that read as stale
     /// data ([`STALE_BYTE`]) instead of zeros (xfs only).
     pub stale_bytes: u64,
+    /// What became of the size a failed fsync's writes gave the file (xfs, posix: rule 5):
+    /// `Unchanged` when there was no choice, `Lost` when the file is back at its size before
+    /// that fsync.
+    pub failed_fsync_size: SizeFate,
 }
 
 /// What a power loss did to the directory's pending namespace operations.
@@ -229,6 +246,9 @@ fn describe_file(file: &FileOutcome) -> String {
     if file.stale_bytes > 0 {
         facts.push(format!("{} stale bytes", file.stale_bytes));
     }
+    if file.failed_fsync_size == SizeFate::Lost {
+        facts.push("failed fsync's size lost".to_string());
+    }
     if file.unpersisted_lost_bytes > 0 {
         facts.push(format!(
             "{} unpersisted bytes lost",
@@ -297,6 +317,10 @@ enum Choice {
     /// Whether bytes of the grown `inode` that no surviving write wrote read as zeros or as
     /// stale data: zeros, stale (profiles with stale data only).
     Stale { inode: InodeId },
+    /// Whether the size a failed fsync's writes gave `inode` reached the disk: kept, lost
+    /// (profiles where it may not: xfs, posix). Kept is 0, against the usual order, so that
+    /// on posix a state number names the state it named before this choice existed.
+    FailedSize { inode: InodeId },
 }
 
 impl Choice {
@@ -304,7 +328,10 @@ impl Choice {
         match self {
             Choice::Piece { len_bytes: 1, .. } => 2,
             Choice::Piece { .. } => 3,
-            Choice::SetLen { .. } | Choice::Size { .. } | Choice::Stale { .. } => 2,
+            Choice::SetLen { .. }
+            | Choice::Size { .. }
+            | Choice::Stale { .. }
+            | Choice::FailedSize { .. } => 2,
             Choice::Dir { radix } => *radix,
         }
     }
@@ -380,6 +407,11 @@ fn choices(disk: &Disk) -> Vec<Choice> {
             if file.current.len() > file.durable.len() {
                 choices.push(Choice::Stale { inode });
             }
+        }
+    }
+    for (&inode, file) in &disk.inodes {
+        if file.failed_len_bytes.is_some() {
+            choices.push(Choice::FailedSize { inode });
         }
     }
     choices
@@ -571,7 +603,8 @@ impl Disk {
                 Choice::Piece { inode, .. }
                 | Choice::SetLen { inode, .. }
                 | Choice::Size { inode }
-                | Choice::Stale { inode } => *inode,
+                | Choice::Stale { inode }
+                | Choice::FailedSize { inode } => *inode,
                 Choice::Dir { .. } => continue,
             };
             file_digits
@@ -606,6 +639,7 @@ impl Disk {
             file.pending.clear();
             file.unpersisted.clear();
             file.fsync_fails_next = false;
+            file.failed_len_bytes = None;
         }
         self.names = names.clone();
         self.durable_names = names;
@@ -632,9 +666,30 @@ impl Disk {
     ) -> (Vec<u8>, Option<FileOutcome>) {
         let file = &self.inodes[&inode];
         let unpersisted_lost_bytes = file.unpersisted_bytes();
-        if file.pending.is_empty() && unpersisted_lost_bytes == 0 {
+        if file.pending.is_empty() && unpersisted_lost_bytes == 0 && file.failed_len_bytes.is_none()
+        {
             return (file.durable.clone(), None);
         }
+        // The failed fsync's size is chosen last but applies first: it is the disk's length
+        // the pending operations start from.
+        let failed_size = made.iter().find_map(|(choice, digit)| match choice {
+            Choice::FailedSize { .. } => Some(*digit),
+            _ => None,
+        });
+        let made: Vec<(Choice, u64)> = made
+            .iter()
+            .filter(|(choice, _)| !matches!(choice, Choice::FailedSize { .. }))
+            .copied()
+            .collect();
+        let mut contents = file.durable.clone();
+        let failed_fsync_size = match (failed_size, file.failed_len_bytes) {
+            (Some(1), Some(stay)) => {
+                contents.truncate(usize::try_from(stay).expect("fits in memory"));
+                SizeFate::Lost
+            }
+            (Some(_), _) => SizeFate::Kept,
+            (None, _) => SizeFate::Unchanged,
+        };
         let mut outcome = FileOutcome {
             name: labels[&inode].clone(),
             writes_total: 0,
@@ -647,8 +702,8 @@ impl Disk {
             reachable,
             unpersisted_lost_bytes,
             stale_bytes: 0,
+            failed_fsync_size,
         };
-        let mut contents = file.durable.clone();
         // Per byte of `contents`: whether no surviving write wrote it and it lies past what
         // the disk held, as a lost append leaves it (what stale data can fill where a lost
         // write had the block).
@@ -1078,8 +1133,18 @@ mod tests {
         assert!(!disk.is_all_durable());
         assert_eq!(
             count_of(&disk),
-            1,
-            "nothing pending: no choice, the loss is certain"
+            2,
+            "nothing pending: the loss is certain; the size kept or not (posix, as xfs)"
+        );
+        let (crashed, outcome) = after(&disk, 1);
+        assert_eq!(
+            crashed.read("f").unwrap(),
+            b"old",
+            "the size before the fsync"
+        );
+        assert_eq!(
+            outcome.to_string(),
+            "state 1/2: f: failed fsync's size lost, 3 unpersisted bytes lost"
         );
         // A later fsync succeeds and writes only what is dirty.
         disk.append("f", b"!").unwrap();
