@@ -246,8 +246,10 @@ fn describe_file(file: &FileOutcome) -> String {
     if file.stale_bytes > 0 {
         facts.push(format!("{} stale bytes", file.stale_bytes));
     }
-    if file.failed_fsync_size == SizeFate::Lost {
-        facts.push("failed fsync's size lost".to_string());
+    match file.failed_fsync_size {
+        SizeFate::Unchanged => {}
+        SizeFate::Lost => facts.push("failed fsync's size lost".to_string()),
+        SizeFate::Kept => facts.push("failed fsync's size kept".to_string()),
     }
     if file.unpersisted_lost_bytes > 0 {
         facts.push(format!(
