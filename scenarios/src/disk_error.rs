@@ -4,7 +4,9 @@
 //! what it saw here.
 //!
 //! The model's side of a point (the fsync of `file` at step N of the fault-free run failing,
-//! as `keel sweep --faults disk-error` injects it there): the disk the simulated first
+//! as `keel sweep --faults disk-error` injects it there), under the real file system's own
+//! profile (ext4 and xfs keep the new bytes in clean pages; btrfs reverts the file and
+//! fails the second fsync too): the disk the simulated first
 //! incarnation left just before step N, then the failed fsync
 //! ([`keel_sim::Disk::fsync_fail`] through an injected error), a read, a second fsync, a
 //! page eviction ([`keel_sim::Disk::evict_clean_pages`], what `drop_caches` does) and a
@@ -39,9 +41,9 @@ pub struct ModelPoint {
     pub read_after_eviction: Vec<u8>,
     /// Every crash state of a power loss after the eviction, in state order.
     pub states: Vec<ModelState>,
-    /// How many bytes the failed fsync left unpersisted: 0 when nothing was written since
-    /// the file's last fsync (a real device then has no write of it to fail).
-    pub unpersisted_bytes: u64,
+    /// How many bytes the file's writes since its last fsync wrote: 0 when nothing was
+    /// written (a real device then has no write of it to fail).
+    pub dirty_bytes: u64,
 }
 
 /// The model's point: `spec`'s first incarnation stopped just before `step`, whose effect
@@ -56,10 +58,11 @@ pub fn model_point(spec: &RunSpec, step: u64, file: &str) -> Result<ModelPoint, 
         Err(keel_sim::DiskError::Io { .. }) => "EIO".to_string(),
         Err(e) => e.to_string(),
     };
-    let unpersisted_before = disk.unpersisted_bytes();
+    let dirty_bytes = disk
+        .dirty_bytes(file)
+        .map_err(|e| format!("step {step}: {e}"))?;
     disk.inject_error();
     let fsync = outcome(disk.fsync(file));
-    let unpersisted_bytes = disk.unpersisted_bytes() - unpersisted_before;
     let read = disk.read(file).expect("the file exists");
     let second_fsync = outcome(disk.fsync(file));
     disk.evict_clean_pages();
@@ -73,7 +76,7 @@ pub fn model_point(spec: &RunSpec, step: u64, file: &str) -> Result<ModelPoint, 
         second_fsync,
         read_after_eviction,
         states,
-        unpersisted_bytes,
+        dirty_bytes,
     })
 }
 
@@ -487,9 +490,14 @@ mod tests {
     use crate::catalogue::Scenario;
     use crate::uml::flakey::ExtentMap;
     use keel_engine::EngineConfig;
+    use keel_sim::disk::FsModel;
     use keel_sim::FaultPlan;
 
     fn spec() -> RunSpec {
+        spec_on(FsModel::Ext4)
+    }
+
+    fn spec_on(fs_model: FsModel) -> RunSpec {
         RunSpec {
             events: Scenario::by_name("ch04").unwrap().events(),
             config: EngineConfig::default(),
@@ -497,7 +505,7 @@ mod tests {
             seed: 0,
             restart_delay_ms: 500,
             sector_size_bytes: 512,
-            fs_model: keel_sim::disk::FsModel::Posix,
+            fs_model,
             transaction_timeout_ms: 60_000,
         }
     }
@@ -531,9 +539,9 @@ mod tests {
     }
 
     /// Step 26 of ch04 (safe, append) fsyncs the sink after its first record (79 bytes,
-    /// none durable yet). The model: EIO, the new bytes read back, a second fsync that
-    /// succeeds, 79 zeros after the eviction (the new size persisted, its bytes did not),
-    /// and one crash state (nothing pending).
+    /// none durable yet). The ext4 profile: EIO, the new bytes read back, a second fsync
+    /// that succeeds, 79 zeros after the eviction (the new size persisted, its bytes did
+    /// not), and one crash state (nothing pending).
     #[test]
     fn the_model_of_a_failed_sink_fsync() {
         let model = model_point(&spec(), 26, "sink-append.jsonl").unwrap();
@@ -543,7 +551,7 @@ mod tests {
         assert_eq!(model.read, model.before);
         assert_eq!(model.second_fsync, "ok");
         assert_eq!(model.read_after_eviction, vec![0; 79]);
-        assert_eq!(model.unpersisted_bytes, 79);
+        assert_eq!(model.dirty_bytes, 79);
         assert_eq!(model.states.len(), 1);
         assert_eq!(model.states[0].description, "state 0/1: nothing pending");
         let names: Vec<&str> = model.states[0]
@@ -552,6 +560,34 @@ mod tests {
             .map(|(name, _)| name.as_str())
             .collect();
         assert_eq!(names, vec!["sink-append.jsonl", "state-8.json"]);
+        // xfs and posix: the same, and a second crash state where the size stayed at 0.
+        for fs_model in [FsModel::Xfs, FsModel::Posix] {
+            let other = model_point(&spec_on(fs_model), 26, "sink-append.jsonl").unwrap();
+            assert_eq!(other.read_after_eviction, model.read_after_eviction);
+            assert_eq!(other.states.len(), 2, "{fs_model}");
+            assert_eq!(other.states[0].files, model.states[0].files);
+            assert_eq!(
+                other.states[1].files[0],
+                ("sink-append.jsonl".to_string(), vec![])
+            );
+            assert_eq!(
+                other.states[1].description,
+                "state 1/2: sink-append.jsonl: failed fsync's size lost"
+            );
+        }
+        // btrfs: reverted at once, the second fsync fails too, nothing survives of it.
+        let btrfs = model_point(&spec_on(FsModel::Btrfs), 26, "sink-append.jsonl").unwrap();
+        assert_eq!(
+            (btrfs.fsync.as_str(), btrfs.second_fsync.as_str()),
+            ("EIO", "EIO")
+        );
+        assert_eq!((btrfs.read.len(), btrfs.read_after_eviction.len()), (0, 0));
+        assert_eq!(btrfs.dirty_bytes, 79);
+        assert_eq!(btrfs.states.len(), 1);
+        assert_eq!(
+            btrfs.states[0].files[0],
+            ("sink-append.jsonl".to_string(), vec![])
+        );
     }
 
     /// Step 11 fsyncs the sink before any record: nothing for a device to fail.
@@ -560,11 +596,12 @@ mod tests {
         let model = model_point(&spec(), 11, "sink-append.jsonl").unwrap();
         assert_eq!(model.before, b"");
         assert_eq!(model.fsync, "EIO");
-        assert_eq!(model.unpersisted_bytes, 0);
+        assert_eq!(model.dirty_bytes, 0);
     }
 
     /// ext4 did what the model says: agrees, admitted. xfs saw the same, but after the
-    /// power cut the sink had its old size (0 bytes), a state the model does not have.
+    /// power cut the sink had its old size (0 bytes), a state the ext4 profile does not
+    /// have and the xfs profile does.
     #[test]
     fn what_the_kernels_did_at_step_26_checked() {
         let model = model_point(&spec(), 26, "sink-append.jsonl").unwrap();
@@ -583,6 +620,10 @@ mod tests {
         );
         let mut xfs_files = model.states[0].files.clone();
         xfs_files[0].1.clear();
+        let xfs_model = model_point(&spec_on(FsModel::Xfs), 26, "sink-append.jsonl").unwrap();
+        let xfs_own = check(label(26), &xfs_model, &view, &xfs_files);
+        assert!(xfs_own.agrees());
+        assert_eq!(xfs_own.admission, Admission::Admitted { state: 1 });
         let xfs = check(label(26), &model, &view, &xfs_files);
         assert!(xfs.agrees());
         assert_eq!(xfs.admission, Admission::NotAdmitted { closest: 0 });

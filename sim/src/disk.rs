@@ -612,6 +612,20 @@ impl Disk {
             .collect()
     }
 
+    /// How many bytes the file's pending writes (since its last fsync) wrote, counted per
+    /// write: what an fsync of it has to write (0: nothing, whatever its pending truncates).
+    pub fn dirty_bytes(&self, name: &str) -> Result<u64, DiskError> {
+        Ok(self
+            .inode(name)?
+            .pending
+            .iter()
+            .map(|op| match op {
+                DataOp::Write { bytes, .. } => bytes.len() as u64,
+                DataOp::SetLen { .. } => 0,
+            })
+            .sum())
+    }
+
     /// How many bytes the page cache holds that the disk does not (clean pages a failed
     /// fsync left): what a page eviction or a power loss would take from the process.
     pub fn unpersisted_bytes(&self) -> u64 {

@@ -38,9 +38,8 @@ pub struct DiskErrorArgs {
     #[command(flatten)]
     pub scenario: ScenarioArgs,
 
-    /// The file systems to fail the fsync on (each a fresh image per point): ext4 and xfs
-    /// (btrfs reverts the file and fails the next fsync too, a behaviour the model does not
-    /// have yet).
+    /// The file systems to fail the fsync on (each a fresh image per point), each checked
+    /// against its own profile of the model (`--fs-model ext4`, `xfs`, `btrfs`).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "ext4")]
     pub fs: Vec<FsArg>,
 
@@ -78,6 +77,12 @@ pub(crate) fn cmd_disk_error(args: &DiskErrorArgs) -> Result<Output, KeelError> 
         ));
     }
     let (spec, events) = prepare(&args.scenario)?;
+    if !spec.fs_model.is_posix() {
+        return Err(KeelError::usage(format!(
+            "keel fidelity disk-error takes no --fs-model {}: it checks each file system against its own profile",
+            spec.fs_model
+        )));
+    }
     let sinks = dedup_kinds(args.sinks.iter().map(|&s| SinkKind::from(s)));
     if sinks.iter().any(SinkKind::is_transactional) {
         return Err(KeelError::usage(
@@ -85,11 +90,6 @@ pub(crate) fn cmd_disk_error(args: &DiskErrorArgs) -> Result<Output, KeelError> 
         ));
     }
     let file_systems = dedup_kinds(args.fs.iter().map(|&f| FileSystem::from(f)));
-    if file_systems.contains(&FileSystem::Btrfs) {
-        return Err(KeelError::usage(
-            "keel fidelity disk-error: btrfs is not supported (it reverts a file whose fsync failed and fails the next fsync too; the model has no such profile yet)",
-        ));
-    }
     let baselines = baselines(&spec, &events, &sinks)?;
     let mut items = Vec::new();
     for &fs in &file_systems {
@@ -124,7 +124,11 @@ pub(crate) fn cmd_disk_error(args: &DiskErrorArgs) -> Result<Output, KeelError> 
         message,
         exit_code: 2,
     })?;
-    for (program, package) in [("dmsetup", "dmsetup"), ("filefrag", "e2fsprogs")] {
+    let mut programs = vec![("dmsetup", "dmsetup"), ("filefrag", "e2fsprogs")];
+    if file_systems.contains(&FileSystem::Btrfs) {
+        programs.push(("btrfs", "btrfs-progs"));
+    }
+    for (program, package) in programs {
         require_program(program, package).map_err(|message| KeelError {
             message,
             exit_code: 2,
@@ -142,14 +146,16 @@ pub(crate) fn cmd_disk_error(args: &DiskErrorArgs) -> Result<Output, KeelError> 
     let mut checked = Vec::new();
     let mut nothing_to_fail = Vec::new();
     for item in items {
-        let model =
-            model_point(&baselines[&item.sink].spec, item.step, &item.file).map_err(|message| {
-                KeelError {
-                    message,
-                    exit_code: 1,
-                }
-            })?;
-        if model.unpersisted_bytes == 0 {
+        // The file system's own profile (the fault-free run does not depend on it).
+        let own = RunSpec {
+            fs_model: item.fs.profile(),
+            ..baselines[&item.sink].spec.clone()
+        };
+        let model = model_point(&own, item.step, &item.file).map_err(|message| KeelError {
+            message,
+            exit_code: 1,
+        })?;
+        if model.dirty_bytes == 0 {
             nothing_to_fail.push(Unchecked {
                 fs: item.fs.name().to_string(),
                 sink: item.sink.to_string(),

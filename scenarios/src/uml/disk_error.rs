@@ -62,6 +62,7 @@ pub fn disk_error(setup: &ErrorSetup, run: &RunSpec, file: &str) -> Result<Obser
         dev_dir: scratch.join("dev"),
         file: scratch.join("mnt").join(ENGINE_DIR).join(file),
         out: scratch.join("process-view.json"),
+        btrfs: setup.fs == FileSystem::Btrfs,
     };
     let guest_file = scratch.join("guest.json");
     fs::write(

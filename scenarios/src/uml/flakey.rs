@@ -18,6 +18,15 @@
 //! (`vm.dirty_writeback_centisecs = 0`) so that nothing writes the dirty pages before the
 //! fsync does.
 //!
+//! btrfs differs in two ways. Its `fallocate` writes the range's dirty pages back first
+//! (it waits for ordered extents), so it is not called; and a copy-on-write file system
+//! puts each data write in a new place that no extent map shows before the write. So on
+//! btrfs every data chunk (block group) of the device fails writes, read from the chunk
+//! tree (`btrfs inspect-internal dump-tree -t chunk`, which also maps btrfs's logical
+//! addresses, what `filefrag` prints, to the device's): only the fsync writes data then,
+//! and it writes only this file's; metadata chunks stay linear. The view's extent map is
+//! the file's extents that have a place (on the device's blocks), the delayed ones left out.
+//!
 //! Modules: the guest kernel has device-mapper as modules (`dm-mod.ko`, `dm-flakey.ko`);
 //! the host has no `insmod`, so they are loaded with the `finit_module` system call.
 
@@ -64,6 +73,16 @@ pub struct ExtentMap {
 /// An extent without a place on disk yet (`delalloc`, `unknown_loc`) is an error: there is
 /// no block to put dm-flakey under.
 pub fn parse_filefrag(text: &str) -> Result<ExtentMap, String> {
+    parse_filefrag_extents(text, false)
+}
+
+/// As [`parse_filefrag`], leaving out the extents with no place on disk yet and the inline
+/// ones (btrfs keeps a small file's data in its metadata: no data block to fail).
+pub fn parse_filefrag_placed(text: &str) -> Result<ExtentMap, String> {
+    parse_filefrag_extents(text, true)
+}
+
+fn parse_filefrag_extents(text: &str, skip_unplaced: bool) -> Result<ExtentMap, String> {
     let block_size_bytes = text
         .lines()
         .find_map(|line| {
@@ -88,10 +107,12 @@ pub fn parse_filefrag(text: &str) -> Result<ExtentMap, String> {
             continue;
         }
         let flags = fields.last().expect("at least five fields").trim();
-        if flags
-            .split(',')
-            .any(|f| f == "delalloc" || f == "unknown_loc")
-        {
+        let unplaced = |f: &str| f == "delalloc" || f == "unknown_loc";
+        // An inline extent (btrfs: a small file's data in the metadata) has no block.
+        if skip_unplaced && flags.split(',').any(|f| unplaced(f) || f == "inline") {
+            continue;
+        }
+        if flags.split(',').any(unplaced) {
             return Err(format!(
                 "filefrag: an extent with no blocks yet ({flags}): {line:?}"
             ));
@@ -127,6 +148,124 @@ pub fn parse_filefrag(text: &str) -> Result<ExtentMap, String> {
     }
     Ok(ExtentMap {
         block_size_bytes,
+        extents,
+    })
+}
+
+/// A btrfs data chunk of a single-device file system: `length` bytes from btrfs's logical
+/// address `logical` at byte `physical` of the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataChunk {
+    pub logical: u64,
+    pub physical: u64,
+    pub length: u64,
+}
+
+/// Reads the data chunks from `btrfs inspect-internal dump-tree -t chunk` output: each
+/// `item N key (FIRST_CHUNK_TREE CHUNK_ITEM L)`, its `length N ... type DATA|single` line
+/// and its `stripe 0 devid 1 offset P` line. An error if there is none, or one with more
+/// than one stripe (nothing but `single` is made here).
+pub fn parse_btrfs_data_chunks(text: &str) -> Result<Vec<DataChunk>, String> {
+    let number = |s: &str, line: &str| {
+        s.trim()
+            .parse::<u64>()
+            .map_err(|e| format!("btrfs chunk tree: {s:?} in {line:?}: {e}"))
+    };
+    let mut chunks = Vec::new();
+    // The chunk being read: its logical address, its length if it holds data.
+    let mut logical: Option<u64> = None;
+    let mut data_length: Option<u64> = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(rest) = line
+            .split_once("CHUNK_ITEM ")
+            .filter(|_| line.starts_with("item "))
+            .map(|(_, rest)| rest)
+        {
+            let address = rest
+                .split_once(')')
+                .ok_or_else(|| format!("btrfs chunk tree: no ')' in {line:?}"))?
+                .0;
+            logical = Some(number(address, line)?);
+            data_length = None;
+        } else if let Some(rest) = line.strip_prefix("length ") {
+            let length = number(rest.split_whitespace().next().unwrap_or(""), line)?;
+            let kind = line
+                .split_once(" type ")
+                .map_or("", |(_, kind)| kind.trim());
+            data_length = None;
+            if kind.split('|').any(|k| k == "DATA") {
+                if kind != "DATA|single" && kind != "DATA" {
+                    return Err(format!(
+                        "btrfs chunk tree: a data chunk of type {kind} (only single is made here)"
+                    ));
+                }
+                data_length = Some(length);
+            }
+        } else if let Some(rest) = line.strip_prefix("stripe 0 devid ") {
+            let (Some(logical), Some(length)) = (logical, data_length.take()) else {
+                continue;
+            };
+            let offset = rest
+                .split_once(" offset ")
+                .ok_or_else(|| format!("btrfs chunk tree: no offset in {line:?}"))?
+                .1;
+            chunks.push(DataChunk {
+                logical,
+                physical: number(offset, line)?,
+                length,
+            });
+        }
+    }
+    if chunks.is_empty() {
+        return Err(format!("btrfs chunk tree: no data chunk in {text:?}"));
+    }
+    Ok(chunks)
+}
+
+/// `map` (btrfs's logical addresses, as `filefrag` prints them) on the device's blocks. An
+/// error if an extent is outside every data chunk.
+pub fn btrfs_on_device(map: &ExtentMap, chunks: &[DataChunk]) -> Result<ExtentMap, String> {
+    let block = map.block_size_bytes;
+    let extents = map
+        .extents
+        .iter()
+        .map(|e| {
+            let (start, end) = (e.physical * block, (e.physical + e.length) * block);
+            let chunk = chunks
+                .iter()
+                .find(|c| c.logical <= start && end <= c.logical + c.length)
+                .ok_or_else(|| format!("btrfs: extent {e:?} is in no data chunk"))?;
+            Ok(Extent {
+                physical: (chunk.physical + (start - chunk.logical)) / block,
+                ..*e
+            })
+        })
+        .collect::<Result<Vec<Extent>, String>>()?;
+    Ok(ExtentMap {
+        block_size_bytes: block,
+        extents,
+    })
+}
+
+/// The data chunks as an extent map on the device (4 KiB blocks), for [`flakey_table`].
+pub fn data_chunks_map(chunks: &[DataChunk]) -> Result<ExtentMap, String> {
+    const BLOCK: u64 = 4096;
+    let extents = chunks
+        .iter()
+        .map(|c| {
+            if c.physical % BLOCK != 0 || c.length % BLOCK != 0 {
+                return Err(format!("btrfs: a data chunk not in 4 KiB blocks: {c:?}"));
+            }
+            Ok(Extent {
+                logical: 0,
+                physical: c.physical / BLOCK,
+                length: c.length / BLOCK,
+            })
+        })
+        .collect::<Result<Vec<Extent>, String>>()?;
+    Ok(ExtentMap {
+        block_size_bytes: BLOCK,
         extents,
     })
 }
@@ -197,6 +336,9 @@ pub struct GuestSpec {
     pub file: PathBuf,
     /// Where the process's view goes (a hostfs file).
     pub out: PathBuf,
+    /// The file system is btrfs: every data chunk fails, no `fallocate` (module header).
+    #[serde(default)]
+    pub btrfs: bool,
 }
 
 /// What an fsync or a read returned: "ok", or the error ("EIO" for EIO).
@@ -275,7 +417,9 @@ pub fn guest_fail(spec: &GuestSpec) -> Result<(), String> {
         .metadata()
         .map_err(|e| format!("{file_name}: {e}"))?
         .len();
-    allocate(&file, size_bytes).map_err(|e| format!("fallocate {file_name}: {e}"))?;
+    if !spec.btrfs {
+        allocate(&file, size_bytes).map_err(|e| format!("fallocate {file_name}: {e}"))?;
+    }
     let output = Command::new("filefrag")
         .arg("-v")
         .arg(&spec.file)
@@ -287,12 +431,31 @@ pub fn guest_fail(spec: &GuestSpec) -> Result<(), String> {
             String::from_utf8_lossy(&output.stderr).trim()
         ));
     }
-    let map = parse_filefrag(&String::from_utf8_lossy(&output.stdout))?;
+    let filefrag = String::from_utf8_lossy(&output.stdout);
     let device = spec.dev_dir.join(DEVICE);
+    let (map, failing) = if spec.btrfs {
+        let output = Command::new("btrfs")
+            .args(["inspect-internal", "dump-tree", "-t", "chunk"])
+            .arg(&device)
+            .output()
+            .map_err(|e| format!("cannot run btrfs: {e}"))?;
+        if !output.status.success() {
+            return Err(format!(
+                "btrfs inspect-internal dump-tree: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            ));
+        }
+        let chunks = parse_btrfs_data_chunks(&String::from_utf8_lossy(&output.stdout))?;
+        let map = btrfs_on_device(&parse_filefrag_placed(&filefrag)?, &chunks)?;
+        (map, data_chunks_map(&chunks)?)
+    } else {
+        let map = parse_filefrag(&filefrag)?;
+        (map.clone(), map)
+    };
     let read_before = ReadOutcome::of(fs::read(&spec.file));
     let on_disk_before = read_on_disk(&device, &map, size_bytes)
         .map_err(|e| format!("{}: {e}", device.display()))?;
-    let table = flakey_table(&device.display().to_string(), device_sectors()?, &map)?;
+    let table = flakey_table(&device.display().to_string(), device_sectors()?, &failing)?;
     dmsetup(spec, &["load", DM_NAME, "--noudevsync", "--table", &table])?;
     dmsetup(spec, &["suspend", "--nolockfs", "--noflush", DM_NAME])?;
     dmsetup(spec, &["resume", "--noudevsync", DM_NAME])?;
@@ -556,5 +719,94 @@ ext:     logical_offset:        physical_offset: length:   expected: flags:\n   
             flakey_table("u", 100, &empty),
             Err("the file has no blocks: nothing for an fsync to fail on".to_string())
         );
+    }
+
+    /// `btrfs inspect-internal dump-tree -t chunk` (btrfs-progs 6.2) on a fresh 128 MiB
+    /// image, trimmed: one data chunk, a system and a metadata chunk with two stripes each.
+    const CHUNKS: &str = "\
+\titem 1 key (FIRST_CHUNK_TREE CHUNK_ITEM 13631488) itemoff 16105 itemsize 80
+\t\tlength 8388608 owner 2 stripe_len 65536 type DATA|single
+\t\tio_align 65536 io_width 65536 sector_size 4096
+\t\tnum_stripes 1 sub_stripes 1
+\t\t\tstripe 0 devid 1 offset 13631488
+\t\t\tdev_uuid 381031ef-4990-49e0-8891-d88b0fc90c40
+\titem 2 key (FIRST_CHUNK_TREE CHUNK_ITEM 22020096) itemoff 15993 itemsize 112
+\t\tlength 8388608 owner 2 stripe_len 65536 type SYSTEM|DUP
+\t\tnum_stripes 2 sub_stripes 1
+\t\t\tstripe 0 devid 1 offset 22020096
+\t\t\tstripe 1 devid 1 offset 30408704
+\titem 3 key (FIRST_CHUNK_TREE CHUNK_ITEM 30408704) itemoff 15881 itemsize 112
+\t\tlength 33554432 owner 2 stripe_len 65536 type METADATA|DUP
+\t\tnum_stripes 2 sub_stripes 1
+\t\t\tstripe 0 devid 1 offset 38797312
+\t\t\tstripe 1 devid 1 offset 72351744
+";
+
+    #[test]
+    fn btrfs_data_chunks_are_read_from_the_chunk_tree() {
+        let chunks = parse_btrfs_data_chunks(CHUNKS).unwrap();
+        assert_eq!(
+            chunks,
+            [DataChunk {
+                logical: 13_631_488,
+                physical: 13_631_488,
+                length: 8_388_608
+            }]
+        );
+        // Every block of the data chunk fails writes, the rest is linear.
+        let table = flakey_table("/d/ubda", 262_144, &data_chunks_map(&chunks).unwrap()).unwrap();
+        assert_eq!(
+            table,
+            "0 26624 linear /d/ubda 0\n\
+             26624 16384 flakey /d/ubda 26624 0 3600 1 error_writes\n\
+             43008 219136 linear /d/ubda 43008"
+        );
+        assert!(parse_btrfs_data_chunks("no chunks").is_err());
+        let raid = CHUNKS.replace("DATA|single", "DATA|RAID1");
+        assert_eq!(
+            parse_btrfs_data_chunks(&raid),
+            Err(
+                "btrfs chunk tree: a data chunk of type DATA|RAID1 (only single is made here)"
+                    .to_string()
+            )
+        );
+    }
+
+    #[test]
+    fn btrfs_extents_are_mapped_to_the_device_and_delayed_ones_left_out() {
+        let text = "\
+Filesystem type is: 9123683e
+File size of /m/d/sink-append.jsonl is 330 (1 block of 4096 bytes)
+ ext:     logical_offset:        physical_offset: length:   expected: flags:
+   0:        0..       0:       3400..      3400:      1:             last,eof
+   1:        1..       1:          0..         0:      1:             last,unknown_loc,delalloc,eof
+";
+        let inline = "\
+File size of /m/d/sink-append.jsonl is 330 (1 block of 4096 bytes)
+ ext:     logical_offset:        physical_offset: length:   expected: flags:
+   0:        0..    4095:          0..      4095:   4096:             last,not_aligned,inline,eof
+";
+        assert!(parse_filefrag_placed(inline).unwrap().extents.is_empty());
+        assert!(parse_filefrag(text).is_err());
+        let placed = parse_filefrag_placed(text).unwrap();
+        let chunks = [DataChunk {
+            logical: 13_631_488,
+            physical: 1_048_576,
+            length: 8_388_608,
+        }];
+        assert_eq!(
+            btrfs_on_device(&placed, &chunks).unwrap().extents,
+            [Extent {
+                logical: 0,
+                physical: 3400 - 3328 + 256,
+                length: 1
+            }]
+        );
+        let outside = [DataChunk {
+            logical: 0,
+            physical: 0,
+            length: 4096,
+        }];
+        assert!(btrfs_on_device(&placed, &outside).is_err());
     }
 }

@@ -52,6 +52,15 @@ impl FileSystem {
         }
     }
 
+    /// The file system's own profile of the crash model.
+    pub fn profile(&self) -> keel_sim::disk::FsModel {
+        match self {
+            FileSystem::Ext4 => keel_sim::disk::FsModel::Ext4,
+            FileSystem::Xfs => keel_sim::disk::FsModel::Xfs,
+            FileSystem::Btrfs => keel_sim::disk::FsModel::Btrfs,
+        }
+    }
+
     /// The image size: the smallest each mkfs accepts comfortably (xfs wants 300 MiB).
     fn image_size_bytes(&self) -> u64 {
         match self {
