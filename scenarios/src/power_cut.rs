@@ -6,12 +6,15 @@
 //! - **Admitted**: the directory a reboot finds (every file's name and exact bytes, so its
 //!   size too) equals the directory of one of the crash states the model enumerates for a
 //!   power loss after step N ([`keel_sim::Disk::power_loss`] on the disk the simulated
-//!   first incarnation left at step N). Anything else is an unsoundness of the model; the
-//!   closest model state (fewest differing names, then bytes) is shown beside it.
-//! - **Agrees**: for an admitted state, the oracle's verdict on the simulated run with that
-//!   power loss equals its verdict on the real run: the first incarnation (as the simulator
-//!   ran it: the guest ran the same steps) followed by real-mode incarnations recovering
-//!   from a copy of the observed directory.
+//!   first incarnation left at step N). Checked twice: under the file system's own profile
+//!   (`--fs-model ext4`, `xfs`, `btrfs`) and under `posix`, the union both claim to be sound
+//!   for. Anything either does not admit is an unsoundness of that model; the closest model
+//!   state (fewest differing names, then bytes) is shown beside it.
+//! - **Agrees**: for an admitted state (the own profile's if it admits one, else posix's),
+//!   the oracle's verdict on the simulated run with that power loss, under that profile,
+//!   equals its verdict on the real run: the first incarnation (as the simulator ran it:
+//!   the guest ran the same steps) followed by real-mode incarnations recovering from a
+//!   copy of the observed directory.
 
 use crate::baseline::Baseline;
 use crate::observation::Observation;
@@ -228,10 +231,16 @@ pub struct PointResult {
     pub sink: SinkKind,
     pub delay_s: u64,
     pub step: u64,
-    /// How many crash states the model has at the step.
+    /// The file system's own profile of the model (`ext4`, `xfs`, `btrfs`).
+    pub profile: String,
+    /// How many crash states the own profile has at the step, and what it admits.
     pub states: u64,
     pub admission: Admission,
-    /// The observed directory and the model state it equals (or the closest one).
+    /// The same under `posix`.
+    pub states_posix: u64,
+    pub admission_posix: Admission,
+    /// The observed directory and the model state it equals (or the closest one): the own
+    /// profile's, unless only posix admits the directory.
     pub observed: Vec<ListedFile>,
     pub model: Vec<ListedFile>,
     pub model_description: String,
@@ -248,16 +257,43 @@ pub struct PointResult {
 }
 
 impl PointResult {
+    /// Admitted under the own profile and under posix: anything less is an unsoundness.
     pub fn admitted(&self) -> bool {
+        self.admitted_own() && self.admitted_posix()
+    }
+
+    pub fn admitted_own(&self) -> bool {
         matches!(self.admission, Admission::Admitted { .. })
+    }
+
+    pub fn admitted_posix(&self) -> bool {
+        matches!(self.admission_posix, Admission::Admitted { .. })
+    }
+
+    /// The models that do not admit the point, with their closest state, e.g. `posix
+    /// (closest state 3)`.
+    pub fn not_admitted_by(&self) -> Vec<String> {
+        [
+            (&self.profile, &self.admission),
+            (&"posix".to_string(), &self.admission_posix),
+        ]
+        .into_iter()
+        .filter_map(|(model, admission)| match admission {
+            Admission::Admitted { .. } => None,
+            Admission::NotAdmitted { closest } => {
+                Some(format!("{model} (closest state {closest})"))
+            }
+        })
+        .collect()
     }
 }
 
-/// The first point of a row the model does not admit.
+/// The first point of a row a model (own or posix) does not admit.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct NotAdmitted {
     pub step: u64,
-    pub closest_state: u64,
+    /// The models that do not admit it, with their closest states.
+    pub not_admitted_by: Vec<String>,
     pub reproduce: String,
 }
 
@@ -269,7 +305,10 @@ pub struct PowerCutRow {
     pub protocol: String,
     pub delay_s: u64,
     pub points: u64,
-    pub admitted: u64,
+    /// Points the file system's own profile admits, and points posix admits.
+    pub admitted_own: u64,
+    pub admitted_posix: u64,
+    /// Points not admitted by at least one of the two.
     pub not_admitted: u64,
     pub agree: u64,
     pub disagree: u64,
@@ -310,7 +349,8 @@ pub fn aggregate(
                     protocol: protocol.to_string(),
                     delay_s: point.delay_s,
                     points: 0,
-                    admitted: 0,
+                    admitted_own: 0,
+                    admitted_posix: 0,
                     not_admitted: 0,
                     agree: 0,
                     disagree: 0,
@@ -324,17 +364,16 @@ pub fn aggregate(
         let row = &mut rows[index];
         row.points += 1;
         row.seconds += point.seconds;
-        match point.admission {
-            Admission::Admitted { .. } => row.admitted += 1,
-            Admission::NotAdmitted { closest } => {
-                row.not_admitted += 1;
-                if row.first_not_admitted.is_none() {
-                    row.first_not_admitted = Some(NotAdmitted {
-                        step: point.step,
-                        closest_state: closest,
-                        reproduce: point.reproduce.clone(),
-                    });
-                }
+        row.admitted_own += u64::from(point.admitted_own());
+        row.admitted_posix += u64::from(point.admitted_posix());
+        if !point.admitted() {
+            row.not_admitted += 1;
+            if row.first_not_admitted.is_none() {
+                row.first_not_admitted = Some(NotAdmitted {
+                    step: point.step,
+                    not_admitted_by: point.not_admitted_by(),
+                    reproduce: point.reproduce.clone(),
+                });
             }
         }
         match point.agree {
@@ -368,7 +407,8 @@ impl PowerCutReport {
             "protocol",
             "delay_s",
             "points",
-            "admitted",
+            "admitted_own",
+            "admitted_posix",
             "not_admitted",
             "agree",
             "disagree",
@@ -383,7 +423,8 @@ impl PowerCutReport {
                 row.protocol.clone(),
                 row.delay_s.to_string(),
                 row.points.to_string(),
-                row.admitted.to_string(),
+                row.admitted_own.to_string(),
+                row.admitted_posix.to_string(),
                 row.not_admitted.to_string(),
                 row.agree.to_string(),
                 row.disagree.to_string(),
@@ -402,21 +443,25 @@ impl PowerCutReport {
             return self.table().render(format);
         }
         let mut out = format!(
-            "fidelity power-cut: scenario={} protocol={} kernel={} (each point: a real power cut after the step in a user-mode Linux guest, the surviving directory against the model's crash states)\n",
+            "fidelity power-cut: scenario={} protocol={} kernel={} (each point: a real power cut after the step in a user-mode Linux guest, the surviving directory against the crash states of the file system's own profile and of posix)\n",
             self.scenario, self.protocol, self.kernel
         );
         out.push_str(&self.table().render(format));
         for point in &self.points {
-            let mismatch = match (&point.admission, point.agree) {
-                (Admission::NotAdmitted { closest }, _) => {
-                    format!("not admitted (closest model state {closest})")
-                }
-                (Admission::Admitted { state }, Some(false)) => format!(
-                    "admitted as state {state}, verdicts disagree: simulated {}, real {}",
+            let mismatch = if !point.admitted() {
+                format!("not admitted by {}", point.not_admitted_by().join(", "))
+            } else if point.agree == Some(false) {
+                let Admission::Admitted { state } = point.admission else {
+                    unreachable!("admitted by both");
+                };
+                format!(
+                    "admitted as {} state {state}, verdicts disagree: simulated {}, real {}",
+                    point.profile,
                     point.simulated_verdict.as_deref().unwrap_or("-"),
                     point.real_verdict.as_deref().unwrap_or("-")
-                ),
-                _ => continue,
+                )
+            } else {
+                continue;
             };
             out.push_str(&format!(
                 "\n{} {} delay {} s, step {}: {mismatch}\n",
@@ -528,15 +573,18 @@ mod tests {
         assert_eq!(distance(&a, &a), (0, 0));
     }
 
-    #[test]
-    fn a_not_admitted_point_fails_the_check_and_shows_both_directories() {
-        let point = |step, admission, agree: Option<bool>| PointResult {
+    /// A point of a row: admitted or not under the own profile (ext4) and under posix.
+    fn point(step: u64, own: Admission, posix: Admission, agree: Option<bool>) -> PointResult {
+        PointResult {
             fs: "ext4".to_string(),
             sink: SinkKind::Append,
             delay_s: 0,
             step,
+            profile: "ext4".to_string(),
             states: 2,
-            admission,
+            admission: own,
+            states_posix: 3,
+            admission_posix: posix,
             observed: listing(&files(&[("a", b"12")])),
             model: listing(&files(&[("a", b"1")])),
             model_description: "state 1/2: ...".to_string(),
@@ -545,28 +593,45 @@ mod tests {
             agree,
             seconds: 5.0,
             reproduce: format!("keel fidelity power-cut --points {step}"),
-        };
+        }
+    }
+
+    #[test]
+    fn a_not_admitted_point_fails_the_check_and_shows_both_directories() {
+        let yes = |state| Admission::Admitted { state };
+        let no = |closest| Admission::NotAdmitted { closest };
         let report = aggregate(
             "ch04",
             "safe",
             "6.1",
             vec![
-                point(3, Admission::Admitted { state: 0 }, Some(true)),
-                point(4, Admission::NotAdmitted { closest: 1 }, None),
+                point(3, yes(0), yes(1), Some(true)),
+                point(4, no(1), no(2), None),
             ],
         );
         assert_eq!(report.failures(), 1);
         let row = &report.rows[0];
         assert_eq!(
-            (row.points, row.admitted, row.not_admitted, row.agree),
-            (2, 1, 1, 1)
+            (
+                row.points,
+                row.admitted_own,
+                row.admitted_posix,
+                row.not_admitted,
+                row.agree
+            ),
+            (2, 1, 1, 1, 1)
         );
         assert_eq!(row.seconds_per_point, 5.0);
-        assert_eq!(row.first_not_admitted.as_ref().unwrap().step, 4);
+        let first = row.first_not_admitted.as_ref().unwrap();
+        assert_eq!(first.step, 4);
+        assert_eq!(
+            first.not_admitted_by,
+            ["ext4 (closest state 1)", "posix (closest state 2)"]
+        );
         let text = report.render(TableFormat::Table);
         assert!(
             text.contains(
-                "\next4 append delay 0 s, step 4: not admitted (closest model state 1)\n"
+                "\next4 append delay 0 s, step 4: not admitted by ext4 (closest state 1), posix (closest state 2)\n"
             ),
             "{text}"
         );
@@ -574,6 +639,72 @@ mod tests {
         assert!(
             text.ends_with("  reproduce: keel fidelity power-cut --points 4\n"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn a_point_one_model_does_not_admit_is_counted_apart_and_fails_the_check() {
+        let yes = |state| Admission::Admitted { state };
+        let no = |closest| Admission::NotAdmitted { closest };
+        let report = aggregate(
+            "ch04",
+            "safe",
+            "6.1",
+            vec![
+                point(5, yes(0), no(2), Some(true)),
+                point(6, no(1), yes(2), Some(true)),
+                point(7, yes(1), yes(2), Some(false)),
+            ],
+        );
+        let row = &report.rows[0];
+        assert_eq!(
+            (
+                row.points,
+                row.admitted_own,
+                row.admitted_posix,
+                row.not_admitted,
+                row.agree,
+                row.disagree
+            ),
+            (3, 2, 2, 2, 2, 1)
+        );
+        assert_eq!(report.failures(), 3);
+        assert_eq!(
+            row.first_not_admitted.as_ref().unwrap().not_admitted_by,
+            ["posix (closest state 2)"]
+        );
+        let text = report.render(TableFormat::Table);
+        assert!(
+            text.contains("step 5: not admitted by posix (closest state 2)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("step 6: not admitted by ext4 (closest state 1)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "step 7: admitted as ext4 state 1, verdicts disagree: simulated exactly-once, real exactly-once\n"
+            ),
+            "{text}"
+        );
+        let header = text.lines().nth(1).unwrap();
+        assert!(
+            header.contains("points  admitted_own  admitted_posix  not_admitted  agree"),
+            "{header}"
+        );
+        let csv = report.render(TableFormat::Csv);
+        assert!(
+            csv.starts_with("fs,sink,protocol,delay_s,points,admitted_own,admitted_posix,not_admitted,agree,disagree,"),
+            "{csv}"
+        );
+        assert!(csv.contains("\next4,append,safe,0,3,2,2,2,2,1,"), "{csv}");
+        let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+        assert_eq!(json["rows"][0]["admitted_own"], 2);
+        assert_eq!(json["rows"][0]["admitted_posix"], 2);
+        assert_eq!(
+            json["points"][0]["admission_posix"]["not_admitted"]["closest"],
+            2
         );
     }
 }

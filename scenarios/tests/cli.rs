@@ -431,7 +431,7 @@ fn options_that_would_do_nothing_are_rejected_with_the_reason() {
 /// `keel fidelity power-cut` checks its options before it looks for the user-mode Linux
 /// kernel, so these hold on a machine without it.
 #[test]
-fn power_cut_rejects_a_step_the_run_lacks_a_long_delay_and_the_transactional_sink() {
+fn power_cut_rejects_a_step_the_run_lacks_a_long_delay_a_profile_and_the_transactional_sink() {
     let power_cut = |extra: &[&str]| -> Vec<String> {
         ["fidelity", "power-cut", "--scenario", "ch04"]
             .iter()
@@ -457,6 +457,10 @@ fn power_cut_rejects_a_step_the_run_lacks_a_long_delay_and_the_transactional_sin
         "error: keel fidelity power-cut: the transactional sink is simulation-only (its log is simulated)\n",
     );
     check(
+        &["--fs-model", "xfs"],
+        "error: keel fidelity power-cut takes no --fs-model xfs: it checks each file system against its own profile and against posix\n",
+    );
+    check(
         &["--shard", "0/2"],
         "error: keel fidelity power-cut takes no --shard: its wall times do not merge\n",
     );
@@ -465,7 +469,7 @@ fn power_cut_rejects_a_step_the_run_lacks_a_long_delay_and_the_transactional_sin
 /// `keel fidelity disk-error` checks its options before it looks for the user-mode Linux
 /// kernel, so these hold on a machine without it.
 #[test]
-fn disk_error_rejects_a_step_that_is_no_fsync_btrfs_and_the_transactional_sink() {
+fn disk_error_rejects_a_step_that_is_no_fsync_a_profile_and_the_transactional_sink() {
     let check = |extra: &[&str], stderr: &str| {
         let args: Vec<&str> = ["fidelity", "disk-error", "--scenario", "ch04"]
             .iter()
@@ -479,8 +483,8 @@ fn disk_error_rejects_a_step_that_is_no_fsync_btrfs_and_the_transactional_sink()
         "error: --points 15: not an fsync of a file in the append sink's fault-free run (those are steps 11,14,26,29,41,44,58)\n",
     );
     check(
-        &["--fs", "ext4,btrfs"],
-        "error: keel fidelity disk-error: btrfs is not supported (it reverts a file whose fsync failed and fails the next fsync too; the model has no such profile yet)\n",
+        &["--fs", "ext4,btrfs", "--fs-model", "btrfs"],
+        "error: keel fidelity disk-error takes no --fs-model btrfs: it checks each file system against its own profile\n",
     );
     check(
         &["--sinks", "transactional"],

@@ -1,7 +1,8 @@
 //! `keel fidelity power-cut`: for each point (a power cut right after step N, as `keel sweep
 //! --faults power-loss` has its steps), a real power cut in a user-mode Linux guest on a
 //! fresh image, the surviving directory checked against the crash states the simulated
-//! disk's model enumerates at step N (admitted or not), and, for an admitted state, real
+//! disk's model enumerates at step N, under the file system's own profile and under posix
+//! (admitted or not by each), and, for an admitted state, real
 //! recovery on a copy of it judged against the simulator's verdict for that state (agree or
 //! not). Rows per file system, sink and delay; exit 1 on any point not admitted or any
 //! disagreement. Ctrl-C stops at the next point boundary (the guests run in their own
@@ -104,6 +105,12 @@ pub(crate) fn cmd_power_cut(args: &PowerCutArgs) -> Result<Output, KeelError> {
         )));
     }
     let (spec, events) = prepare(&args.scenario)?;
+    if !spec.fs_model.is_posix() {
+        return Err(KeelError::usage(format!(
+            "keel fidelity power-cut takes no --fs-model {}: it checks each file system against its own profile and against posix",
+            spec.fs_model
+        )));
+    }
     let sinks = dedup_kinds(args.sinks.iter().map(|&s| SinkKind::from(s)));
     if sinks.iter().any(SinkKind::is_transactional) {
         return Err(KeelError::usage(
@@ -218,9 +225,24 @@ fn cut_point(
 ) -> Result<PointResult, String> {
     let scratch = fresh_scratch("power-cut");
     let started = Instant::now();
-    let at = at_step(&baseline.spec, item.step)
-        .ok_or_else(|| format!("step {}: the run ends before it", item.step))?;
-    let states = model_states(&at.disk).map_err(|e| format!("step {}: {e}", item.step))?;
+    let profile = item.fs.profile();
+    // The same baseline (the fault-free run does not depend on the profile) under the file
+    // system's own profile; `baseline` is posix's.
+    let own = Baseline {
+        spec: RunSpec {
+            fs_model: profile,
+            ..baseline.spec.clone()
+        },
+        ..baseline.clone()
+    };
+    let states_at = |baseline: &Baseline| {
+        let at = at_step(&baseline.spec, item.step)
+            .ok_or_else(|| format!("step {}: the run ends before it", item.step))?;
+        let states = model_states(&at.disk).map_err(|e| format!("step {}: {e}", item.step))?;
+        Ok::<_, String>((at, states))
+    };
+    let (at, states) = states_at(&own)?;
+    let (_, states_posix) = states_at(baseline)?;
     let setup = CutSetup {
         kernel: kernel.to_path_buf(),
         exe: exe.to_path_buf(),
@@ -241,13 +263,16 @@ fn cut_point(
         )
     })?;
     let admission = admit(&observed, &states);
-    let state = match admission {
-        Admission::Admitted { state } => state,
-        Admission::NotAdmitted { closest } => closest,
+    let admission_posix = admit(&observed, &states_posix);
+    // The own profile's state, unless only posix admits the directory.
+    let (judge, judge_states, state) = match (&admission, &admission_posix) {
+        (Admission::Admitted { state }, _) => (&own, &states, *state),
+        (_, Admission::Admitted { state }) => (baseline, &states_posix, *state),
+        (Admission::NotAdmitted { closest }, _) => (&own, &states, *closest),
     };
     let (mut simulated_verdict, mut real_verdict, mut agree) = (None, None, None);
-    if let Admission::Admitted { .. } = admission {
-        let (verdict, first) = simulated(baseline, item.step, state);
+    if judge_states[state as usize].files == observed {
+        let (verdict, first) = simulated(judge, item.step, state);
         let dir = scratch.join("recover");
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         for (name, bytes) in &observed {
@@ -255,22 +280,25 @@ fn cut_point(
         }
         let rest = RunSpec {
             plan: FaultPlan::none(),
-            ..baseline.spec.clone()
+            ..judge.spec.clone()
         };
         let real = recover_real(&rest, &dir, &scratch.join("work"), exe, at.resume)?;
-        let real = recovered(baseline, first, &real);
+        let real = recovered(judge, first, &real);
         agree = Some(verdict == real);
         simulated_verdict = Some(verdict.summary());
         real_verdict = Some(real.summary());
     }
-    let model = &states[state as usize];
+    let model = &judge_states[state as usize];
     let result = PointResult {
         fs: item.fs.name().to_string(),
         sink: item.sink,
         delay_s: item.delay_s,
         step: item.step,
+        profile: profile.name().to_string(),
         states: states.len() as u64,
         admission,
+        states_posix: states_posix.len() as u64,
+        admission_posix,
         observed: listing(&observed),
         model: listing(&model.files),
         model_description: model.description.clone(),
