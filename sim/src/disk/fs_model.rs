@@ -41,7 +41,12 @@
 //! - **Revert and fail** (btrfs, nodatacow measured): a failed fsync drops the file's
 //!   pending changes at once (the process reads what the disk holds, size included) and the
 //!   next fsync of that file fails again (once; the file system may also go read-only, which
-//!   the model does not do).
+//!   the model does not do). Measured again with btrfs's defaults (copy-on-write, every
+//!   data chunk failing writes, `keel fidelity disk-error --fs btrfs`), the kernel disagrees
+//!   with this rule: no revert (the process reads the new bytes, even after `drop_caches`),
+//!   the file system turns read-only (the next fsync fails with EROFS), and a power cut
+//!   leaves the file as before the fsync, the one crash state this rule leaves too. Not
+//!   modelled yet: a read-only disk needs a restart that remounts (see the README).
 //!
 //! `posix` admits every crash state ext4 and btrfs admit, and xfs's but those with stale
 //! bytes (a failed fsync's lost size included) (ext4's and xfs's journal commits only remove states). Stale bytes are left out of
