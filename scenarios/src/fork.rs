@@ -259,8 +259,7 @@ impl Forks {
             written: stats.clone().map(|s| s.written).sum(),
             skipped: stats.map(|s| s.skipped).sum(),
         });
-        observation.sink_outage =
-            SinkOutage::of(&paused.world.plan_that_ran(), observation.restarts);
+        observation.sink_outage = SinkOutage::of(&paused.world, observation.restarts);
         observation
     }
 

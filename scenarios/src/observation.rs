@@ -94,46 +94,86 @@ pub struct Observation {
 
 /// The documented retry policy of a file sink's writes (README, "The fault model"): 12
 /// attempts, the first retry 100 ms after a failure, each wait doubling up to 3,200 ms.
-/// Written here from the documentation, apart from the engine's constants: the waits before
-/// the last attempt add up to this, so an outage no longer than it is ridden out in place.
-pub const SINK_OUTAGE_RIDDEN_OUT_MS: u64 = 100 + 200 + 400 + 800 + 1_600 + 6 * 3_200;
+/// Written here from the documentation, apart from the engine's constants.
+pub const SINK_RETRY_WAITS_MS: [u64; 11] = [
+    100, 200, 400, 800, 1_600, 3_200, 3_200, 3_200, 3_200, 3_200, 3_200,
+];
+
+/// The waits before the last attempt add up to this: an outage no longer than it is ridden
+/// out in place.
+pub const SINK_OUTAGE_RIDDEN_OUT_MS: u64 = {
+    let (mut total_ms, mut i) = (0, 0);
+    while i < SINK_RETRY_WAITS_MS.len() {
+        total_ms += SINK_RETRY_WAITS_MS[i];
+        i += 1;
+    }
+    total_ms
+};
+
+/// When the documented retries reach the sink again after an outage of `duration_ms` that
+/// began at a write: the first retry at or past its end, in ms after the failed attempt
+/// (None: the outage outlasts them all).
+pub fn sink_resumed_after_ms(duration_ms: u64) -> Option<u64> {
+    SINK_RETRY_WAITS_MS
+        .iter()
+        .scan(0, |waited_ms, wait_ms| {
+            *waited_ms += wait_ms;
+            Some(*waited_ms)
+        })
+        .find(|&waited_ms| waited_ms >= duration_ms)
+}
 
 /// One sink outage, the run's only fault, and what the engine did about it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SinkOutage {
     pub duration_ms: u64,
     pub restarts: u64,
+    /// From the refused write to the next request the sink served (the world's clock).
+    pub resumed_after_ms: Option<u64>,
 }
 
 impl SinkOutage {
-    /// The outage of a run whose only fault was one sink outage (`plan`: the faults that
-    /// ran), with the run's restarts.
-    pub fn of(plan: &keel_sim::FaultPlan, restarts: u64) -> Option<SinkOutage> {
+    /// The outage of a run whose only fault was one sink outage (as `world` ran it), with the
+    /// run's restarts.
+    pub fn of(world: &keel_sim::World, restarts: u64) -> Option<SinkOutage> {
+        let plan = world.plan_that_ran();
         if plan.kill_time_ms().is_some() {
             return None;
         }
-        match plan.faults().as_slice() {
-            [keel_sim::PlannedFault {
-                fault: keel_sim::Fault::SinkUnavailable { duration_ms },
-                ..
-            }] => Some(SinkOutage {
-                duration_ms: *duration_ms,
-                restarts,
-            }),
-            _ => None,
-        }
+        let faults = plan.faults();
+        let [keel_sim::PlannedFault {
+            fault: keel_sim::Fault::SinkUnavailable { duration_ms },
+            ..
+        }] = faults.as_slice()
+        else {
+            return None;
+        };
+        let (began_ms, served_ms) = world.first_outage_ms().expect("an outage ran");
+        Some(SinkOutage {
+            duration_ms: *duration_ms,
+            restarts,
+            resumed_after_ms: served_ms.map(|served_ms| served_ms - began_ms),
+        })
     }
 
-    /// Where the engine departs from its documented retries: it restarted over an outage the
-    /// retries ride out (fails every command, as `matches-model`).
+    /// Where the engine departs from its documented retries over an outage they ride out: it
+    /// restarted, or reached the sink again at another time than the schedule's (fails every
+    /// command, as `matches-model`).
     pub fn mismatch(&self) -> Option<ModelMismatch> {
-        (self.duration_ms <= SINK_OUTAGE_RIDDEN_OUT_MS && self.restarts > 0).then(|| ModelMismatch {
+        let resumed_after_ms = sink_resumed_after_ms(self.duration_ms)?;
+        let want = (0, Some(resumed_after_ms));
+        let have = (self.restarts, self.resumed_after_ms);
+        let show = |(restarts, after_ms): (u64, Option<u64>)| {
+            let after = after_ms.map_or("never".to_string(), |ms| format!("{ms}ms"));
+            format!("restarts={restarts} sink_reached_again_after={after}")
+        };
+        (have != want).then(|| ModelMismatch {
             at: format!(
                 "a sink outage of {} ms, the run's only fault (the documented retries ride out {SINK_OUTAGE_RIDDEN_OUT_MS} ms)",
                 self.duration_ms
             ),
-            model: "restarts=0".to_string(),
-            engine: format!("restarts={}", self.restarts),
+            model: show(want),
+            engine: show(have),
         })
     }
 }
@@ -191,8 +231,7 @@ impl Observation {
                 written: stats.clone().map(|s| s.written).sum(),
                 skipped: stats.map(|s| s.skipped).sum(),
             });
-            observation.sink_outage =
-                SinkOutage::of(&result.world.plan_that_ran(), observation.restarts);
+            observation.sink_outage = SinkOutage::of(&result.world, observation.restarts);
         }
         observation
     }
@@ -424,13 +463,21 @@ mod tests {
         // 100 + 200 + 400 + 800 + 1,600 + 6 x 3,200 ms of waits before the 12th attempt.
         assert_eq!(SINK_OUTAGE_RIDDEN_OUT_MS, 22_300);
         for sink in [SinkKind::Append, SinkKind::Idempotent] {
-            for duration_ms in [2_000, 22_300] {
+            // Retries at 100, 300, 700, 1,500, 3,100, ... 22,300 ms after the refused write.
+            for (duration_ms, resumed_after_ms) in [
+                (1, 100),
+                (2_000, 3_100),
+                (3_100, 3_100),
+                (3_101, 6_300),
+                (22_300, 22_300),
+            ] {
                 let outage = seen(sink, duration_ms).expect("one outage, the only fault");
                 assert_eq!(
                     outage,
                     SinkOutage {
                         duration_ms,
-                        restarts: 0
+                        restarts: 0,
+                        resumed_after_ms: Some(resumed_after_ms)
                     }
                 );
                 assert_eq!(outage.mismatch(), None);
@@ -452,15 +499,21 @@ mod tests {
         ];
         assert_eq!(observe(SinkKind::Append, &both).sink_outage, None);
         assert_eq!(seen(SinkKind::Transactional, 2_000), None);
-        let restarted = SinkOutage {
+        let outage = |restarts, resumed_after_ms| SinkOutage {
             duration_ms: 2_000,
-            restarts: 1,
+            restarts,
+            resumed_after_ms,
         };
         assert_eq!(
-            restarted.mismatch().unwrap().to_string(),
+            outage(1, Some(3_100)).mismatch().unwrap().to_string(),
             "a sink outage of 2000 ms, the run's only fault (the documented retries ride out \
-             22300 ms): the model has restarts=0, the engine has restarts=1"
+             22300 ms): the model has restarts=0 sink_reached_again_after=3100ms, the engine \
+             has restarts=1 sink_reached_again_after=3100ms"
         );
+        // Retrying sooner or later than documented is a mismatch too.
+        assert!(outage(0, Some(2_000)).mismatch().is_some());
+        assert!(outage(0, Some(6_300)).mismatch().is_some());
+        assert!(outage(0, None).mismatch().is_some());
     }
 
     #[test]

@@ -173,6 +173,9 @@ pub struct World<S = Disk> {
     /// Requests whose effect ran at the server, by operation (a lost ack included): the
     /// world's own count, against which a system's report of what it sent can be checked.
     served_requests: BTreeMap<&'static str, u64>,
+    /// The first sink outage: when it began and when the server next served a request (the
+    /// world's own clock readings, against which a system's retry policy can be checked).
+    first_outage_ms: Option<(u64, Option<u64>)>,
 }
 
 impl World {
@@ -207,6 +210,7 @@ impl<S: Storage> World<S> {
             wrapped: Vec::new(),
             zombie: None,
             served_requests: BTreeMap::new(),
+            first_outage_ms: None,
         }
     }
 
@@ -312,6 +316,12 @@ impl<S: Storage> World<S> {
     /// incarnation and zombie), whether or not their reply arrived.
     pub fn served_requests(&self, op: &str) -> u64 {
         self.served_requests.get(op).copied().unwrap_or(0)
+    }
+
+    /// The run's first sink outage: the time it began (the refused request's) and the time
+    /// of the first request the server served after it (None: none was).
+    pub fn first_outage_ms(&self) -> Option<(u64, Option<u64>)> {
+        self.first_outage_ms
     }
 
     pub fn incarnation(&self) -> u32 {
@@ -598,6 +608,7 @@ impl<S: Storage> World<S> {
                 self.injected_at(step, f);
                 let until_ms = now_ms.saturating_add(duration_ms);
                 self.env.sink_down_until_ms = self.env.sink_down_until_ms.max(until_ms);
+                self.first_outage_ms.get_or_insert((now_ms, None));
             }
             // Does not apply to a sink request: no mark, as in `effect`.
             Some(Fault::DiskError) => self.trace.restate_fault(step, None),
@@ -610,6 +621,9 @@ impl<S: Storage> World<S> {
         } else {
             let output = effect(&mut self.env);
             *self.served_requests.entry(op).or_insert(0) += 1;
+            if let Some((_, served_ms @ None)) = &mut self.first_outage_ms {
+                *served_ms = Some(now_ms);
+            }
             if fault == Some(Fault::AckLost) {
                 Err(RequestError::Timeout)
             } else {
