@@ -487,27 +487,15 @@ impl DiskErrorReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalogue::Scenario;
     use crate::uml::flakey::ExtentMap;
-    use keel_engine::EngineConfig;
     use keel_sim::disk::FsModel;
-    use keel_sim::FaultPlan;
 
     fn spec() -> RunSpec {
         spec_on(FsModel::Ext4)
     }
 
     fn spec_on(fs_model: FsModel) -> RunSpec {
-        RunSpec {
-            events: Scenario::by_name("ch04").unwrap().events(),
-            config: EngineConfig::default(),
-            plan: FaultPlan::none(),
-            seed: 0,
-            restart_delay_ms: 500,
-            sector_size_bytes: 512,
-            fs_model,
-            transaction_timeout_ms: 60_000,
-        }
+        RunSpec::ch04_on(fs_model)
     }
 
     /// What a process sees when the kernel does what the model says (ext4, measured).

@@ -512,20 +512,9 @@ pub fn side_by_side(observed: &[ListedFile], model: &[ListedFile]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalogue::Scenario;
-    use keel_engine::EngineConfig;
 
     fn spec() -> RunSpec {
-        RunSpec {
-            events: Scenario::by_name("ch04").unwrap().events(),
-            config: EngineConfig::default(),
-            plan: FaultPlan::none(),
-            seed: 0,
-            restart_delay_ms: 500,
-            sector_size_bytes: 512,
-            fs_model: keel_sim::disk::FsModel::Posix,
-            transaction_timeout_ms: 60_000,
-        }
+        RunSpec::ch04_on(keel_sim::disk::FsModel::Posix)
     }
 
     fn files(list: &[(&str, &[u8])]) -> Files {

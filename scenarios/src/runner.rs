@@ -32,6 +32,25 @@ pub struct RunSpec {
     pub fs_model: FsModel,
 }
 
+#[cfg(test)]
+impl RunSpec {
+    /// ch04 with the default knobs, no fault, on `fs_model`: where unit tests start.
+    pub fn ch04_on(fs_model: FsModel) -> RunSpec {
+        RunSpec {
+            events: crate::catalogue::Scenario::by_name("ch04")
+                .unwrap()
+                .events(),
+            config: EngineConfig::default(),
+            plan: FaultPlan::none(),
+            seed: 0,
+            restart_delay_ms: RESTART_DELAY_MS_DEFAULT,
+            sector_size_bytes: SECTOR_SIZE_BYTES_DEFAULT,
+            fs_model,
+            transaction_timeout_ms: TRANSACTION_TIMEOUT_MS_DEFAULT,
+        }
+    }
+}
+
 /// Default transaction timeout of the simulated log (Kafka's default is 60 s).
 pub const TRANSACTION_TIMEOUT_MS_DEFAULT: u64 = 60_000;
 

@@ -230,8 +230,6 @@ pub(crate) fn compare_point(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalogue::Scenario;
-    use keel_engine::EngineConfig;
     use keel_sim::{CrashPoint, Fault};
 
     fn crash(step: u64, at: CrashPoint) -> PlannedFault {
@@ -246,16 +244,7 @@ mod tests {
     /// duplicate instead of one) stands in for a real run that went differently.
     #[test]
     fn a_disagreeing_point_is_reported_with_both_commands_and_exits_1() {
-        let spec = RunSpec {
-            events: Scenario::by_name("ch04").unwrap().events(),
-            config: EngineConfig::default(),
-            plan: FaultPlan::none(),
-            seed: 0,
-            restart_delay_ms: 500,
-            sector_size_bytes: 512,
-            fs_model: keel_sim::disk::FsModel::Posix,
-            transaction_timeout_ms: 60_000,
-        };
+        let spec = RunSpec::ch04_on(keel_sim::disk::FsModel::Posix);
         let baseline = Baseline::new(spec.clone());
         let side = |point| {
             let spec = RunSpec {
