@@ -136,6 +136,8 @@ impl SinkOutage {
     /// The outage of a run whose only fault was one sink outage (as `world` ran it), with the
     /// run's restarts.
     pub fn of(world: &keel_sim::World, restarts: u64) -> Option<SinkOutage> {
+        // Most runs of a sweep had no outage: answer them before building the plan that ran.
+        let (began_ms, served_ms) = world.first_outage_ms()?;
         let plan = world.plan_that_ran();
         if plan.kill_time_ms().is_some() {
             return None;
@@ -148,7 +150,6 @@ impl SinkOutage {
         else {
             return None;
         };
-        let (began_ms, served_ms) = world.first_outage_ms().expect("an outage ran");
         Some(SinkOutage {
             duration_ms: *duration_ms,
             restarts,
