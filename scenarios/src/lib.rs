@@ -22,6 +22,7 @@ pub mod plan_file;
 pub mod power_cut;
 pub mod property;
 pub mod real;
+pub mod recipe;
 pub mod report;
 pub mod reproduce;
 pub mod runner;

@@ -24,9 +24,10 @@ use crate::model::{self, ModelMismatch};
 pub use crate::observation::Recovery;
 use crate::observation::{Observation, SinkOutage, SinkWriteCounts, ViewObservation};
 use crate::property::{self, Expectation, Property};
+use crate::recipe;
 use crate::runner::{run, Outcome, RunResult, RunSpec, View};
 use keel_engine::{EngineConfig, KeyScheme, Record, RecordKind, SinkKind};
-use keel_sim::FaultPlan;
+use keel_sim::{FaultPlan, TraceLine};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -132,6 +133,18 @@ impl Reference {
                 config.checkpoint_every,
                 config.protocol.in_place(),
                 config.sink.is_transactional(),
+            );
+        }
+        // The steps, where the run kept its trace's lines (every sweep's and exploration's
+        // baseline does; a streamed trace keeps only its fingerprint).
+        if self.model_mismatch.is_none() && !result.world.trace().is_streamed() {
+            let steps = result.world.trace().lines().filter_map(|line| match line {
+                TraceLine::Step { op, target, .. } => Some((*op, target.as_str())),
+                _ => None,
+            });
+            self.model_mismatch = recipe::check_steps(
+                steps,
+                &recipe::fault_free_steps(config, events, &self.records),
             );
         }
     }
