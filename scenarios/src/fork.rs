@@ -35,7 +35,7 @@
 //!
 //! Anything else, and the point runs on. A converged point's trace is not computed, so it
 //! has no trace fingerprint: a sweep's fingerprint hashes what both algorithms compute, each
-//! point's faults and outcome digest (see `sweep::aggregate`). `keel sweep --naive` runs
+//! point's faults and outcome digest (see `tally::SweepTally`). `keel sweep --naive` runs
 //! every point from scratch to its end instead: the reference the default is checked
 //! against, report for report (`scenarios/tests/fork.rs`).
 

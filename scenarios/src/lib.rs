@@ -32,6 +32,7 @@ pub mod spec;
 pub mod swarm;
 pub mod sweep;
 pub mod table;
+pub mod tally;
 pub mod teach;
 pub mod uml;
 pub mod verdict;

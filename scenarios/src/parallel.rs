@@ -2,7 +2,7 @@
 //! in item order, so every output is the same, byte for byte, whatever N is.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 
 /// `f` over `items` on `jobs` threads; results in `items` order. `on_done` is called once
 /// per finished item (from any thread), e.g. to move a progress bar.
@@ -66,6 +66,95 @@ pub fn par_map_until<T: Sync, R: Send>(
         .collect()
 }
 
+/// How far results may run ahead of the oldest one still running, per thread: what
+/// [`par_fold_until`] holds at most while it waits to hand results over in order.
+pub const REORDER_WINDOW_ITEMS_PER_JOB: usize = 1024;
+
+/// `f` over `items` on `jobs` threads, handing each result to `consume` in item order (the
+/// order, and so every output, is the same whatever `jobs` is), as soon as every earlier one
+/// has been handed over: at most `REORDER_WINDOW_ITEMS_PER_JOB * jobs` results wait at once,
+/// so memory does not grow with the items (a sweep of millions of points tallies them as
+/// they finish). `on_done` is called once per finished item, from its thread. Stops as
+/// [`par_map_until`] does when `stop` is set: `false` then, and `consume` has seen a prefix
+/// of the results only.
+pub fn par_fold_until<T: Sync, R: Send>(
+    items: &[T],
+    jobs: usize,
+    f: impl Fn(&T) -> R + Sync,
+    on_done: &(dyn Fn(&R) + Sync),
+    consume: &mut (dyn FnMut(R) + Send),
+    stop: &AtomicBool,
+) -> bool {
+    assert!(jobs >= 1);
+    let stopped = || stop.load(Ordering::SeqCst);
+    if jobs == 1 || items.len() <= 1 {
+        for item in items {
+            if stopped() {
+                return false;
+            }
+            let result = f(item);
+            on_done(&result);
+            consume(result);
+        }
+        return true;
+    }
+    let window_items = REORDER_WINDOW_ITEMS_PER_JOB * jobs;
+    struct Waiting<'c, R> {
+        /// Finished results not yet handed over, by index (all above `next_to_consume`).
+        results: std::collections::BTreeMap<usize, R>,
+        next_to_consume: usize,
+        consume: &'c mut (dyn FnMut(R) + Send),
+    }
+    let next = AtomicUsize::new(0);
+    let waiting = Mutex::new(Waiting {
+        results: std::collections::BTreeMap::new(),
+        next_to_consume: 0,
+        consume,
+    });
+    let handed_over = Condvar::new();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.min(items.len()) {
+            scope.spawn(|| loop {
+                if stopped() {
+                    break;
+                }
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                if index >= items.len() {
+                    break;
+                }
+                // Never more than the window ahead of the oldest result still to come (the
+                // thread that runs that one never waits here: its index is below the bound).
+                {
+                    let mut state = waiting.lock().expect("no thread panics holding it");
+                    while index >= state.next_to_consume + window_items && !stopped() {
+                        state = handed_over
+                            .wait(state)
+                            .expect("no thread panics holding it");
+                    }
+                }
+                let result = f(&items[index]);
+                on_done(&result);
+                let mut state = waiting.lock().expect("no thread panics holding it");
+                assert!(index >= state.next_to_consume);
+                state.results.insert(index, result);
+                assert!(state.results.len() <= window_items);
+                let Waiting {
+                    results,
+                    next_to_consume,
+                    consume,
+                } = &mut *state;
+                while let Some(result) = results.remove(next_to_consume) {
+                    consume(result);
+                    *next_to_consume += 1;
+                }
+                handed_over.notify_all();
+            });
+        }
+    });
+    let state = waiting.into_inner().expect("no thread panicked");
+    state.next_to_consume == items.len()
+}
+
 /// The machine's cores, the default for `--jobs`.
 pub fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -88,6 +177,47 @@ mod tests {
             done.fetch_add(1, Ordering::Relaxed);
         });
         assert_eq!(done.load(Ordering::Relaxed), 1000);
+    }
+
+    #[test]
+    fn a_fold_hands_results_over_in_item_order_whatever_the_jobs() {
+        let items: Vec<u64> = (0..10_000).collect();
+        let never = AtomicBool::new(false);
+        for jobs in [1, 2, 5] {
+            let mut seen = Vec::new();
+            let done = AtomicUsize::new(0);
+            let complete = par_fold_until(
+                &items,
+                jobs,
+                |x| x * 3,
+                &|_| {
+                    done.fetch_add(1, Ordering::Relaxed);
+                },
+                &mut |r| seen.push(r),
+                &never,
+            );
+            assert!(complete);
+            assert_eq!(done.load(Ordering::Relaxed), 10_000);
+            assert_eq!(seen, par_map(&items, 1, |x| x * 3, &|_| {}), "jobs={jobs}");
+        }
+        // A stop hands over a prefix only, and says so.
+        let stop = AtomicBool::new(false);
+        let mut seen = Vec::new();
+        let complete = par_fold_until(
+            &items,
+            2,
+            |x| *x,
+            &|&x| {
+                if x == 100 {
+                    stop.store(true, Ordering::SeqCst);
+                }
+            },
+            &mut |r| seen.push(r),
+            &stop,
+        );
+        assert!(!complete);
+        assert!(seen.len() < items.len());
+        assert_eq!(seen, items[..seen.len()].to_vec());
     }
 
     #[test]

@@ -14,10 +14,10 @@ use crate::runner::{
 use crate::sites::SiteRow;
 use crate::spec::ScenarioSpec;
 use crate::sweep::{
-    aggregate, baselines, run_point, sites, sweep_points, PointRecord, SweepReport, SweepRow,
-    SweepSpec,
+    baselines, run_point, sites, sweep_points, PointRecord, SweepReport, SweepRow, SweepSpec,
 };
 use crate::table::{Table, TableFormat};
+use crate::tally::aggregate;
 use keel_engine::{CheckpointProtocol, Event, KeyScheme, Record, RecordKind, SinkKind};
 use keel_sim::{FaultKind, FaultPlan};
 use pictures::{heatmap_svg, timeline_svg};

@@ -243,9 +243,30 @@ pub struct Fingerprint(pub u64);
 impl Fingerprint {
     /// The fingerprint of any bytes (e.g. a sweep's list of run fingerprints).
     pub fn of(bytes: &[u8]) -> Fingerprint {
-        let mut hash = Fnv1a64::new();
-        hash.write(bytes);
-        Fingerprint(hash.finish())
+        let mut builder = FingerprintBuilder::default();
+        builder.write(bytes);
+        builder.finish()
+    }
+}
+
+/// [`Fingerprint::of`] over bytes that arrive in pieces: the same fingerprint as the
+/// pieces' concatenation, without keeping it (a sweep hashes a line per point as it goes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FingerprintBuilder(Fnv1a64);
+
+impl Default for FingerprintBuilder {
+    fn default() -> Self {
+        FingerprintBuilder(Fnv1a64::new())
+    }
+}
+
+impl FingerprintBuilder {
+    pub fn write(&mut self, bytes: &[u8]) {
+        self.0.write(bytes);
+    }
+
+    pub fn finish(&self) -> Fingerprint {
+        Fingerprint(self.0.finish())
     }
 }
 
@@ -304,6 +325,12 @@ mod tests {
         assert_eq!(fnv(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv(b"a"), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(fnv(b"foobar"), 0x8594_4171_f739_67e8);
+        let mut pieces = FingerprintBuilder::default();
+        pieces.write(b"foo");
+        pieces.write(b"");
+        pieces.write(b"bar");
+        assert_eq!(pieces.finish(), Fingerprint(0x8594_4171_f739_67e8));
+        assert_eq!(Fingerprint::of(b"foobar"), pieces.finish());
     }
 
     #[test]

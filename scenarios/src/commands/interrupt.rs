@@ -5,7 +5,7 @@
 
 use super::progress::Progress;
 use crate::error::KeelError;
-use crate::parallel::par_map_until;
+use crate::parallel::{par_fold_until, par_map_until};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Set by the Ctrl-C handler while a long job runs: its threads start no other run.
@@ -47,4 +47,30 @@ pub(crate) fn par_map_interruptible<T: Sync, R: Send>(
             items.len()
         ))
     })
+}
+
+/// `f` over `items` on `jobs` threads, each result handed to `consume` in item order as it
+/// is ready (`par_fold_until`: memory does not grow with the items), stopping at the next run
+/// boundary on Ctrl-C as [`par_map_interruptible`] does.
+pub(crate) fn par_fold_interruptible<T: Sync, R: Send>(
+    items: &[T],
+    jobs: usize,
+    f: impl Fn(&T) -> R + Sync,
+    on_done: &(dyn Fn(&R) + Sync),
+    consume: &mut (dyn FnMut(R) + Send),
+    progress: &Progress,
+) -> Result<(), KeelError> {
+    LONG_JOB.store(true, Ordering::SeqCst);
+    let complete = par_fold_until(items, jobs, f, on_done, consume, &STOP);
+    LONG_JOB.store(false, Ordering::SeqCst);
+    progress.finish();
+    if complete {
+        Ok(())
+    } else {
+        Err(KeelError::interrupted(format!(
+            "interrupted (Ctrl-C) after {} of {} runs; no report printed",
+            progress.runs_done(),
+            items.len()
+        )))
+    }
 }

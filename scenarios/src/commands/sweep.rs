@@ -5,19 +5,19 @@ use super::args::{
     ScenarioArgs, SinkArg, TableFormatArg,
 };
 use super::files::prepare;
-use super::interrupt::par_map_interruptible;
+use super::interrupt::{par_fold_interruptible, par_map_interruptible};
 use super::output::{Output, EXIT_VIOLATION};
 use super::progress::Progress;
 use super::shard::{shard_output, ShardLine};
 use crate::baseline::baselines;
 use crate::error::KeelError;
 use crate::property::Expectation;
-use crate::reproduce::with_expect;
 use crate::spec::ScenarioSpec;
 use crate::sweep::{
-    aggregate, run_point, sweep_forks, sweep_points, PointRecord, SweepPoint, SweepSpec,
+    run_point, sweep_forks, sweep_points, PointRecord, SweepPoint, SweepSpec,
     POWER_LOSS_STATES_MAX_DEFAULT,
 };
+use crate::tally::SweepTally;
 use clap::Args;
 use keel_engine::SinkKind;
 use keel_sim::FaultKind;
@@ -106,39 +106,39 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
         .map_or(0..points.len(), |shard| shard.range(points.len()));
     let indexed: Vec<(u64, &SweepPoint)> = range.clone().map(|i| (i as u64, &points[i])).collect();
     let progress = Progress::new(indexed.len(), args.job.quiet);
-    let records: Vec<PointRecord> = par_map_interruptible(
-        &indexed,
-        jobs(&args.job),
-        |(index, point)| run_point(&spec, &baselines, forks.as_ref(), *index, point),
-        &|records: &Vec<PointRecord>| {
-            progress.done(
-                records
-                    .iter()
-                    .any(|r| !r.failures(args.expect.as_ref()).is_empty()),
-            )
-        },
-        &progress,
-    )?
-    .into_iter()
-    .flatten()
-    .collect();
+    let run = |(index, point): &(u64, &SweepPoint)| {
+        run_point(&spec, &baselines, forks.as_ref(), *index, point)
+    };
+    let on_done = |records: &Vec<PointRecord>| {
+        progress.done(
+            records
+                .iter()
+                .any(|r| !r.failures(args.expect.as_ref()).is_empty()),
+        )
+    };
     if let Some(shard) = args.job.shard {
+        // A shard prints every point's record, for `keel merge` to tally.
+        let records = par_map_interruptible(&indexed, jobs(&args.job), run, &on_done, &progress)?;
         let mut lines = vec![ShardLine::SweepHeader {
-            spec,
-            sweep,
+            spec: spec.clone(),
+            sweep: sweep.clone(),
             shard,
             total: points.len() as u64,
         }];
-        lines.extend(records.into_iter().map(ShardLine::Point));
+        lines.extend(records.into_iter().flatten().map(ShardLine::Point));
         return Ok(Output::ok(shard_output(&lines)));
     }
-    Ok(sweep_output(
-        &spec,
-        &sweep,
-        &records,
-        args.expect.as_ref(),
-        args.format,
-    ))
+    // Tallied as the points finish, in point order: no point's record is kept.
+    let mut tally = SweepTally::new(&spec, &sweep, args.expect.as_ref());
+    par_fold_interruptible(
+        &indexed,
+        jobs(&args.job),
+        run,
+        &on_done,
+        &mut |records: Vec<PointRecord>| records.iter().for_each(|r| tally.add(r)),
+        &progress,
+    )?;
+    Ok(render(tally, args.format))
 }
 
 /// Tallies and renders a sweep, with exit status 1 if a point breaks `expect` (or, whatever
@@ -150,31 +150,34 @@ pub(crate) fn sweep_output(
     expect: Option<&Expectation>,
     format: TableFormatArg,
 ) -> Output {
-    let report = aggregate(spec, sweep, records, expect);
+    let mut tally = SweepTally::new(spec, sweep, expect);
+    for record in records {
+        tally.add(record);
+    }
+    render(tally, format)
+}
+
+/// Renders a finished tally, with its first violation under the table.
+fn render(tally: SweepTally, format: TableFormatArg) -> Output {
+    let (report, violation) = tally.finish();
     let mut stdout = match table_format(format) {
         Some(format) => report.render(format),
         None => report.to_json(),
     };
-    let violation = records
-        .iter()
-        .map(|r| (r, r.failures(expect)))
-        .find(|(r, failures)| {
-            !failures.is_empty() && (expect.is_some() || r.model_mismatch.is_some())
-        });
     let exit_code = match violation {
-        Some((record, failures)) => {
+        Some(violation) => {
             if format != TableFormatArg::Json {
-                let view = record
+                let view = violation
                     .view
                     .map_or(String::new(), |v| format!(" / {}", v.name()));
                 stdout.push_str(&format!(
                     "\nVIOLATION of --expect {}: {} / {}{view}: {} broken ({})\n  reproduce: {}\n",
                     report.judged_by,
-                    record.sink,
-                    record.row,
-                    failures.join(","),
-                    record.outcome,
-                    with_expect(&record.reproduce, expect)
+                    violation.sink,
+                    violation.row,
+                    violation.failures.join(","),
+                    violation.outcome,
+                    violation.reproduce,
                 ));
             }
             EXIT_VIOLATION

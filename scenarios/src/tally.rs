@@ -1,0 +1,319 @@
+//! Tallying a sweep: point records, in point order, folded one at a time into the report's
+//! rows. What it keeps grows with the rows and their distinct outcomes, not with the points
+//! (a point's record is dropped once counted; a row keeps only its first failure, and the
+//! sweep only its first violation), so a sweep of millions of points tallies in little memory.
+
+use crate::property::Expectation;
+use crate::reproduce::with_expect;
+use crate::runner::View;
+use crate::spec::ScenarioSpec;
+use crate::sweep::{
+    FirstFailure, PointRecord, Sampled, SampledSteps, SweepReport, SweepRow, SweepSpec,
+};
+use keel_sim::{Fault, FingerprintBuilder};
+use std::collections::BTreeSet;
+
+/// What a row's sampled steps add up to, while tallying.
+#[derive(Clone, Copy, Debug)]
+struct Coverage {
+    /// The states of sampled steps that did not run (None: unknown, or too many to count).
+    unrun: Option<u64>,
+    /// The points of the current sampled step (or steps) still to come.
+    drawn_to_come: u64,
+    sampled: SampledSteps,
+}
+
+impl Default for Coverage {
+    fn default() -> Self {
+        Coverage {
+            unrun: Some(0),
+            drawn_to_come: 0,
+            sampled: SampledSteps {
+                steps: 0,
+                states: Some(0),
+                drawn: 0,
+            },
+        }
+    }
+}
+
+impl Coverage {
+    /// Counts one point of the row, and the sampled steps it opens.
+    fn count(&mut self, opens: &[Sampled]) {
+        for step in opens {
+            self.sampled.steps += 1;
+            self.sampled.states = self
+                .sampled
+                .states
+                .zip(step.states)
+                .and_then(|(sum, states)| sum.checked_add(states));
+            self.unrun = self
+                .unrun
+                .zip(step.states)
+                .and_then(|(sum, states)| sum.checked_add(states.saturating_sub(step.drawn)));
+            // A step nested in another (depth 2) lies within its points.
+            self.drawn_to_come = self.drawn_to_come.max(step.drawn);
+        }
+        if self.drawn_to_come > 0 {
+            self.drawn_to_come -= 1;
+            self.sampled.drawn += 1;
+        }
+    }
+
+    /// Fills in the row's states and sampled steps.
+    fn finish(&self, row: &mut SweepRow) {
+        row.states_run = row.points;
+        row.exhaustive = self.sampled.steps == 0;
+        row.states_total = self.unrun.and_then(|unrun| unrun.checked_add(row.points));
+        row.sampled = (!row.exhaustive).then_some(self.sampled);
+    }
+}
+
+/// The first point that breaks what was asked (or, whatever was asked, where the fault-free
+/// run departs from the model): what `keel sweep` names under its table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    pub sink: String,
+    pub row: String,
+    pub view: Option<View>,
+    pub failures: Vec<String>,
+    pub outcome: String,
+    pub reproduce: String,
+}
+
+/// A sweep's report, tallied so far.
+pub struct SweepTally<'a> {
+    spec: &'a ScenarioSpec,
+    sweep: &'a SweepSpec,
+    asked: Option<&'a Expectation>,
+    rows: Vec<SweepRow>,
+    /// Per row: the distinct outcome digests seen.
+    outcomes: Vec<BTreeSet<String>>,
+    coverage: Vec<Coverage>,
+    /// Over one line per run ("sink faults digest"), in point order.
+    fingerprint: FingerprintBuilder,
+    model_mismatch: Option<String>,
+    violation: Option<Violation>,
+}
+
+impl<'a> SweepTally<'a> {
+    /// An empty tally; each point will be judged by `asked` (None: what its sink promises
+    /// to its view).
+    pub fn new(
+        spec: &'a ScenarioSpec,
+        sweep: &'a SweepSpec,
+        asked: Option<&'a Expectation>,
+    ) -> SweepTally<'a> {
+        SweepTally {
+            spec,
+            sweep,
+            asked,
+            rows: Vec::new(),
+            outcomes: Vec::new(),
+            coverage: Vec::new(),
+            fingerprint: FingerprintBuilder::default(),
+            model_mismatch: None,
+            violation: None,
+        }
+    }
+
+    /// Counts the next point record (records come in point order), in the row it belongs
+    /// to, opened where it first appears.
+    pub fn add(&mut self, record: &PointRecord) {
+        let sink = record.sink.name();
+        let view = record.view.map(|v| v.name().to_string());
+        let position = self
+            .rows
+            .iter()
+            .position(|r| r.sink == sink && r.fault == record.row && r.view == view);
+        let position = position.unwrap_or_else(|| {
+            self.rows.push(SweepRow {
+                sink: sink.to_string(),
+                fault: record.row.clone(),
+                view,
+                ..SweepRow::default()
+            });
+            self.outcomes.push(BTreeSet::new());
+            self.coverage.push(Coverage::default());
+            self.rows.len() - 1
+        });
+        let row = &mut self.rows[position];
+        if !self.outcomes[position].contains(&record.outcome_digest) {
+            self.outcomes[position].insert(record.outcome_digest.clone());
+        }
+        row.distinct_outcomes = self.outcomes[position].len() as u64;
+        self.coverage[position].count(&record.sampled);
+        // One line per run: a transactional point's second view is the same run.
+        if record.view != Some(View::ReadUncommitted) {
+            let faults: Vec<String> = record
+                .faults
+                .iter()
+                .map(|f| format!("{}@{}", f.fault, f.step))
+                .collect();
+            self.fingerprint.write(
+                format!("{sink} {} {}\n", faults.join(","), record.outcome_digest).as_bytes(),
+            );
+        }
+        row.points += 1;
+        row.points_with_duplicates += u64::from(record.duplicates > 0);
+        row.duplicates += record.duplicates;
+        row.points_with_loss += u64::from(record.lost > 0);
+        row.lost += record.lost;
+        row.wrong += record.wrong;
+        row.corrupt += record.corrupt;
+        row.points_with_stale_windows += u64::from(record.stale_windows > 0);
+        row.stale_windows += record.stale_windows;
+        row.rolled_back += u64::from(record.rolled_back > 0);
+        row.failed_recoveries += u64::from(record.failed_recovery);
+        row.points_with_dirty_reads += u64::from(record.dirty_reads > 0);
+        row.dirty_reads += record.dirty_reads;
+        row.visibility_delay_ms_max = row
+            .visibility_delay_ms_max
+            .max(record.visibility_delay_ms_max);
+        let broken = record.failures(self.asked);
+        row.failing_points += u64::from(!broken.is_empty());
+        if row.first_failure.is_none() && !broken.is_empty() {
+            let first = record.faults[0];
+            row.first_failure = Some(FirstFailure {
+                broken: broken.clone(),
+                step: first.step,
+                crash_state: match first.fault {
+                    Fault::PowerLoss { state, .. } => Some(state),
+                    _ => None,
+                },
+                outcome: record.outcome.clone(),
+                reproduce: with_expect(&record.reproduce, self.asked),
+            });
+        }
+        if self.model_mismatch.is_none() {
+            self.model_mismatch = record.model_mismatch.clone();
+        }
+        let violates =
+            !broken.is_empty() && (self.asked.is_some() || record.model_mismatch.is_some());
+        if self.violation.is_none() && violates {
+            self.violation = Some(Violation {
+                sink: sink.to_string(),
+                row: record.row.clone(),
+                view: record.view,
+                failures: broken,
+                outcome: record.outcome.clone(),
+                reproduce: with_expect(&record.reproduce, self.asked),
+            });
+        }
+    }
+
+    /// The report of every record added, and the first violation among them.
+    pub fn finish(mut self) -> (SweepReport, Option<Violation>) {
+        for (row, coverage) in self.rows.iter_mut().zip(&self.coverage) {
+            coverage.finish(row);
+        }
+        let report = SweepReport {
+            scenario: self.spec.label(),
+            protocol: self.spec.protocol.name().to_string(),
+            fs_model: self.spec.fs_model.to_string(),
+            seed: self.spec.seed,
+            power_loss_states_max: self.sweep.power_loss_states_max,
+            judged_by: self.asked.map_or("promised".to_string(), Expectation::name),
+            model_mismatch: self.model_mismatch,
+            rows: self.rows,
+            fingerprint: self.fingerprint.finish().to_string(),
+        };
+        (report, self.violation)
+    }
+}
+
+/// Tallies point records (in point order) into rows, in the order rows first appear, each
+/// point judged by `asked` (None: what its sink promises to its view).
+pub fn aggregate(
+    spec: &ScenarioSpec,
+    sweep: &SweepSpec,
+    records: &[PointRecord],
+    asked: Option<&Expectation>,
+) -> SweepReport {
+    let mut tally = SweepTally::new(spec, sweep, asked);
+    for record in records {
+        tally.add(record);
+    }
+    tally.finish().0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row of points, each opening the sampled steps given for it.
+    fn row_after(points: &[&[Sampled]]) -> SweepRow {
+        let mut coverage = Coverage::default();
+        let mut row = SweepRow::default();
+        for opens in points {
+            row.points += 1;
+            coverage.count(opens);
+        }
+        coverage.finish(&mut row);
+        row
+    }
+
+    #[test]
+    fn a_row_counts_every_state_of_its_sampled_steps() {
+        let row = row_after(&[&[], &[]]);
+        assert_eq!(
+            (
+                row.states_run,
+                row.states_total,
+                row.exhaustive,
+                row.sampled
+            ),
+            (2, Some(2), true, None)
+        );
+        // Two enumerated points, a step of 10 states with 3 drawn, one more enumerated point.
+        let step = Sampled {
+            states: Some(10),
+            drawn: 3,
+        };
+        let row = row_after(&[&[], &[], &[step], &[], &[], &[]]);
+        assert_eq!(
+            (row.states_run, row.states_total, row.exhaustive),
+            (6, Some(13), false)
+        );
+        assert_eq!(
+            row.sampled,
+            Some(SampledSteps {
+                steps: 1,
+                states: Some(10),
+                drawn: 3
+            })
+        );
+    }
+
+    #[test]
+    fn a_nested_sampled_step_is_drawn_once_and_an_uncounted_one_leaves_the_total_unknown() {
+        // Depth 2: a sampled first step holds 4 pairs; its first pair also opens a second
+        // step of 5 states with 2 drawn; one more point after both.
+        let first = Sampled {
+            states: None,
+            drawn: 4,
+        };
+        let second = Sampled {
+            states: Some(5),
+            drawn: 2,
+        };
+        let row = row_after(&[&[first, second], &[], &[], &[], &[]]);
+        assert_eq!((row.states_run, row.states_total), (5, None));
+        assert_eq!(
+            row.sampled,
+            Some(SampledSteps {
+                steps: 2,
+                states: None,
+                drawn: 4
+            })
+        );
+        // A total past u64::MAX is unknown too.
+        let huge = Sampled {
+            states: Some(u64::MAX),
+            drawn: 1,
+        };
+        let row = row_after(&[&[huge], &[]]);
+        assert_eq!(row.states_total, None);
+        assert_eq!(row.sampled.map(|s| s.states), Some(Some(u64::MAX)));
+    }
+}
