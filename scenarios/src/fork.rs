@@ -39,7 +39,9 @@
 //! every point from scratch to its end instead: the reference the default is checked
 //! against, report for report (`scenarios/tests/fork.rs`).
 
-use crate::observation::{documented_sink_file, Observation, SinkOutage, SinkWriteCounts};
+use crate::observation::{
+    documented_sink_file, Observation, RestartSteps, SinkOutage, SinkWriteCounts,
+};
 use crate::runner::{
     resume, run, run_between, run_recording_crash_states, Between, Control, Driven, Incarnation,
     IncarnationEnd, Outcome, Paused, RunResult, RunSpec,
@@ -260,6 +262,7 @@ impl Forks {
             skipped: stats.map(|s| s.skipped).sum(),
         });
         observation.sink_outage = SinkOutage::of(&paused.world, observation.restarts);
+        observation.restart = RestartSteps::of(&paused.world, &self.spec.config);
         observation
     }
 

@@ -90,6 +90,9 @@ pub struct Observation {
     /// File sinks, simulated runs whose only fault was one sink outage: its length and
     /// whether the engine restarted. None otherwise.
     pub sink_outage: Option<SinkOutage>,
+    /// File sinks, simulated runs whose only fault was one kill -9 at a step: the steps
+    /// of the recovery after it. None otherwise.
+    pub restart: Option<RestartSteps>,
 }
 
 /// The documented retry policy of a file sink's writes (README, "The fault model"): 12
@@ -179,6 +182,81 @@ impl SinkOutage {
     }
 }
 
+/// The recovery after a run's only fault, one kill -9 at a step, as the trace has it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RestartSteps {
+    pub protocol: keel_engine::CheckpointProtocol,
+    pub sink: SinkKind,
+    /// The step the kill came at, and the steps of the fault-free run that had completed
+    /// by then (the same ones up to the kill).
+    pub crash_step: u64,
+    pub steps_done: u64,
+    /// The restarted process's first step, and its steps up to its first read of an event
+    /// (or of the end of input): the recovery.
+    pub first_step: u64,
+    pub steps: Vec<(&'static str, String)>,
+}
+
+impl RestartSteps {
+    /// The recovery of a run on a file sink whose only fault was a kill -9 at a step (as
+    /// `world` ran it), if the process restarted.
+    pub fn of(world: &keel_sim::World, config: &EngineConfig) -> Option<RestartSteps> {
+        if config.sink.is_transactional() {
+            return None;
+        }
+        let plan = world.plan_that_ran();
+        if plan.kill_time_ms().is_some() {
+            return None;
+        }
+        let faults = plan.faults();
+        let [keel_sim::PlannedFault {
+            step: crash_step,
+            fault: keel_sim::Fault::ProcessCrash { at },
+        }] = faults.as_slice()
+        else {
+            return None;
+        };
+        let steps_done = match at {
+            keel_sim::CrashPoint::After => crash_step + 1,
+            keel_sim::CrashPoint::Before => *crash_step,
+        };
+        let mut lines = world
+            .trace()
+            .lines()
+            .skip_while(|line| !matches!(line, keel_sim::TraceLine::Restart { .. }))
+            .filter_map(|line| match line {
+                keel_sim::TraceLine::Step {
+                    step, op, target, ..
+                } => Some((*step, *op, target)),
+                _ => None,
+            })
+            .take_while(|(_, op, _)| *op != "source.read")
+            .peekable();
+        let first_step = lines.peek().map(|(step, _, _)| *step)?;
+        Some(RestartSteps {
+            protocol: config.protocol,
+            sink: config.sink,
+            crash_step: *crash_step,
+            steps_done,
+            first_step,
+            steps: lines.map(|(_, op, target)| (op, target.clone())).collect(),
+        })
+    }
+
+    /// Where the recovery departs from the protocol's recipe for what the fault-free run
+    /// had left on the disk by the kill (`found`: read off the recipe of that run).
+    pub fn mismatch(&self, found: &crate::recipe::FoundTimeline) -> Option<ModelMismatch> {
+        let recipe =
+            crate::recipe::recovery_steps(self.protocol, self.sink, found.after(self.steps_done));
+        crate::recipe::check_steps_of(
+            self.steps.iter().map(|(op, target)| (*op, target.as_str())),
+            &recipe,
+            self.first_step,
+            &format!("the recovery after a kill -9 at step {}", self.crash_step),
+        )
+    }
+}
+
 /// Two accounts of the sink writes of one run, which must agree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SinkWriteCounts {
@@ -233,6 +311,7 @@ impl Observation {
                 skipped: stats.map(|s| s.skipped).sum(),
             });
             observation.sink_outage = SinkOutage::of(&result.world, observation.restarts);
+            observation.restart = RestartSteps::of(&result.world, config);
         }
         observation
     }
@@ -293,6 +372,7 @@ impl Observation {
             stray_files: stray_files(files, documented_sink_file(config.sink)),
             sink_writes: None,
             sink_outage: None,
+            restart: None,
         }
     }
 

@@ -23,6 +23,15 @@
 //!   `no-dir-fsync`) and `disk.remove` of the previous checkpoint (before the rename under
 //!   `delete-then-rename`); then the transactional sink's `log.commit`, followed by
 //!   `log.init-producer` and `log.begin` unless it was the last.
+//!
+//! And the recipe of a recovery after one kill -9 on a file sink (every completed operation
+//! survives it, so the process finds what the fault-free run had left by then):
+//! - `disk.list .`;
+//! - the newest numbered checkpoint, if any: `disk.read state-<n>.json`, then its
+//!   `disk.fsync` (not under `no-fsync-rename` or `size-only`) and `disk.fsync-dir .` (not
+//!   under `no-dir-fsync`), and only where both made it durable, `disk.remove` of every older
+//!   one, oldest first; under `in-place`, `disk.read state.json` if it exists;
+//! - `sink.open <file>`, then `disk.fsync-dir .` if the sink did not exist yet.
 
 use crate::model::ModelMismatch;
 use keel_engine::{CheckpointProtocol, EngineConfig, KeyScheme, Record, SinkKind};
@@ -189,11 +198,132 @@ pub fn fault_free_steps(config: &EngineConfig, events: u64, records: &[Record]) 
     steps
 }
 
+/// What a process restarted after a kill -9 finds on the disk: the numbered checkpoints
+/// (ascending), the in-place file (None: absent; Some(None): not a whole checkpoint, Some(i):
+/// checkpoint i), and whether the sink file exists.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Found {
+    pub checkpoints: Vec<u64>,
+    pub in_place: Option<Option<u64>>,
+    pub sink: bool,
+}
+
+/// What a restarted process would find after each step of the fault-free run: the steps at
+/// which it changes, with what it is from there on (a handful of entries per checkpoint).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FoundTimeline {
+    /// (steps completed, what is found once they are), ascending by steps.
+    changes: Vec<(u64, Found)>,
+}
+
+impl FoundTimeline {
+    /// Read off the recipe's steps: renames and removals of numbered checkpoints, the
+    /// in-place file's create (it is cut to nothing) and write (it holds the checkpoint of
+    /// the events read so far), and the sink's open.
+    pub fn of(recipe: &[RecipeStep]) -> FoundTimeline {
+        let mut found = Found::default();
+        let mut changes = vec![(0, found.clone())];
+        let mut events_read = 0;
+        let index_of = |name: &str| -> u64 {
+            name.strip_prefix("state-")
+                .and_then(|n| n.strip_suffix(".json"))
+                .and_then(|n| n.parse().ok())
+                .expect("the recipe names numbered checkpoints state-<n>.json")
+        };
+        for (i, step) in recipe.iter().enumerate() {
+            let target = step.target.as_deref().unwrap_or("");
+            let before = found.clone();
+            match (step.op, target) {
+                ("source.read", "end-of-input") => {}
+                ("source.read", _) => events_read += 1,
+                ("sink.open", _) => found.sink = true,
+                ("disk.rename", names) => {
+                    let (_, name) = names.split_once(" -> ").expect("a rename names both");
+                    let index = index_of(name);
+                    if !found.checkpoints.contains(&index) {
+                        found.checkpoints.push(index);
+                        found.checkpoints.sort_unstable();
+                    }
+                }
+                ("disk.remove", name) => found.checkpoints.retain(|&c| c != index_of(name)),
+                ("disk.create", "state.json") => found.in_place = Some(None),
+                ("disk.write", "state.json") => found.in_place = Some(Some(events_read)),
+                _ => {}
+            }
+            if found != before {
+                changes.push((i as u64 + 1, found.clone()));
+            }
+        }
+        FoundTimeline { changes }
+    }
+
+    /// What a process finds once `steps_done` steps of the fault-free run have completed.
+    pub fn after(&self, steps_done: u64) -> &Found {
+        let at = self
+            .changes
+            .partition_point(|(steps, _)| *steps <= steps_done);
+        assert!(at > 0, "the timeline starts at 0 steps");
+        &self.changes[at - 1].1
+    }
+}
+
+/// The steps of the recovery of `protocol` on `sink` (a file sink) finding `found`: from
+/// the directory listing to the sink's open (the first read of an event comes after).
+pub fn recovery_steps(
+    protocol: CheckpointProtocol,
+    sink: SinkKind,
+    found: &Found,
+) -> Vec<RecipeStep> {
+    let recipe = Recipe::of(protocol);
+    let sink_file = match sink {
+        SinkKind::Append => "sink-append.jsonl",
+        SinkKind::Idempotent => "sink-idempotent.jsonl",
+        SinkKind::Transactional => unreachable!("a file sink's recovery"),
+    };
+    let mut steps = vec![step("disk.list", ".")];
+    if recipe.in_place {
+        if found.in_place.is_some() {
+            steps.push(step("disk.read", "state.json"));
+        }
+    } else if let Some((&newest, older)) = found.checkpoints.split_last() {
+        let name = format!("state-{newest}.json");
+        steps.push(step("disk.read", name.clone()));
+        if recipe.fsync_data {
+            steps.push(step("disk.fsync", name));
+        }
+        if recipe.fsync_dir {
+            steps.push(step("disk.fsync-dir", "."));
+        }
+        if recipe.fsync_data && recipe.fsync_dir {
+            steps.extend(
+                older
+                    .iter()
+                    .map(|o| step("disk.remove", format!("state-{o}.json"))),
+            );
+        }
+    }
+    steps.push(step("sink.open", sink_file));
+    if !found.sink {
+        steps.push(step("disk.fsync-dir", "."));
+    }
+    steps
+}
+
 /// Compares the steps a fault-free run took (`(op, target)` in step order) with the
 /// recipe's, naming the first step where they part.
 pub fn check_steps<'a>(
     run: impl IntoIterator<Item = (&'a str, &'a str)>,
     recipe: &[RecipeStep],
+) -> Option<ModelMismatch> {
+    check_steps_of(run, recipe, 0, "the fault-free run")
+}
+
+/// [`check_steps`] for the steps of `what` (which begins at step `first_step`).
+pub fn check_steps_of<'a>(
+    run: impl IntoIterator<Item = (&'a str, &'a str)>,
+    recipe: &[RecipeStep],
+    first_step: u64,
+    what: &str,
 ) -> Option<ModelMismatch> {
     let show_recipe = |s: Option<&RecipeStep>| {
         s.map_or("none".to_string(), |s| match &s.target {
@@ -202,7 +332,10 @@ pub fn check_steps<'a>(
         })
     };
     let mismatch = |i: usize, engine: String| ModelMismatch {
-        at: format!("step {i} of the fault-free run (the protocol's recipe)"),
+        at: format!(
+            "step {} of {what} (the protocol's recipe)",
+            first_step + i as u64
+        ),
         model: show_recipe(recipe.get(i)),
         engine,
     };
@@ -352,5 +485,171 @@ mod tests {
         let mismatch = check_steps(pairs(&run), &recipe).expect("a wrong removal");
         assert_eq!(mismatch.model, "disk.remove state-8.json");
         assert_eq!(mismatch.engine, "disk.remove state-16.json");
+    }
+
+    fn names(steps: &[RecipeStep]) -> Vec<String> {
+        steps
+            .iter()
+            .map(|s| format!("{} {}", s.op, s.target.as_deref().unwrap_or("*")))
+            .collect()
+    }
+
+    /// ch04's recipe under `protocol` on the append sink, and what a process killed after
+    /// `steps_done` steps finds.
+    fn found_after(protocol: CheckpointProtocol, steps_done: u64) -> Found {
+        let mut spec = RunSpec::ch04_on(FsModel::Posix);
+        spec.config.protocol = protocol;
+        let reference = Reference::for_spec(&spec);
+        let recipe = fault_free_steps(&spec.config, 30, &reference.records);
+        FoundTimeline::of(&recipe).after(steps_done).clone()
+    }
+
+    #[test]
+    fn a_killed_process_finds_what_the_recipe_left_and_recovers_by_it() {
+        use CheckpointProtocol as P;
+        let found = |checkpoints: &[u64], in_place: Option<Option<u64>>, sink| Found {
+            checkpoints: checkpoints.to_vec(),
+            in_place,
+            sink,
+        };
+        // safe, ch04: the sink opens at step 1, state-8 is renamed at step 15, state-16 at
+        // 30, and state-8 removed at 32.
+        assert_eq!(found_after(P::Safe, 1), found(&[], None, false));
+        assert_eq!(found_after(P::Safe, 2), found(&[], None, true));
+        assert_eq!(found_after(P::Safe, 15), found(&[], None, true));
+        assert_eq!(found_after(P::Safe, 16), found(&[8], None, true));
+        assert_eq!(found_after(P::Safe, 31), found(&[8, 16], None, true));
+        assert_eq!(found_after(P::Safe, 33), found(&[16], None, true));
+        // in-place: state.json is cut at its create and holds the checkpoint once written.
+        assert_eq!(found_after(P::InPlace, 13), found(&[], Some(None), true));
+        assert_eq!(found_after(P::InPlace, 14), found(&[], Some(Some(8)), true));
+        let two = found(&[8, 16], None, true);
+        assert_eq!(
+            names(&recovery_steps(P::Safe, SinkKind::Append, &two)),
+            [
+                "disk.list .",
+                "disk.read state-16.json",
+                "disk.fsync state-16.json",
+                "disk.fsync-dir .",
+                "disk.remove state-8.json",
+                "sink.open sink-append.jsonl"
+            ]
+        );
+        // Without the data fsync the restored checkpoint may not be durable: keep the older.
+        assert_eq!(
+            names(&recovery_steps(
+                P::NoFsyncRename,
+                SinkKind::Idempotent,
+                &two
+            )),
+            [
+                "disk.list .",
+                "disk.read state-16.json",
+                "disk.fsync-dir .",
+                "sink.open sink-idempotent.jsonl"
+            ]
+        );
+        assert_eq!(
+            names(&recovery_steps(
+                P::NoDirFsync,
+                SinkKind::Append,
+                &found(&[], None, false)
+            )),
+            [
+                "disk.list .",
+                "sink.open sink-append.jsonl",
+                "disk.fsync-dir ."
+            ]
+        );
+        assert_eq!(
+            names(&recovery_steps(
+                P::InPlace,
+                SinkKind::Append,
+                &found(&[], Some(None), true)
+            )),
+            [
+                "disk.list .",
+                "disk.read state.json",
+                "sink.open sink-append.jsonl"
+            ]
+        );
+    }
+
+    #[test]
+    fn every_recovery_after_a_kill_takes_the_recipes_steps() {
+        use crate::observation::Observation;
+        use keel_sim::{CrashPoint, Fault, FaultPlan, PlannedFault};
+        for protocol in [
+            CheckpointProtocol::Safe,
+            CheckpointProtocol::InPlace,
+            CheckpointProtocol::NoFsyncRename,
+            CheckpointProtocol::NoDirFsync,
+            CheckpointProtocol::DeleteThenRename,
+            CheckpointProtocol::SizeOnly,
+            CheckpointProtocol::CheckpointBeforeSinkSync,
+        ] {
+            for sink in [SinkKind::Append, SinkKind::Idempotent] {
+                let mut spec = RunSpec::ch04_on(FsModel::Posix);
+                spec.config.protocol = protocol;
+                spec.config.sink = sink;
+                let mut reference = Reference::for_spec(&spec);
+                reference.check_counts(&spec.config, 30, &run(&spec));
+                let found = reference
+                    .found
+                    .clone()
+                    .expect("a one-incarnation fault-free run");
+                let steps = steps_of(&spec).len() as u64;
+                let mut recovered = 0;
+                for step in 0..steps {
+                    for at in [CrashPoint::Before, CrashPoint::After] {
+                        spec.plan = FaultPlan::new([PlannedFault {
+                            step,
+                            fault: Fault::ProcessCrash { at },
+                        }])
+                        .unwrap();
+                        let observation = Observation::of(&run(&spec), &spec.config);
+                        let restart = observation.restart.expect("a kill at a step restarts");
+                        assert_eq!(restart.crash_step, step);
+                        let case = format!("{protocol} {sink} {at:?} step {step}");
+                        assert_eq!(restart.mismatch(&found), None, "{case}");
+                        recovered += u64::from(restart.steps.iter().any(|s| s.0 == "disk.read"));
+                    }
+                }
+                // The kills before the first checkpoint's rename find none.
+                assert!(
+                    recovered > steps,
+                    "{protocol} {sink}: {recovered} of {}",
+                    2 * steps
+                );
+            }
+        }
+        // A recovery that removes what the recipe keeps is named, with the kill's step.
+        let restart = crate::observation::RestartSteps {
+            protocol: CheckpointProtocol::NoFsyncRename,
+            sink: SinkKind::Append,
+            crash_step: 28,
+            steps_done: 29,
+            first_step: 29,
+            steps: vec![
+                ("disk.list", ".".to_string()),
+                ("disk.read", "state-16.json".to_string()),
+                ("disk.fsync-dir", ".".to_string()),
+                ("disk.remove", "state-8.json".to_string()),
+                ("sink.open", "sink-append.jsonl".to_string()),
+            ],
+        };
+        let mut spec = RunSpec::ch04_on(FsModel::Posix);
+        spec.config.protocol = CheckpointProtocol::NoFsyncRename;
+        let mut reference = Reference::for_spec(&spec);
+        reference.check_counts(&spec.config, 30, &run(&spec));
+        let mismatch = restart
+            .mismatch(reference.found.as_ref().unwrap())
+            .expect("a removal the recipe does not have");
+        assert_eq!(
+            mismatch.at,
+            "step 32 of the recovery after a kill -9 at step 28 (the protocol's recipe)"
+        );
+        assert_eq!(mismatch.model, "sink.open sink-append.jsonl");
+        assert_eq!(mismatch.engine, "disk.remove state-8.json");
     }
 }

@@ -606,7 +606,7 @@ impl RunReport {
         line(format!("properties: {}", self.properties));
         if let Some(mismatch) = &self.oracle.model_mismatch {
             line(format!(
-                "MODEL MISMATCH: the fault-free run departs from the reference model at {mismatch}"
+                "MODEL MISMATCH: the engine departs from the reference model at {mismatch}"
             ));
         }
         if let Some(crash) = &self.crash {

@@ -575,7 +575,7 @@ impl SweepReport {
             ));
             if let Some(mismatch) = &self.model_mismatch {
                 out.push_str(&format!(
-                    "MODEL MISMATCH: the fault-free run departs from the reference model at {mismatch}\n\n"
+                    "MODEL MISMATCH: the engine departs from the reference model at {mismatch}\n\n"
                 ));
             }
         }

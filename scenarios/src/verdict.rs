@@ -41,6 +41,9 @@ pub struct Reference {
     pub dropped_late: u64,
     /// Where the fault-free run departs from the independent model, if it does.
     pub model_mismatch: Option<ModelMismatch>,
+    /// What a process killed after each step of the fault-free run finds on its disk, by the
+    /// protocol's recipe (None until the counts of a one-incarnation run were checked).
+    pub found: Option<recipe::FoundTimeline>,
 }
 
 impl Reference {
@@ -135,17 +138,16 @@ impl Reference {
                 config.sink.is_transactional(),
             );
         }
+        let steps = recipe::fault_free_steps(config, events, &self.records);
+        self.found = Some(recipe::FoundTimeline::of(&steps));
         // The steps, where the run kept its trace's lines (every sweep's and exploration's
         // baseline does; a streamed trace keeps only its fingerprint).
         if self.model_mismatch.is_none() && !result.world.trace().is_streamed() {
-            let steps = result.world.trace().lines().filter_map(|line| match line {
+            let run = result.world.trace().lines().filter_map(|line| match line {
                 TraceLine::Step { op, target, .. } => Some((*op, target.as_str())),
                 _ => None,
             });
-            self.model_mismatch = recipe::check_steps(
-                steps,
-                &recipe::fault_free_steps(config, events, &self.records),
-            );
+            self.model_mismatch = recipe::check_steps(run, &steps);
         }
     }
 
@@ -163,6 +165,7 @@ impl Reference {
             final_windows,
             dropped_late,
             model_mismatch,
+            found: None,
         }
     }
 }
@@ -418,6 +421,10 @@ fn judge_view(reference: &Reference, observation: &Observation, seen: &ViewObser
                         .as_ref()
                         .and_then(SinkOutage::mismatch)
                 })
+                .or_else(|| {
+                    let restart = observation.restart.as_ref()?;
+                    restart.mismatch(reference.found.as_ref()?)
+                })
         }),
         properties: BTreeMap::new(),
     };
@@ -493,6 +500,7 @@ mod tests {
             final_windows: finals(),
             dropped_late: 0,
             model_mismatch: None,
+            found: None,
         }
     }
 
@@ -513,6 +521,7 @@ mod tests {
             stray_files: Vec::new(),
             sink_writes: None,
             sink_outage: None,
+            restart: None,
         }
     }
 
