@@ -26,44 +26,9 @@ pub fn par_map_until<T: Sync, R: Send>(
     on_done: &(dyn Fn(&R) + Sync),
     stop: &AtomicBool,
 ) -> Option<Vec<R>> {
-    assert!(jobs >= 1);
-    let stopped = || stop.load(Ordering::SeqCst);
-    if jobs == 1 || items.len() <= 1 {
-        let mut results = Vec::with_capacity(items.len());
-        for item in items {
-            if stopped() {
-                return None;
-            }
-            let result = f(item);
-            on_done(&result);
-            results.push(result);
-        }
-        return Some(results);
-    }
-    let next = AtomicUsize::new(0);
-    let slots: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.min(items.len()) {
-            scope.spawn(|| loop {
-                if stopped() {
-                    break;
-                }
-                let index = next.fetch_add(1, Ordering::Relaxed);
-                if index >= items.len() {
-                    break;
-                }
-                let result = f(&items[index]);
-                on_done(&result);
-                *slots[index]
-                    .lock()
-                    .expect("no worker panics while holding a slot") = Some(result);
-            });
-        }
-    });
-    slots
-        .into_iter()
-        .map(|slot| slot.into_inner().expect("no worker panicked"))
-        .collect()
+    let mut results = Vec::with_capacity(items.len());
+    let complete = par_fold_until(items, jobs, f, on_done, &mut |r| results.push(r), stop);
+    complete.then_some(results)
 }
 
 /// How far results may run ahead of the oldest one still running, per thread: what
@@ -131,6 +96,9 @@ pub fn par_fold_until<T: Sync, R: Send>(
                             .wait(state)
                             .expect("no thread panics holding it");
                     }
+                }
+                if stopped() {
+                    break;
                 }
                 let result = f(&items[index]);
                 on_done(&result);

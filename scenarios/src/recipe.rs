@@ -579,15 +579,7 @@ mod tests {
     fn every_recovery_after_a_kill_takes_the_recipes_steps() {
         use crate::observation::Observation;
         use keel_sim::{CrashPoint, Fault, FaultPlan, PlannedFault};
-        for protocol in [
-            CheckpointProtocol::Safe,
-            CheckpointProtocol::InPlace,
-            CheckpointProtocol::NoFsyncRename,
-            CheckpointProtocol::NoDirFsync,
-            CheckpointProtocol::DeleteThenRename,
-            CheckpointProtocol::SizeOnly,
-            CheckpointProtocol::CheckpointBeforeSinkSync,
-        ] {
+        for protocol in CheckpointProtocol::ALL {
             for sink in [SinkKind::Append, SinkKind::Idempotent] {
                 let mut spec = RunSpec::ch04_on(FsModel::Posix);
                 spec.config.protocol = protocol;
