@@ -138,11 +138,16 @@ impl Reference {
                 config.sink.is_transactional(),
             );
         }
+        // The steps, where the run kept its trace's lines (every sweep's and exploration's
+        // baseline does, and `keel run`'s when it has a fault to judge); a streamed trace
+        // keeps only its fingerprint, and its run (`keel run` without a fault, a million
+        // events, say) needs no recipe at all.
+        if result.world.trace().is_streamed() {
+            return;
+        }
         let steps = recipe::fault_free_steps(config, events, &self.records);
         self.found = Some(recipe::FoundTimeline::of(&steps));
-        // The steps, where the run kept its trace's lines (every sweep's and exploration's
-        // baseline does; a streamed trace keeps only its fingerprint).
-        if self.model_mismatch.is_none() && !result.world.trace().is_streamed() {
+        if self.model_mismatch.is_none() {
             let run = result.world.trace().lines().filter_map(|line| match line {
                 TraceLine::Step { op, target, .. } => Some((*op, target.as_str())),
                 _ => None,
