@@ -73,13 +73,45 @@ fn is_zero(count: &u64) -> bool {
     *count == 0
 }
 
-#[derive(Serialize, Deserialize)]
+/// `CheckpointFile` by reference, for writing without a copy of the state's windows.
+#[derive(Serialize)]
+struct CheckpointFileRef<'a> {
+    index: u64,
+    max_ts: Option<i64>,
+    windows: Vec<WindowFile>,
+    #[serde(skip_serializing_if = "<[PendingTxn]>::is_empty")]
+    transactions: &'a [PendingTxn],
+    #[serde(skip_serializing_if = "is_zero")]
+    dropped_late: u64,
+}
+
+/// One window as checkpoint files (bases and deltas too) write it.
+#[derive(Clone, Copy, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct WindowFile {
-    end: i64,
-    sum: i128,
-    cnt: u64,
-    fired: bool,
+pub(crate) struct WindowFile {
+    pub(crate) end: i64,
+    pub(crate) sum: i128,
+    pub(crate) cnt: u64,
+    pub(crate) fired: bool,
+}
+
+impl WindowFile {
+    pub(crate) fn of(end: i64, w: &WindowState) -> WindowFile {
+        WindowFile {
+            end,
+            sum: w.sum,
+            cnt: w.cnt,
+            fired: w.fired,
+        }
+    }
+
+    pub(crate) fn state(&self) -> WindowState {
+        WindowState {
+            sum: self.sum,
+            cnt: self.cnt,
+            fired: self.fired,
+        }
+    }
 }
 
 impl Checkpoint {
@@ -99,78 +131,19 @@ impl Checkpoint {
 
     /// The JSON body.
     pub fn encode_body(&self) -> Vec<u8> {
-        let file = CheckpointFile {
-            index: self.index,
-            max_ts: self.state.max_ts,
-            windows: self
-                .state
-                .windows
-                .iter()
-                .map(|(&end, w)| WindowFile {
-                    end,
-                    sum: w.sum,
-                    cnt: w.cnt,
-                    fired: w.fired,
-                })
-                .collect(),
-            transactions: self.transactions.clone(),
-            dropped_late: self.state.dropped_late,
-        };
-        serde_json::to_vec(&file).expect("a checkpoint always serializes")
+        encode_state_body(self.index, &self.state, &self.transactions)
     }
 
     /// Header line and body; the header carries a CRC-32 of the body when `checksum` is set.
     pub fn encode_file(&self, checksum: bool) -> Vec<u8> {
-        let body = self.encode_body();
-        let mut header = format!("{HEADER_MAGIC} len={}", body.len());
-        if checksum {
-            header.push_str(&format!(" crc32={:08x}", crc32fast::hash(&body)));
-        }
-        header.push('\n');
-        let mut bytes = header.into_bytes();
-        bytes.extend_from_slice(&body);
-        bytes
+        seal(HEADER_MAGIC, &self.encode_body(), checksum)
     }
 
     /// Validates and decodes a checkpoint file. With `checksum`, a file must carry a CRC that
     /// matches; without, a body of the length the header states is trusted as it is.
     pub fn decode_file(bytes: &[u8], checksum: bool) -> Result<Checkpoint, Invalid> {
-        let reject = |why: &str| Invalid::Rejected(why.to_string());
-        if bytes.is_empty() {
-            return Err(reject("empty file"));
-        }
-        let newline = bytes
-            .iter()
-            .take(HEADER_LEN_MAX_BYTES)
-            .position(|&b| b == b'\n')
-            .ok_or_else(|| reject("no header line"))?;
-        let header =
-            std::str::from_utf8(&bytes[..newline]).map_err(|_| reject("header is not text"))?;
-        let body = &bytes[newline + 1..];
-        let fields = header
-            .strip_prefix(HEADER_MAGIC)
-            .ok_or_else(|| reject("bad header magic"))?;
-        let mut len_bytes = None;
-        let mut crc = None;
-        for field in fields.split_whitespace() {
-            if let Some(v) = field.strip_prefix("len=") {
-                len_bytes = v.parse::<usize>().ok();
-            } else if let Some(v) = field.strip_prefix("crc32=") {
-                crc = u32::from_str_radix(v, 16).ok();
-            }
-        }
-        let len_bytes = len_bytes.ok_or_else(|| reject("header has no length"))?;
-        if body.len() != len_bytes {
-            return Err(Invalid::Rejected(format!(
-                "torn: body is {} bytes, header says {len_bytes}",
-                body.len()
-            )));
-        }
+        let body = unseal(HEADER_MAGIC, bytes, checksum)?;
         if checksum {
-            let crc = crc.ok_or_else(|| reject("header has no checksum"))?;
-            if crc32fast::hash(body) != crc {
-                return Err(reject("checksum mismatch"));
-            }
             // Intact: the engine wrote these very bytes (see the file header).
             Checkpoint::decode_body(body)
                 .map_err(|why| Invalid::TrustedButCorrupt(format!("passes its checksum but {why}")))
@@ -196,41 +169,132 @@ impl Checkpoint {
                 return Err(format!("window {} appears twice", w.end));
             }
         }
-        if file.max_ts.is_none() && !windows.is_empty() {
-            return Err("windows without a max_ts".to_string());
-        }
-        // The engine's arithmetic is safe for what events can hold (see `JSON_SAFE_INT_MAX`);
-        // a trusted but damaged file must not bring it numbers no input can produce.
-        if let Some(max_ts) = file
-            .max_ts
-            .filter(|ts| !(EVENT_INT_MIN..=EVENT_INT_MAX).contains(ts))
-        {
-            return Err(format!("max_ts {max_ts} is out of range"));
-        }
-        let sum_max = EVENTS_MAX as i128 * i128::from(EVENT_INT_MAX);
-        if let Some((end, w)) = windows.iter().find(|(_, w)| w.sum.abs() > sum_max) {
-            return Err(format!("window {end} has sum {}, out of range", w.sum));
-        }
-        // A window counts at most every event of the input (the next event adds one).
-        if let Some((end, w)) = windows.iter().find(|(_, w)| w.cnt > EVENTS_MAX as u64) {
-            return Err(format!("window {end} has count {}, out of range", w.cnt));
-        }
-        if file.dropped_late > EVENTS_MAX as u64 {
-            return Err(format!(
-                "dropped_late {} is out of range",
-                file.dropped_late
-            ));
-        }
+        let state = OperatorState {
+            windows,
+            max_ts: file.max_ts,
+            dropped_late: file.dropped_late,
+        };
+        check_state(&state)?;
         Ok(Checkpoint {
             index: file.index,
-            state: OperatorState {
-                windows,
-                max_ts: file.max_ts,
-                dropped_late: file.dropped_late,
-            },
+            state,
             transactions: file.transactions,
         })
     }
+}
+
+/// The JSON body of a checkpoint (and of an incremental base) of `state` at `index`.
+pub(crate) fn encode_state_body(
+    index: u64,
+    state: &OperatorState,
+    transactions: &[PendingTxn],
+) -> Vec<u8> {
+    let file = CheckpointFileRef {
+        index,
+        max_ts: state.max_ts,
+        windows: state
+            .windows
+            .iter()
+            .map(|(&end, w)| WindowFile::of(end, w))
+            .collect(),
+        transactions,
+        dropped_late: state.dropped_late,
+    };
+    serde_json::to_vec(&file).expect("a checkpoint always serializes")
+}
+
+/// What a restored state may hold: numbers the engine's arithmetic is safe for.
+pub(crate) fn check_state(state: &OperatorState) -> Result<(), String> {
+    if state.max_ts.is_none() && !state.windows.is_empty() {
+        return Err("windows without a max_ts".to_string());
+    }
+    // The engine's arithmetic is safe for what events can hold (see `JSON_SAFE_INT_MAX`);
+    // a trusted but damaged file must not bring it numbers no input can produce.
+    if let Some(max_ts) = state
+        .max_ts
+        .filter(|ts| !(EVENT_INT_MIN..=EVENT_INT_MAX).contains(ts))
+    {
+        return Err(format!("max_ts {max_ts} is out of range"));
+    }
+    let sum_max = EVENTS_MAX as i128 * i128::from(EVENT_INT_MAX);
+    if let Some((end, w)) = state.windows.iter().find(|(_, w)| w.sum.abs() > sum_max) {
+        return Err(format!("window {end} has sum {}, out of range", w.sum));
+    }
+    // A window counts at most every event of the input (the next event adds one).
+    if let Some((end, w)) = state
+        .windows
+        .iter()
+        .find(|(_, w)| w.cnt > EVENTS_MAX as u64)
+    {
+        return Err(format!("window {end} has count {}, out of range", w.cnt));
+    }
+    if state.dropped_late > EVENTS_MAX as u64 {
+        return Err(format!(
+            "dropped_late {} is out of range",
+            state.dropped_late
+        ));
+    }
+    Ok(())
+}
+
+/// `<magic> len=<body bytes>[ crc32=<8 hex digits>]\n` and the body.
+pub(crate) fn seal(magic: &str, body: &[u8], checksum: bool) -> Vec<u8> {
+    let mut header = format!("{magic} len={}", body.len());
+    if checksum {
+        header.push_str(&format!(" crc32={:08x}", crc32fast::hash(body)));
+    }
+    header.push('\n');
+    let mut bytes = header.into_bytes();
+    bytes.extend_from_slice(body);
+    bytes
+}
+
+/// The body of a file `seal` wrote with `magic`, or why the file is damaged (`Rejected`):
+/// no header, a body of another length than the header's, and with `checksum` a missing or
+/// mismatching CRC-32.
+pub(crate) fn unseal<'a>(
+    magic: &str,
+    bytes: &'a [u8],
+    checksum: bool,
+) -> Result<&'a [u8], Invalid> {
+    let reject = |why: &str| Invalid::Rejected(why.to_string());
+    if bytes.is_empty() {
+        return Err(reject("empty file"));
+    }
+    let newline = bytes
+        .iter()
+        .take(HEADER_LEN_MAX_BYTES)
+        .position(|&b| b == b'\n')
+        .ok_or_else(|| reject("no header line"))?;
+    let header =
+        std::str::from_utf8(&bytes[..newline]).map_err(|_| reject("header is not text"))?;
+    let body = &bytes[newline + 1..];
+    let fields = header
+        .strip_prefix(magic)
+        .ok_or_else(|| reject("bad header magic"))?;
+    let mut len_bytes = None;
+    let mut crc = None;
+    for field in fields.split_whitespace() {
+        if let Some(v) = field.strip_prefix("len=") {
+            len_bytes = v.parse::<usize>().ok();
+        } else if let Some(v) = field.strip_prefix("crc32=") {
+            crc = u32::from_str_radix(v, 16).ok();
+        }
+    }
+    let len_bytes = len_bytes.ok_or_else(|| reject("header has no length"))?;
+    if body.len() != len_bytes {
+        return Err(Invalid::Rejected(format!(
+            "torn: body is {} bytes, header says {len_bytes}",
+            body.len()
+        )));
+    }
+    if checksum {
+        let crc = crc.ok_or_else(|| reject("header has no checksum"))?;
+        if crc32fast::hash(body) != crc {
+            return Err(reject("checksum mismatch"));
+        }
+    }
+    Ok(body)
 }
 
 #[cfg(test)]

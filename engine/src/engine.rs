@@ -6,7 +6,8 @@
 
 use crate::checkpoint::{Checkpoint, Invalid};
 use crate::event::{Event, JSON_SAFE_INT_MAX};
-use crate::protocol::CheckpointProtocol;
+use crate::incremental::{self, FileKind, Incremental, NotRestored, ReadFile};
+use crate::protocol::{CheckpointMode, CheckpointProtocol};
 use crate::record::Record;
 use crate::sink::{SinkConnector, SinkError, SinkKind};
 use crate::txsink::TxSink;
@@ -35,6 +36,9 @@ pub struct EngineConfig {
     /// later event for it is dropped (see `window.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed_lateness: Option<i64>,
+    /// Full checkpoints (the default) or incremental ones (`incremental.rs`).
+    #[serde(default, skip_serializing_if = "CheckpointMode::is_full")]
+    pub checkpoint_mode: CheckpointMode,
 }
 
 /// How a record's idempotency key is made.
@@ -71,6 +75,7 @@ impl Default for EngineConfig {
             key: KeyScheme::EventIndex,
             event_interval_ms: 300,
             allowed_lateness: None,
+            checkpoint_mode: CheckpointMode::Full,
         }
     }
 }
@@ -100,6 +105,18 @@ impl EngineConfig {
         }
         if self.checkpoint_every == 0 {
             return Err("--checkpoint-every must be at least 1, got 0".to_string());
+        }
+        if !self.protocol.supports(self.checkpoint_mode) {
+            return Err(match self.checkpoint_mode {
+                CheckpointMode::Full => format!(
+                    "--checkpoint-protocol {} is a variant of the incremental protocol: add --checkpoint-mode incremental",
+                    self.protocol
+                ),
+                CheckpointMode::Incremental => format!(
+                    "--checkpoint-protocol {} rewrites one state.json and has no incremental form: use --checkpoint-mode full",
+                    self.protocol
+                ),
+            });
         }
         Ok(())
     }
@@ -199,6 +216,9 @@ pub struct Engine {
     checkpoint_files: BTreeSet<u64>,
     /// The last record handed to the sink (what a zombie retries).
     last_record: Option<Record>,
+    /// Incremental checkpoints: changed windows, the committed chain, the files (empty in
+    /// full mode).
+    incremental: Incremental,
     stats: IncarnationStats,
 }
 
@@ -211,6 +231,7 @@ impl Engine {
             sink: None,
             checkpoint_files: BTreeSet::new(),
             last_record: None,
+            incremental: Incremental::default(),
             stats: IncarnationStats::default(),
         }
     }
@@ -228,6 +249,40 @@ impl Engine {
     pub fn recover<S: Storage>(&mut self, world: &mut World<S>) -> Result<(), Interrupt> {
         let protocol = self.config.protocol;
         let names = world.effect("disk.list", ".", |env| env.disk.list())?;
+        match self.config.checkpoint_mode {
+            CheckpointMode::Full => self.restore_full(world, &names)?,
+            CheckpointMode::Incremental => self.restore_chain(world, &names)?,
+        }
+        if self.stats.restored.is_none() {
+            world.note("recovery: no valid checkpoint, start from event 0 with empty state");
+        }
+        self.stats.resume_decided = true;
+        self.sink = Some(if self.config.sink.is_transactional() {
+            let restored = self
+                .stats
+                .restored
+                .as_ref()
+                .map_or(&[][..], |c| &c.transactions[..]);
+            Sink::Log(TxSink::open(world, restored, self.stats.resume_from_index)?)
+        } else {
+            Sink::File(SinkConnector::open(
+                self.config.sink,
+                world,
+                protocol.rewrite_sink_on_open(),
+                protocol.tail_repair(),
+            )?)
+        });
+        Ok(())
+    }
+
+    /// Full checkpoints: restores the newest `state-N.json` (or the in-place file) that
+    /// validates, and removes the older ones it subsumes.
+    fn restore_full<S: Storage>(
+        &mut self,
+        world: &mut World<S>,
+        names: &[String],
+    ) -> Result<(), Interrupt> {
+        let protocol = self.config.protocol;
         self.checkpoint_files = names
             .iter()
             .filter_map(|name| Checkpoint::index_from_file_name(name))
@@ -302,25 +357,89 @@ impl Engine {
             self.stats.restored = Some(checkpoint);
             break;
         }
-        if self.stats.restored.is_none() {
-            world.note("recovery: no valid checkpoint, start from event 0 with empty state");
+        Ok(())
+    }
+
+    /// Incremental checkpoints: restores the newest manifest whose whole chain validates
+    /// (the rules in `incremental.rs`), makes what it builds on durable and removes what
+    /// that manifest makes stale.
+    fn restore_chain<S: Storage>(
+        &mut self,
+        world: &mut World<S>,
+        names: &[String],
+    ) -> Result<(), Interrupt> {
+        let protocol = self.config.protocol;
+        self.incremental.files = names
+            .iter()
+            .filter_map(|name| incremental::parse_file_name(name).map(|(kind, i)| (i, kind)))
+            .collect();
+        let manifests: Vec<u64> = self
+            .incremental
+            .files
+            .iter()
+            .rev()
+            .filter(|(_, kind)| *kind == FileKind::Manifest)
+            .map(|&(index, _)| index)
+            .collect();
+        for index in manifests {
+            let name = FileKind::Manifest.file_name(index);
+            let bytes = world
+                .effect("disk.read", name.clone(), |env| env.disk.read(&name))?
+                .map_err(|e| abort(format!("recovery: {e}")))?;
+            let mut reader = StepReader { world };
+            let restored =
+                match incremental::restore(&name, &bytes, protocol.checksum(), &mut reader) {
+                    Ok(restored) if restored.checkpoint.index == index => restored,
+                    Ok(restored) => {
+                        let why = format!("{name}: holds index {}", restored.checkpoint.index);
+                        world.note(format!("recovery: skip {why}"));
+                        self.stats.rejected_checkpoints.push(why);
+                        continue;
+                    }
+                    Err(NotRestored::Io(interrupt)) => return Err(interrupt),
+                    Err(NotRestored::Invalid(Invalid::Rejected(why))) => {
+                        world.note(format!("recovery: skip {name}: {why}"));
+                        self.stats
+                            .rejected_checkpoints
+                            .push(format!("{name}: {why}"));
+                        continue;
+                    }
+                    Err(NotRestored::Invalid(Invalid::TrustedButCorrupt(why))) => {
+                        return Err(Interrupt::Failed(EngineError {
+                            message: format!("recovery: {name} {why}"),
+                        }));
+                    }
+                };
+            // What recovery builds on must be durable (as for full checkpoints).
+            if protocol.fsync_data() {
+                let chain = &restored.chain;
+                let files = std::iter::once(&name)
+                    .chain(std::iter::once(&chain.base.file))
+                    .chain(chain.deltas.iter().map(|d| &d.file));
+                for file in files {
+                    disk_step(world, "disk.fsync", file, |d| d.fsync(file))?;
+                }
+            }
+            if protocol.fsync_dir() {
+                disk_step(world, "disk.fsync-dir", ".", |d| d.fsync_dir())?;
+            }
+            world.note(format!(
+                "recovery: restore {name} (base {}, {} deltas), resume from event {}",
+                restored.chain.base.file,
+                restored.chain.deltas.len(),
+                restored.checkpoint.index
+            ));
+            if protocol.fsync_data() && protocol.fsync_dir() {
+                let stale = self.incremental.stale(&restored.chain);
+                self.remove_chain_files(world, &stale)?;
+            }
+            self.state = restored.checkpoint.state.clone();
+            self.incremental.chain = Some(restored.chain);
+            self.stats.resume_from_index = restored.checkpoint.index;
+            self.stats.processed_upto_index = restored.checkpoint.index;
+            self.stats.restored = Some(restored.checkpoint);
+            break;
         }
-        self.stats.resume_decided = true;
-        self.sink = Some(if self.config.sink.is_transactional() {
-            let restored = self
-                .stats
-                .restored
-                .as_ref()
-                .map_or(&[][..], |c| &c.transactions[..]);
-            Sink::Log(TxSink::open(world, restored, self.stats.resume_from_index)?)
-        } else {
-            Sink::File(SinkConnector::open(
-                self.config.sink,
-                world,
-                protocol.rewrite_sink_on_open(),
-                protocol.tail_repair(),
-            )?)
-        });
         Ok(())
     }
 
@@ -367,12 +486,17 @@ impl Engine {
         world.effect("source.read", read_target(index), |_| ())?;
         let event = events[index as usize];
         let key_prefix = self.key_prefix(world, &index.to_string());
-        let records = self.state.on_event(
+        let changed = match self.config.checkpoint_mode {
+            CheckpointMode::Full => None,
+            CheckpointMode::Incremental => Some(&mut self.incremental.dirty),
+        };
+        let records = self.state.on_event_noting(
             &key_prefix,
             event,
             self.config.window_size,
             self.config.out_of_orderness,
             self.config.allowed_lateness,
+            changed,
         );
         for record in &records {
             self.write(world, record)?;
@@ -392,7 +516,13 @@ impl Engine {
     ) -> Result<(), Interrupt> {
         world.effect("source.read", END_OF_INPUT, |_| ())?;
         let key_prefix = self.key_prefix(world, "flush");
-        for record in &self.state.flush(&key_prefix, self.config.out_of_orderness) {
+        let flushed = self.state.flush(&key_prefix, self.config.out_of_orderness);
+        if self.config.checkpoint_mode == CheckpointMode::Incremental {
+            self.incremental
+                .dirty
+                .extend(flushed.iter().map(|r| r.window_end));
+        }
+        for record in &flushed {
             self.write(world, record)?;
         }
         match self
@@ -409,8 +539,9 @@ impl Engine {
 
     /// Whether this process, between two events, would go on exactly as `other` does given
     /// the same world: the same knobs, operator state, sink connector (a file sink's; the
-    /// log sink's connector is never compared: false), known checkpoint files and last
-    /// record (what a zombie would retry). What it did so far (`stats`) is not compared: it
+    /// log sink's connector is never compared: false), known checkpoint files, incremental
+    /// chain (changed windows, committed chain, known chain files: what the next delta,
+    /// compaction and removals depend on) and last record (what a zombie would retry). What it did so far (`stats`) is not compared: it
     /// only counts and reports, nothing reads it to decide.
     pub fn same_future_as(&self, other: &Engine) -> bool {
         let file_sinks_equal = match (&self.sink, &other.sink) {
@@ -421,6 +552,7 @@ impl Engine {
             && self.config == other.config
             && self.state == other.state
             && self.checkpoint_files == other.checkpoint_files
+            && self.incremental == other.incremental
             && self.last_record == other.last_record
     }
 
@@ -504,6 +636,9 @@ impl Engine {
             Some(Sink::Log(log)) => vec![log.pending()],
             _ => Vec::new(),
         };
+        if self.config.checkpoint_mode == CheckpointMode::Incremental {
+            return self.checkpoint_incremental(world, index, last, transactions);
+        }
         let checkpoint = Checkpoint {
             index,
             state: self.state.clone(),
@@ -554,6 +689,115 @@ impl Engine {
         Ok(())
     }
 
+    /// Writes and commits the incremental checkpoint `index`: sync the sink; write the delta
+    /// (or a new base), fsync it, fsync the directory; write the manifest through a temp
+    /// file, fsync, rename, fsync the directory; then remove what it made stale (the order
+    /// and its reasons are in `incremental.rs`).
+    fn checkpoint_incremental<S: Storage>(
+        &mut self,
+        world: &mut World<S>,
+        index: u64,
+        last: bool,
+        transactions: Vec<crate::checkpoint::PendingTxn>,
+    ) -> Result<(), Interrupt> {
+        let protocol = self.config.protocol;
+        if protocol.sink_sync_before_commit() {
+            self.sync_file_sink(world)?;
+        }
+        let written =
+            self.incremental
+                .prepare(index, &self.state, &transactions, protocol.checksum());
+        let name = &written.name;
+        disk_step(world, "disk.create", name, |d| d.create(name))?;
+        disk_step(world, "disk.write", name, |d| {
+            d.write(name, 0, &written.bytes)
+        })?;
+        self.incremental.files.insert((index, written.kind));
+        if protocol.fsync_delta() {
+            disk_step(world, "disk.fsync", name, |d| d.fsync(name))?;
+        }
+        if protocol.fsync_dir() {
+            disk_step(world, "disk.fsync-dir", ".", |d| d.fsync_dir())?;
+        }
+        let stale = self.incremental.stale(&written.chain);
+        if protocol.delete_before_rename() {
+            self.remove_chain_files(world, &stale)?;
+        }
+        let manifest = FileKind::Manifest.file_name(index);
+        let temp = format!("{manifest}.tmp");
+        disk_step(world, "disk.create", &temp, |d| d.create(&temp))?;
+        disk_step(world, "disk.write", &temp, |d| {
+            d.write(&temp, 0, &written.manifest)
+        })?;
+        if protocol.fsync_data() {
+            disk_step(world, "disk.fsync", &temp, |d| d.fsync(&temp))?;
+        }
+        disk_step(
+            world,
+            "disk.rename",
+            &format!("{temp} -> {manifest}"),
+            |d| d.rename(&temp, &manifest),
+        )?;
+        if protocol.fsync_dir() {
+            disk_step(world, "disk.fsync-dir", ".", |d| d.fsync_dir())?;
+        }
+        self.incremental.files.insert((index, FileKind::Manifest));
+        if !protocol.delete_before_rename() {
+            self.remove_chain_files(world, &stale)?;
+        }
+        if !protocol.sink_sync_before_commit() {
+            self.sync_file_sink(world)?;
+        }
+        // Committed: the last committed checkpoint moves by the delta, not by a copy of
+        // every window (a copy per checkpoint would make a run quadratic again).
+        let dirty = std::mem::take(&mut self.incremental.dirty);
+        match self.stats.last_committed.as_mut() {
+            Some(committed) => {
+                for end in dirty {
+                    match self.state.windows.get(&end) {
+                        Some(&w) => committed.state.windows.insert(end, w),
+                        None => committed.state.windows.remove(&end),
+                    };
+                }
+                committed.index = index;
+                committed.state.max_ts = self.state.max_ts;
+                committed.state.dropped_late = self.state.dropped_late;
+                committed.transactions = transactions;
+            }
+            None => {
+                self.stats.last_committed = Some(Checkpoint {
+                    index,
+                    state: self.state.clone(),
+                    transactions,
+                });
+            }
+        }
+        debug_assert_eq!(
+            self.stats.last_committed.as_ref().map(|c| &c.state),
+            Some(&self.state),
+            "the changed windows are every difference from the last commit"
+        );
+        self.incremental.chain = Some(written.chain);
+        if let Some(Sink::Log(log)) = self.sink.as_mut() {
+            log.commit(world, index, !last)?;
+        }
+        Ok(())
+    }
+
+    /// Removes incremental checkpoint files, one step each.
+    fn remove_chain_files<S: Storage>(
+        &mut self,
+        world: &mut World<S>,
+        files: &[(u64, FileKind)],
+    ) -> Result<(), Interrupt> {
+        for &(index, kind) in files {
+            let name = kind.file_name(index);
+            disk_step(world, "disk.remove", &name, |d| d.remove(&name))?;
+            self.incremental.files.remove(&(index, kind));
+        }
+        Ok(())
+    }
+
     fn remove_checkpoints<S: Storage>(
         &mut self,
         world: &mut World<S>,
@@ -565,6 +809,25 @@ impl Engine {
             self.checkpoint_files.remove(&index);
         }
         Ok(())
+    }
+}
+
+/// Recovery's reads of a chain's files, one step each; a missing file is `None`.
+struct StepReader<'a, S: Storage> {
+    world: &'a mut World<S>,
+}
+
+impl<S: Storage> ReadFile for StepReader<'_, S> {
+    type Error = Interrupt;
+    fn read_file(&mut self, name: &str) -> Result<Option<Vec<u8>>, Interrupt> {
+        let read = self
+            .world
+            .effect("disk.read", name, |env| env.disk.read(name))?;
+        match read {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(keel_sim::DiskError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(abort(format!("recovery: {e}"))),
+        }
     }
 }
 

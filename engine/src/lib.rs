@@ -8,6 +8,7 @@
 pub mod checkpoint;
 pub mod engine;
 pub mod event;
+pub mod incremental;
 pub mod protocol;
 pub mod record;
 pub mod sink;
@@ -19,7 +20,7 @@ pub use engine::{
     Engine, EngineConfig, EngineError, IncarnationStats, Interrupt, KeyScheme, IN_PLACE_FILE,
 };
 pub use event::{parse_events, Event, EventParseError, EVENT_INT_MAX, EVENT_INT_MIN};
-pub use protocol::CheckpointProtocol;
+pub use protocol::{CheckpointMode, CheckpointProtocol};
 pub use record::{Record, RecordKind};
 pub use sink::{SinkKind, SINK_WRITE_OP};
 pub use window::{format_windows, OperatorState, WindowState};

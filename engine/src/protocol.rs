@@ -1,5 +1,11 @@
 //! Checkpoint protocols: the safe one and the classic unsafe variants, for teaching and to
 //! prove the oracle catches them. Each variant differs from `safe` in exactly one decision.
+//!
+//! A protocol is a set of decisions, and each decision applies to both checkpoint modes
+//! (`CheckpointMode`): full checkpoints (one `state-N.json` each, the chapter's) and
+//! incremental ones (a chain of a base and deltas named by a manifest, `incremental.rs`).
+//! `in-place` has no incremental form and `no-delta-fsync` no full one: `EngineConfig::validate`
+//! refuses those pairs.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -35,10 +41,14 @@ pub enum CheckpointProtocol {
     /// still shows records the disk does not hold, and a later fsync returns 0 without
     /// writing them.
     TrustPageCacheAfterEio,
+    /// Incremental mode only: a delta (or a new base) is not fsynced before the manifest
+    /// that names it is written, fsynced and renamed into place: a power loss keeps the
+    /// manifest and loses the delta it names.
+    NoDeltaFsync,
 }
 
 impl CheckpointProtocol {
-    pub const ALL: [CheckpointProtocol; 9] = [
+    pub const ALL: [CheckpointProtocol; 10] = [
         CheckpointProtocol::Safe,
         CheckpointProtocol::InPlace,
         CheckpointProtocol::NoFsyncRename,
@@ -48,6 +58,7 @@ impl CheckpointProtocol {
         CheckpointProtocol::CheckpointBeforeSinkSync,
         CheckpointProtocol::NoTailRepair,
         CheckpointProtocol::TrustPageCacheAfterEio,
+        CheckpointProtocol::NoDeltaFsync,
     ];
 
     pub fn name(&self) -> &'static str {
@@ -61,6 +72,7 @@ impl CheckpointProtocol {
             CheckpointProtocol::CheckpointBeforeSinkSync => "checkpoint-before-sink-sync",
             CheckpointProtocol::NoTailRepair => "no-tail-repair",
             CheckpointProtocol::TrustPageCacheAfterEio => "trust-page-cache-after-eio",
+            CheckpointProtocol::NoDeltaFsync => "no-delta-fsync",
         }
     }
 
@@ -77,6 +89,19 @@ impl CheckpointProtocol {
                 | CheckpointProtocol::NoFsyncRename
                 | CheckpointProtocol::SizeOnly
         )
+    }
+
+    /// fsync of an incremental checkpoint's delta (or new base) before the manifest names it.
+    pub fn fsync_delta(&self) -> bool {
+        self.fsync_data() && *self != CheckpointProtocol::NoDeltaFsync
+    }
+
+    /// Whether the protocol has a form in `mode`.
+    pub fn supports(&self, mode: CheckpointMode) -> bool {
+        match mode {
+            CheckpointMode::Full => *self != CheckpointProtocol::NoDeltaFsync,
+            CheckpointMode::Incremental => *self != CheckpointProtocol::InPlace,
+        }
     }
 
     /// fsync of the directory after the rename.
@@ -113,6 +138,41 @@ impl CheckpointProtocol {
     /// the next checkpoint writes it or fails (and a failed fsync stops the process).
     pub fn rewrite_sink_on_open(&self) -> bool {
         *self != CheckpointProtocol::TrustPageCacheAfterEio
+    }
+}
+
+/// What a checkpoint writes: the whole operator state, or what changed since the last one.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum CheckpointMode {
+    /// Every checkpoint is one file with every window (`state-N.json`): the chapter's.
+    #[default]
+    Full,
+    /// A chain: a base (every window), deltas (the windows changed since the checkpoint
+    /// before), and a manifest naming the chain, compacted into a new base now and then
+    /// (`incremental.rs`).
+    Incremental,
+}
+
+impl CheckpointMode {
+    pub fn name(&self) -> &'static str {
+        match self {
+            CheckpointMode::Full => "full",
+            CheckpointMode::Incremental => "incremental",
+        }
+    }
+
+    /// The default, absent from spec files and the reports' config.
+    pub fn is_full(&self) -> bool {
+        *self == CheckpointMode::Full
+    }
+}
+
+impl fmt::Display for CheckpointMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 

@@ -31,7 +31,7 @@
 use crate::event::Event;
 use crate::record::{Record, RecordKind};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The state of one window.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,6 +69,27 @@ impl OperatorState {
         out_of_orderness: i64,
         allowed_lateness: Option<i64>,
     ) -> Vec<Record> {
+        self.on_event_noting(
+            key_prefix,
+            event,
+            window_size,
+            out_of_orderness,
+            allowed_lateness,
+            None,
+        )
+    }
+
+    /// [`OperatorState::on_event`], and adds to `changed` the end of every window the event
+    /// created, updated, fired or purged (what an incremental checkpoint must write).
+    pub fn on_event_noting(
+        &mut self,
+        key_prefix: &str,
+        event: Event,
+        window_size: i64,
+        out_of_orderness: i64,
+        allowed_lateness: Option<i64>,
+        mut changed: Option<&mut BTreeSet<i64>>,
+    ) -> Vec<Record> {
         assert!(window_size > 0);
         assert!(out_of_orderness >= 0);
         assert!(allowed_lateness.is_none_or(|l| l >= 0));
@@ -80,6 +101,9 @@ impl OperatorState {
                 self.dropped_late += 1;
                 return Vec::new();
             }
+        }
+        if let Some(changed) = changed.as_deref_mut() {
+            changed.insert(end);
         }
         let window = self.windows.entry(end).or_default();
         window.sum += i128::from(event.value);
@@ -104,6 +128,9 @@ impl OperatorState {
                 continue;
             }
             window.fired = true;
+            if let Some(changed) = changed.as_deref_mut() {
+                changed.insert(window_end);
+            }
             records.push(Record {
                 key: format!("{key_prefix}:{window_end}"),
                 window_end,
@@ -120,6 +147,9 @@ impl OperatorState {
                     break;
                 }
                 debug_assert!(entry.get().fired);
+                if let Some(changed) = changed.as_deref_mut() {
+                    changed.insert(*entry.key());
+                }
                 entry.remove();
             }
         }

@@ -208,6 +208,10 @@ pub struct ShrunkReport {
 pub struct ExploreReport {
     pub scenario: String,
     pub protocol: String,
+    /// `incremental` with `--checkpoint-mode incremental`; absent with full checkpoints
+    /// (the default), so every report of full checkpoints is what it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint_mode: Option<String>,
     /// The file-system profile of the crash model (`--fs-model`).
     pub fs_model: String,
     /// What the seeds were judged by: an `--expect`, or "promised".
@@ -302,6 +306,8 @@ pub fn report(
     ExploreReport {
         scenario,
         protocol: protocol.to_string(),
+        checkpoint_mode: (!spec.checkpoint_mode.is_full())
+            .then(|| spec.checkpoint_mode.to_string()),
         fs_model: spec.fs_model.to_string(),
         judged_by: asked.map_or("promised".to_string(), Expectation::name),
         rows,
@@ -458,8 +464,12 @@ impl ExploreReport {
             };
         }
         out.push_str(&format!(
-            "explore scenario={} protocol={} fs_model={} judged_by={}\n\n",
-            self.scenario, self.protocol, self.fs_model, self.judged_by
+            "explore scenario={} protocol={}{} fs_model={} judged_by={}\n\n",
+            self.scenario,
+            self.protocol,
+            crate::sweep::mode_field(&self.checkpoint_mode),
+            self.fs_model,
+            self.judged_by
         ));
         if !summary_only {
             out.push_str(&self.rows_table().render(format));

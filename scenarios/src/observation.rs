@@ -4,12 +4,13 @@
 
 use crate::model::ModelMismatch;
 use crate::runner::{Incarnation, Outcome, RunResult, View};
+use keel_engine::incremental::{self, FileKind};
 use keel_engine::{
     Checkpoint, EngineConfig, KeyScheme, OperatorState, Record, SinkKind, IN_PLACE_FILE,
     SINK_WRITE_OP,
 };
 use keel_sim::txlog::{EntryKind, TxnStatus};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// What one consumer view of the sink saw, in sink order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -387,8 +388,13 @@ impl Observation {
 
 /// The files of `files` other than the sink file `sink_file` and the newest checkpoint: a
 /// committed checkpoint with a smaller index than another one, the in-place protocol's file
-/// beside numbered ones, and every temporary or unknown file.
+/// beside numbered ones, and every temporary or unknown file. With incremental checkpoints
+/// (a `manifest-<i>.json` is there), the newest checkpoint is the newest manifest with its
+/// chain, known by name: the newest base at or below its index and every delta after that
+/// base up to it (a chain holds one delta per checkpoint since its base); everything else
+/// is stray.
 fn stray_files(files: &[String], sink_file: &str) -> Vec<String> {
+    let chain = newest_chain(files);
     let newest = files
         .iter()
         .filter_map(|name| Checkpoint::index_from_file_name(name).map(|index| (index, name)))
@@ -400,13 +406,48 @@ fn stray_files(files: &[String], sink_file: &str) -> Vec<String> {
                 .map(String::as_str)
                 .find(|&n| n == IN_PLACE_FILE)
         });
+    let kept = |name: &str| match &chain {
+        Some(chain) => chain.contains(name),
+        None => Some(name) == newest,
+    };
     let mut stray: Vec<String> = files
         .iter()
-        .filter(|&name| name != sink_file && Some(name.as_str()) != newest)
+        .filter(|&name| name != sink_file && !kept(name))
         .cloned()
         .collect();
     stray.sort();
     stray
+}
+
+/// The names of the newest incremental checkpoint's manifest and chain, if there is a
+/// manifest.
+fn newest_chain(files: &[String]) -> Option<BTreeSet<String>> {
+    let parsed: Vec<(FileKind, u64)> = files
+        .iter()
+        .filter_map(|name| incremental::parse_file_name(name))
+        .collect();
+    let manifest = parsed
+        .iter()
+        .filter(|(kind, _)| *kind == FileKind::Manifest)
+        .map(|&(_, index)| index)
+        .max()?;
+    let base = parsed
+        .iter()
+        .filter(|&&(kind, index)| kind == FileKind::Base && index <= manifest)
+        .map(|&(_, index)| index);
+    let base = base.max();
+    let mut chain: BTreeSet<String> = parsed
+        .iter()
+        .filter(|&&(kind, index)| {
+            kind == FileKind::Delta && base.is_some_and(|b| b < index && index <= manifest)
+        })
+        .map(|&(kind, index)| kind.file_name(index))
+        .collect();
+    chain.insert(FileKind::Manifest.file_name(manifest));
+    if let Some(base) = base {
+        chain.insert(FileKind::Base.file_name(base));
+    }
+    Some(chain)
 }
 
 /// Restarts that restored an older checkpoint than the newest one committed before them.
@@ -665,5 +706,41 @@ mod tests {
         check(&[sink, "state.json"], sink, &[]);
         check(&[sink, "state.json", "state-8.json"], sink, &["state.json"]);
         check(&["state-8.json.tmp"], sink, &["state-8.json.tmp"]);
+    }
+
+    #[test]
+    fn with_incremental_checkpoints_the_newest_manifest_and_its_chain_are_kept() {
+        let sink = "sink-append.jsonl";
+        check(
+            &[sink, "base-8.json", "delta-16.json", "manifest-16.json"],
+            sink,
+            &[],
+        );
+        check(
+            &[
+                sink,
+                "base-8.json",
+                "delta-16.json",
+                "base-24.json",
+                "manifest-16.json",
+                "manifest-24.json",
+                "manifest-32.json.tmp",
+                "delta-32.json",
+            ],
+            sink,
+            &[
+                "base-8.json",
+                "delta-16.json",
+                "delta-32.json",
+                "manifest-16.json",
+                "manifest-32.json.tmp",
+            ],
+        );
+        check(&[sink, "manifest-8.json"], sink, &[]);
+        check(
+            &[sink, "base-8.json", "state-8.json"],
+            sink,
+            &["base-8.json"],
+        );
     }
 }

@@ -96,6 +96,7 @@ mod tests {
             sector_size_bytes: 512,
             fs_model: keel_sim::disk::FsModel::Posix,
             allowed_lateness: None,
+            checkpoint_mode: keel_engine::CheckpointMode::Full,
         }
     }
 

@@ -150,6 +150,10 @@ pub struct ConfigReport {
     pub allowed_lateness: Option<i64>,
     /// The file-system profile of the crash model.
     pub fs_model: String,
+    /// `incremental` with `--checkpoint-mode incremental`; absent with full checkpoints
+    /// (the default), so every report of full checkpoints is what it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint_mode: Option<String>,
 }
 
 /// Counts by the sink's key (the chapter's tally).
@@ -522,6 +526,8 @@ fn build(
             restart_delay_ms,
             allowed_lateness: config.allowed_lateness,
             fs_model: spec.fs_model.to_string(),
+            checkpoint_mode: (!config.checkpoint_mode.is_full())
+                .then(|| config.checkpoint_mode.to_string()),
         },
         outcome: match result.outcome {
             Outcome::Completed => "completed".to_string(),
@@ -599,8 +605,14 @@ impl RunReport {
             .allowed_lateness
             .map_or(String::new(), |l| format!(" allowed_lateness={l}"));
         line(format!(
-            "scenario={} window={} out_of_orderness={} checkpoint_every={}{lateness} sink={} fs_model={}",
-            self.scenario, c.window, c.out_of_orderness, c.checkpoint_every, c.sink, c.fs_model
+            "scenario={} window={} out_of_orderness={} checkpoint_every={}{lateness}{} sink={} fs_model={}",
+            self.scenario,
+            c.window,
+            c.out_of_orderness,
+            c.checkpoint_every,
+            crate::sweep::mode_field(&c.checkpoint_mode),
+            c.sink,
+            c.fs_model
         ));
         line(self.verdict_line());
         line(format!("properties: {}", self.properties));

@@ -3,7 +3,7 @@
 
 use crate::error::KeelError;
 use crate::runner::RunSpec;
-use keel_engine::{CheckpointProtocol, EngineConfig, Event, KeyScheme, SinkKind};
+use keel_engine::{CheckpointMode, CheckpointProtocol, EngineConfig, Event, KeyScheme, SinkKind};
 use keel_sim::disk::{FsModel, SECTOR_SIZE_MAX_BYTES};
 use keel_sim::FaultPlan;
 use serde::{Deserialize, Serialize};
@@ -37,6 +37,10 @@ pub struct ScenarioSpec {
     /// from those that keep the default, posix).
     #[serde(default, skip_serializing_if = "FsModel::is_posix")]
     pub fs_model: FsModel,
+    /// Full or incremental checkpoints (absent from files that predate it, and from those
+    /// that keep the default, full).
+    #[serde(default, skip_serializing_if = "CheckpointMode::is_full")]
+    pub checkpoint_mode: CheckpointMode,
 }
 
 impl ScenarioSpec {
@@ -59,6 +63,7 @@ impl ScenarioSpec {
             sector_size_bytes: SECTOR_SIZE_BYTES_DEFAULT,
             allowed_lateness: None,
             fs_model: FsModel::Posix,
+            checkpoint_mode: CheckpointMode::Full,
         }
     }
 
@@ -100,6 +105,7 @@ impl ScenarioSpec {
             key: self.key,
             event_interval_ms: self.event_interval_ms,
             allowed_lateness: self.allowed_lateness,
+            checkpoint_mode: self.checkpoint_mode,
         };
         config.validate().map_err(KeelError::usage)?;
         Ok(config)
@@ -148,6 +154,9 @@ impl ScenarioSpec {
         parts.push(format!("--event-interval-ms {}", self.event_interval_ms));
         parts.push(format!("--restart-delay-ms {}", self.restart_delay_ms));
         parts.push(format!("--checkpoint-protocol {}", self.protocol));
+        if !self.checkpoint_mode.is_full() {
+            parts.push(format!("--checkpoint-mode {}", self.checkpoint_mode));
+        }
         if self.key == KeyScheme::ProcessingTime {
             parts.push("--key processing-time".to_string());
         }

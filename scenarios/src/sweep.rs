@@ -225,6 +225,10 @@ pub struct SweepSpec {
 pub struct SweepReport {
     pub scenario: String,
     pub protocol: String,
+    /// `incremental` with `--checkpoint-mode incremental`; absent with full checkpoints
+    /// (the default), so every report of full checkpoints is what it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint_mode: Option<String>,
     /// The file-system profile of the crash model (`--fs-model`).
     pub fs_model: String,
     /// The seed sampled crash states were drawn with (`--seed`).
@@ -570,8 +574,12 @@ impl SweepReport {
         let mut out = String::new();
         if format != TableFormat::Csv {
             out.push_str(&format!(
-                "sweep scenario={} protocol={} fs_model={} judged_by={}\n\n",
-                self.scenario, self.protocol, self.fs_model, self.judged_by
+                "sweep scenario={} protocol={}{} fs_model={} judged_by={}\n\n",
+                self.scenario,
+                self.protocol,
+                mode_field(&self.checkpoint_mode),
+                self.fs_model,
+                self.judged_by
             ));
             if let Some(mismatch) = &self.model_mismatch {
                 out.push_str(&format!(
@@ -651,6 +659,12 @@ impl SweepReport {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a sweep report always serializes") + "\n"
     }
+}
+
+/// ` checkpoint_mode=<mode>` for a header line, or nothing with full checkpoints.
+pub(crate) fn mode_field(mode: &Option<String>) -> String {
+    mode.as_ref()
+        .map_or(String::new(), |m| format!(" checkpoint_mode={m}"))
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use crate::spec::ScenarioSpec;
 use crate::table::TableFormat;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, FromArgMatches, ValueEnum};
-use keel_engine::{CheckpointProtocol, KeyScheme, SinkKind};
+use keel_engine::{CheckpointMode, CheckpointProtocol, KeyScheme, SinkKind};
 use keel_sim::disk::FsModel;
 use keel_sim::FaultKind;
 use std::collections::BTreeSet;
@@ -321,6 +321,12 @@ pub struct ScenarioArgs {
     #[arg(long, value_enum, value_name = "P", default_value_t = ProtocolArg::Safe)]
     pub checkpoint_protocol: ProtocolArg,
 
+    /// What a checkpoint writes: `full` (every window, one file: the chapter's) or
+    /// `incremental` (a delta of the windows changed since the last checkpoint on a base,
+    /// named by a manifest, compacted into a new base when the deltas outgrow it).
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = ModeArg::Full)]
+    pub checkpoint_mode: ModeArg,
+
     /// The seed: `keel replay` and `keel shrink` run the fault plan it draws, `keel sweep`
     /// draws from it the crash states it tries where a step has too many to try them all.
     /// `keel run` names it in the command that reproduces the run.
@@ -410,6 +416,26 @@ pub enum ProtocolArg {
     NoTailRepair,
     /// Recovery trusts the sink as the page cache shows it after a failed fsync.
     TrustPageCacheAfterEio,
+    /// Incremental mode only: the manifest names a delta that was never fsynced.
+    NoDeltaFsync,
+}
+
+/// A checkpoint mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// Every window in one file per checkpoint.
+    Full,
+    /// Deltas on a base, named by a manifest.
+    Incremental,
+}
+
+impl From<ModeArg> for CheckpointMode {
+    fn from(mode: ModeArg) -> Self {
+        match mode {
+            ModeArg::Full => CheckpointMode::Full,
+            ModeArg::Incremental => CheckpointMode::Incremental,
+        }
+    }
 }
 
 impl From<ProtocolArg> for CheckpointProtocol {
@@ -424,6 +450,7 @@ impl From<ProtocolArg> for CheckpointProtocol {
             ProtocolArg::CheckpointBeforeSinkSync => CheckpointProtocol::CheckpointBeforeSinkSync,
             ProtocolArg::NoTailRepair => CheckpointProtocol::NoTailRepair,
             ProtocolArg::TrustPageCacheAfterEio => CheckpointProtocol::TrustPageCacheAfterEio,
+            ProtocolArg::NoDeltaFsync => CheckpointProtocol::NoDeltaFsync,
         }
     }
 }
@@ -534,6 +561,7 @@ pub(crate) fn scenario_spec(args: &ScenarioArgs) -> ScenarioSpec {
         sector_size_bytes: args.sector_size_bytes as usize,
         allowed_lateness: args.allowed_lateness,
         fs_model: args.fs_model.into(),
+        checkpoint_mode: args.checkpoint_mode.into(),
     }
 }
 

@@ -277,6 +277,9 @@ fn child(
     if let Some(lateness) = spec.allowed_lateness {
         child.args(["--allowed-lateness", &lateness.to_string()]);
     }
+    if !spec.checkpoint_mode.is_full() {
+        child.args(["--checkpoint-mode", &spec.checkpoint_mode.to_string()]);
+    }
     Ok(child)
 }
 

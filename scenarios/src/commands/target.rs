@@ -154,7 +154,7 @@ fn spec_differences(given: &Given, flags: &ScenarioSpec, recorded: &ScenarioSpec
         spec.allowed_lateness
             .map_or("unbounded".to_string(), |l| l.to_string())
     };
-    let knobs: [(&str, &str, String, String); 11] = [
+    let knobs: [(&str, &str, String, String); 12] = [
         (
             "window",
             "--window",
@@ -220,6 +220,12 @@ fn spec_differences(given: &Given, flags: &ScenarioSpec, recorded: &ScenarioSpec
             "--fs-model",
             flags.fs_model.to_string(),
             recorded.fs_model.to_string(),
+        ),
+        (
+            "checkpoint_mode",
+            "--checkpoint-mode",
+            flags.checkpoint_mode.to_string(),
+            recorded.checkpoint_mode.to_string(),
         ),
     ];
     let mut differences = Vec::new();

@@ -1,0 +1,670 @@
+//! Incremental checkpoints (`--checkpoint-mode incremental`): a chain of a base and deltas,
+//! named by a manifest, and the crash-consistency protocol that writes and recovers it.
+//!
+//! # Files
+//!
+//! - `base-<i>.json`: every window at checkpoint `i`, in the full checkpoint's format
+//!   (`keel-checkpoint v1` header with length and CRC-32, see `checkpoint.rs`).
+//! - `delta-<i>.json`: what changed since the checkpoint before (`keel-delta v1` header):
+//!   the windows created, updated or fired since then (whole), the ends of those purged,
+//!   max_ts, dropped_late, pending transactions, and its **parent**: the file it applies on
+//!   (the previous delta, or the base) by name, index, length and CRC-32 of its bytes.
+//! - `manifest-<i>.json`: the commit record of checkpoint `i` (`keel-manifest v1` header):
+//!   the chain's base and its head (newest delta, absent when the chain is the base alone),
+//!   each by name, index, length and CRC-32, and the number of deltas. Every file of the
+//!   chain is thus named with its checksum by a file that is itself checksummed, back to
+//!   the manifest. (A manifest listing every delta would cost O(chain) bytes at every
+//!   checkpoint, which the long chains below would make quadratic; the links keep a
+//!   checkpoint's cost to what changed.)
+//!
+//! # Compaction
+//!
+//! A checkpoint writes a new base instead of a delta when there is no chain yet, when the
+//! chain's deltas add up to at least the base's size (so writing bases costs at most what
+//! the deltas cost: amortized linear in the stream, whatever its number of windows), or when
+//! the chain already has [`CHAIN_DELTAS_MAX`] deltas (bounds what recovery reads, file by
+//! file). The chain is then that base alone.
+//!
+//! # Writing checkpoint `i` (`safe`), in this order
+//!
+//! 1. Sync the sink (as the full protocol): the checkpoint must not say records were
+//!    delivered that a power loss can take back.
+//! 2. Create and write `delta-<i>.json` (or `base-<i>.json`), fsync it, fsync the directory:
+//!    its bytes and its name are durable before anything names it. (Written under its final
+//!    name: no manifest names it yet, so a torn one is never read; a replay that reaches `i`
+//!    again after a crash creates it again, truncating what the crash left.)
+//! 3. Write `manifest-<i>.json.tmp`, fsync it, rename it to `manifest-<i>.json`, fsync the
+//!    directory: the commit point. A power loss before the directory fsync keeps the
+//!    previous manifest (still on disk: nothing was removed yet) or this one whole.
+//! 4. Only then remove every checkpoint file with an index at or below `i` that the new
+//!    chain does not name: the previous manifest, and after a compaction the old base and
+//!    its deltas (and what an earlier crash left: a base where the replay wrote a delta).
+//!    The disk stays bounded (`bounded-disk`): a chain, its manifest, the sink.
+//!
+//! Any failed fsync stops the process (an I/O error aborts the incarnation).
+//!
+//! # Recovery
+//!
+//! Manifests are tried newest first. A manifest is trusted only if its own header
+//! validates and every file of its chain does: present, of the length and CRC-32 its
+//! referrer recorded, with a valid header, and linked back to the manifest's base in at
+//! most its number of deltas. A manifest that names a file that did not survive (missing,
+//! torn, another checksum) is **rejected**, noted (`rejected_checkpoints`) and the next
+//! older manifest is tried; under `safe` this never happens (step 2 before step 3). A file
+//! whose checksum matches but that does not decode is the engine's own defect: recovery
+//! fails (`Invalid::TrustedButCorrupt`), as with full checkpoints. The state is the base
+//! with every delta applied in order. Recovery then fsyncs the manifest and every file of
+//! the chain and the directory (what it builds on must be durable: a file renamed or
+//! written before its fsync may still be in the page cache only), and removes the files
+//! its manifest makes stale (step 4's rule), so a crash between steps 3 and 4 leaves no
+//! file for good.
+//!
+//! # The unsafe variants, one decision each
+//!
+//! - `no-delta-fsync`: step 2 without the fsync of the delta: the manifest is durable, the
+//!   delta it names may not be; after a power loss recovery rejects the manifest and falls
+//!   back to an older one, or to nothing once the older one is removed: a rollback.
+//! - `delete-then-rename`: step 4 before the rename of step 3: the previous manifest (and
+//!   after a compaction the old chain) is gone before the new one commits; a crash between
+//!   the two leaves no valid manifest at all: recovery starts from event 0.
+//! - The other protocols keep their one decision: `no-fsync-rename` fsyncs no file,
+//!   `no-dir-fsync` never the directory, `size-only` checks lengths instead of CRC-32s and
+//!   fsyncs nothing, and the sink's decisions are the full mode's. `in-place` has no
+//!   incremental form.
+
+use crate::checkpoint::{
+    check_state, encode_state_body, seal, unseal, Checkpoint, Invalid, PendingTxn, WindowFile,
+};
+use crate::window::OperatorState;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// At most this many deltas in a chain: the next checkpoint compacts it into a new base.
+pub const CHAIN_DELTAS_MAX: usize = 1024;
+
+const BASE_PREFIX: &str = "base-";
+const DELTA_PREFIX: &str = "delta-";
+const MANIFEST_PREFIX: &str = "manifest-";
+const SUFFIX: &str = ".json";
+const BASE_MAGIC: &str = "keel-checkpoint v1";
+const DELTA_MAGIC: &str = "keel-delta v1";
+const MANIFEST_MAGIC: &str = "keel-manifest v1";
+
+/// What kind of incremental checkpoint file a name is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FileKind {
+    Base,
+    Delta,
+    Manifest,
+}
+
+impl FileKind {
+    fn prefix(self) -> &'static str {
+        match self {
+            FileKind::Base => BASE_PREFIX,
+            FileKind::Delta => DELTA_PREFIX,
+            FileKind::Manifest => MANIFEST_PREFIX,
+        }
+    }
+
+    /// `<kind>-<index>.json`.
+    pub fn file_name(self, index: u64) -> String {
+        format!("{}{index}{SUFFIX}", self.prefix())
+    }
+}
+
+/// The kind and index an incremental checkpoint file name names, or `None` for any other
+/// file (temporary files too).
+pub fn parse_file_name(name: &str) -> Option<(FileKind, u64)> {
+    [FileKind::Base, FileKind::Delta, FileKind::Manifest]
+        .into_iter()
+        .find_map(|kind| {
+            let digits = name.strip_prefix(kind.prefix())?.strip_suffix(SUFFIX)?;
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            digits.parse().ok().map(|index| (kind, index))
+        })
+}
+
+/// A file of a chain as the file after it (or the manifest) names it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileRef {
+    pub file: String,
+    pub index: u64,
+    pub len: u64,
+    /// CRC-32 of the file's bytes, header included (8 hex digits).
+    pub crc32: String,
+}
+
+impl FileRef {
+    fn of(file: String, index: u64, bytes: &[u8]) -> FileRef {
+        FileRef {
+            file,
+            index,
+            len: bytes.len() as u64,
+            crc32: format!("{:08x}", crc32fast::hash(bytes)),
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeltaFile {
+    index: u64,
+    parent: FileRef,
+    max_ts: Option<i64>,
+    windows: Vec<WindowFile>,
+    removed: Vec<i64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    transactions: Vec<PendingTxn>,
+    #[serde(default)]
+    dropped_late: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ManifestFile {
+    index: u64,
+    base: FileRef,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    head: Option<FileRef>,
+    deltas: u64,
+}
+
+/// The committed chain: its base and its deltas, oldest first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Chain {
+    /// The checkpoint index its manifest commits.
+    pub index: u64,
+    pub base: FileRef,
+    pub deltas: Vec<FileRef>,
+    /// The deltas' bytes, summed (what compaction compares with the base's).
+    pub delta_bytes: u64,
+}
+
+impl Chain {
+    /// Whether the next checkpoint writes a new base (see the module's "Compaction").
+    pub fn compact_next(&self) -> bool {
+        self.deltas.len() >= CHAIN_DELTAS_MAX || self.delta_bytes >= self.base.len
+    }
+
+    /// Whether the chain names `file` (its manifest aside).
+    pub fn names(&self, file: &str) -> bool {
+        self.base.file == file || self.deltas.iter().any(|d| d.file == file)
+    }
+
+    fn head(&self) -> &FileRef {
+        self.deltas.last().unwrap_or(&self.base)
+    }
+
+    fn manifest_bytes(&self, checksum: bool) -> Vec<u8> {
+        let manifest = ManifestFile {
+            index: self.index,
+            base: self.base.clone(),
+            head: self.deltas.last().cloned(),
+            deltas: self.deltas.len() as u64,
+        };
+        seal(
+            MANIFEST_MAGIC,
+            &serde_json::to_vec(&manifest).expect("a manifest always serializes"),
+            checksum,
+        )
+    }
+}
+
+/// What one incarnation knows of its incremental checkpoints: the windows changed since the
+/// last commit, the committed chain and the checkpoint files in the directory. Part of what
+/// converging compares (`Engine::same_future_as`): the next delta, the next compaction and
+/// the next removals depend on it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Incremental {
+    /// Ends of the windows created, updated, fired or purged since the last commit.
+    pub dirty: BTreeSet<i64>,
+    pub chain: Option<Chain>,
+    /// Incremental checkpoint files this process knows to exist, by (index, kind).
+    pub files: BTreeSet<(u64, FileKind)>,
+}
+
+/// One file the next checkpoint writes: its name, kind and bytes.
+pub struct Written {
+    pub name: String,
+    pub kind: FileKind,
+    pub bytes: Vec<u8>,
+    /// The chain once the manifest commits it.
+    pub chain: Chain,
+    /// The manifest's bytes.
+    pub manifest: Vec<u8>,
+}
+
+impl Incremental {
+    /// The files checkpoint `index` writes: a delta of `dirty` on the chain, or a new base.
+    pub fn prepare(
+        &self,
+        index: u64,
+        state: &OperatorState,
+        transactions: &[PendingTxn],
+        checksum: bool,
+    ) -> Written {
+        let (kind, bytes) = match &self.chain {
+            Some(chain) if !chain.compact_next() => {
+                let mut windows = Vec::new();
+                let mut removed = Vec::new();
+                for &end in &self.dirty {
+                    match state.windows.get(&end) {
+                        Some(w) => windows.push(WindowFile::of(end, w)),
+                        None => removed.push(end),
+                    }
+                }
+                let delta = DeltaFile {
+                    index,
+                    parent: chain.head().clone(),
+                    max_ts: state.max_ts,
+                    windows,
+                    removed,
+                    transactions: transactions.to_vec(),
+                    dropped_late: state.dropped_late,
+                };
+                let body = serde_json::to_vec(&delta).expect("a delta always serializes");
+                (FileKind::Delta, seal(DELTA_MAGIC, &body, checksum))
+            }
+            _ => {
+                let body = encode_state_body(index, state, transactions);
+                (FileKind::Base, seal(BASE_MAGIC, &body, checksum))
+            }
+        };
+        let name = kind.file_name(index);
+        let file = FileRef::of(name.clone(), index, &bytes);
+        let chain = match (&self.chain, kind) {
+            (Some(chain), FileKind::Delta) => {
+                let mut next = chain.clone();
+                next.index = index;
+                next.delta_bytes += file.len;
+                next.deltas.push(file);
+                next
+            }
+            _ => Chain {
+                index,
+                base: file,
+                deltas: Vec::new(),
+                delta_bytes: 0,
+            },
+        };
+        let manifest = chain.manifest_bytes(checksum);
+        Written {
+            name,
+            kind,
+            bytes,
+            chain,
+            manifest,
+        }
+    }
+
+    /// The known files a committed `chain` makes stale: every checkpoint file with an index
+    /// at or below its own that it does not name, its manifest aside (step 4).
+    pub fn stale(&self, chain: &Chain) -> Vec<(u64, FileKind)> {
+        self.files
+            .iter()
+            .copied()
+            .filter(|&(index, kind)| {
+                index <= chain.index
+                    && !(kind == FileKind::Manifest && index == chain.index)
+                    && !chain.names(&kind.file_name(index))
+            })
+            .collect()
+    }
+}
+
+/// A manifest and its chain, read and checked: the restored checkpoint and the chain.
+pub struct Restored {
+    pub checkpoint: Checkpoint,
+    pub chain: Chain,
+}
+
+/// Reads files for [`restore`]: the bytes of a name, `Ok(None)` if it does not exist.
+pub trait ReadFile {
+    type Error;
+    fn read_file(&mut self, name: &str) -> Result<Option<Vec<u8>>, Self::Error>;
+}
+
+/// Why a manifest was not restored, or a read that failed (`Io`).
+pub enum NotRestored<E> {
+    Invalid(Invalid),
+    Io(E),
+}
+
+impl<E> From<Invalid> for NotRestored<E> {
+    fn from(invalid: Invalid) -> Self {
+        NotRestored::Invalid(invalid)
+    }
+}
+
+/// Reads the chain the manifest `manifest_bytes` (named `manifest_name`) names and applies
+/// it, checking every link (see "Recovery" in the module header).
+pub fn restore<R: ReadFile>(
+    manifest_name: &str,
+    manifest_bytes: &[u8],
+    checksum: bool,
+    reader: &mut R,
+) -> Result<Restored, NotRestored<R::Error>> {
+    let trusted = |why: String| {
+        if checksum {
+            Invalid::TrustedButCorrupt(format!("passes its checksum but {why}"))
+        } else {
+            Invalid::TrustedButCorrupt(format!("has the right length but {why}"))
+        }
+    };
+    let body = unseal(MANIFEST_MAGIC, manifest_bytes, checksum)?;
+    let manifest: ManifestFile = serde_json::from_slice(body)
+        .map_err(|e| trusted(format!("is an unreadable manifest: {e}")))?;
+    if manifest.deltas > CHAIN_DELTAS_MAX as u64 {
+        return Err(trusted(format!("names {} deltas", manifest.deltas)).into());
+    }
+    // Walk from the head back to the base, each file checked against its referrer.
+    let mut deltas: Vec<(FileRef, DeltaFile)> = Vec::new();
+    let mut next = manifest.head.clone();
+    let mut referrer = manifest_name.to_string();
+    while let Some(file) = next {
+        // Bounded by the manifest's count, itself at most CHAIN_DELTAS_MAX.
+        if deltas.len() as u64 >= manifest.deltas {
+            return Err(trusted(format!("has more than {} deltas", manifest.deltas)).into());
+        }
+        let bytes = read_named(&file, &referrer, checksum, reader)?;
+        let delta_body = unseal(DELTA_MAGIC, &bytes, checksum)
+            .map_err(|why| rejected_file(&file.file, &referrer, why))?;
+        let delta: DeltaFile = serde_json::from_slice(delta_body)
+            .map_err(|e| trusted(format!("names {}, an unreadable delta: {e}", file.file)))?;
+        if delta.index != file.index || delta.parent.index >= delta.index {
+            return Err(trusted(format!(
+                "names {}, which holds index {}",
+                file.file, delta.index
+            ))
+            .into());
+        }
+        referrer = file.file.clone();
+        next = if delta.parent == manifest.base {
+            None
+        } else {
+            Some(delta.parent.clone())
+        };
+        deltas.push((file, delta));
+    }
+    if deltas.len() as u64 != manifest.deltas {
+        return Err(trusted(format!(
+            "names {} deltas, its chain has {}",
+            manifest.deltas,
+            deltas.len()
+        ))
+        .into());
+    }
+    if let Some((_, oldest)) = deltas.last() {
+        if oldest.parent != manifest.base {
+            return Err(trusted("has a chain that does not reach its base".to_string()).into());
+        }
+    }
+    let base_bytes = read_named(&manifest.base, &referrer, checksum, reader)?;
+    let mut checkpoint =
+        Checkpoint::decode_file(&base_bytes, checksum).map_err(|why| match why {
+            Invalid::Rejected(why) => {
+                rejected_file(&manifest.base.file, &referrer, Invalid::Rejected(why))
+            }
+            Invalid::TrustedButCorrupt(why) => {
+                Invalid::TrustedButCorrupt(format!("names {}, which {why}", manifest.base.file))
+            }
+        })?;
+    if checkpoint.index != manifest.base.index {
+        return Err(trusted(format!(
+            "names {}, which holds index {}",
+            manifest.base.file, checkpoint.index
+        ))
+        .into());
+    }
+    let mut delta_bytes = 0;
+    let mut refs = Vec::new();
+    for (file, delta) in deltas.into_iter().rev() {
+        apply(&mut checkpoint, &delta)
+            .map_err(|why| trusted(format!("names {}, {why}", file.file)))?;
+        delta_bytes += file.len;
+        refs.push(file);
+    }
+    if checkpoint.index != manifest.index {
+        return Err(trusted(format!(
+            "commits index {} but its chain ends at {}",
+            manifest.index, checkpoint.index
+        ))
+        .into());
+    }
+    check_state(&checkpoint.state)
+        .map_err(|why| trusted(format!("has a chain whose state {why}")))?;
+    Ok(Restored {
+        chain: Chain {
+            index: manifest.index,
+            base: manifest.base,
+            deltas: refs,
+            delta_bytes,
+        },
+        checkpoint,
+    })
+}
+
+/// A delta applied on the checkpoint before it.
+fn apply(checkpoint: &mut Checkpoint, delta: &DeltaFile) -> Result<(), String> {
+    if delta.parent.index != checkpoint.index {
+        return Err(format!(
+            "a delta on index {}, applied on {}",
+            delta.parent.index, checkpoint.index
+        ));
+    }
+    let mut seen = BTreeMap::new();
+    for w in &delta.windows {
+        if seen.insert(w.end, ()).is_some() {
+            return Err(format!("a delta with window {} twice", w.end));
+        }
+        checkpoint.state.windows.insert(w.end, w.state());
+    }
+    for end in &delta.removed {
+        checkpoint.state.windows.remove(end);
+    }
+    checkpoint.index = delta.index;
+    checkpoint.state.max_ts = delta.max_ts;
+    checkpoint.state.dropped_late = delta.dropped_late;
+    checkpoint.transactions = delta.transactions.clone();
+    Ok(())
+}
+
+fn rejected_file(file: &str, referrer: &str, why: Invalid) -> Invalid {
+    match why {
+        Invalid::Rejected(why) => Invalid::Rejected(format!(
+            "names {file}, which is damaged ({why}; named by {referrer})"
+        )),
+        trusted => trusted,
+    }
+}
+
+/// The bytes of the file `file` names, if they are the ones its referrer recorded.
+fn read_named<R: ReadFile>(
+    file: &FileRef,
+    referrer: &str,
+    checksum: bool,
+    reader: &mut R,
+) -> Result<Vec<u8>, NotRestored<R::Error>> {
+    let bytes = reader
+        .read_file(&file.file)
+        .map_err(NotRestored::Io)?
+        .ok_or_else(|| {
+            Invalid::Rejected(format!(
+                "names {}, which is missing (named by {referrer})",
+                file.file
+            ))
+        })?;
+    let matches = bytes.len() as u64 == file.len
+        && (!checksum || format!("{:08x}", crc32fast::hash(&bytes)) == file.crc32);
+    if !matches {
+        return Err(Invalid::Rejected(format!(
+            "names {}, which is not the file {referrer} recorded ({} bytes)",
+            file.file,
+            bytes.len()
+        ))
+        .into());
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::window::WindowState;
+
+    struct Files(BTreeMap<String, Vec<u8>>);
+
+    impl ReadFile for Files {
+        type Error = ();
+        fn read_file(&mut self, name: &str) -> Result<Option<Vec<u8>>, ()> {
+            Ok(self.0.get(name).cloned())
+        }
+    }
+
+    fn state(windows: &[(i64, i128, bool)], max_ts: i64) -> OperatorState {
+        OperatorState {
+            windows: windows
+                .iter()
+                .map(|&(end, sum, fired)| (end, WindowState { sum, cnt: 1, fired }))
+                .collect(),
+            max_ts: Some(max_ts),
+            dropped_late: 0,
+        }
+    }
+
+    /// Commits `state` at `index` with `dirty` windows changed: the files it writes.
+    fn commit(
+        inc: &mut Incremental,
+        files: &mut Files,
+        index: u64,
+        state: &OperatorState,
+        dirty: &[i64],
+    ) -> (FileKind, String) {
+        inc.dirty = dirty.iter().copied().collect();
+        let written = inc.prepare(index, state, &[], true);
+        files.0.insert(written.name.clone(), written.bytes.clone());
+        let manifest = FileKind::Manifest.file_name(index);
+        files.0.insert(manifest.clone(), written.manifest.clone());
+        inc.files.insert((index, written.kind));
+        inc.files.insert((index, FileKind::Manifest));
+        for (i, kind) in inc.stale(&written.chain) {
+            files.0.remove(&kind.file_name(i));
+            inc.files.remove(&(i, kind));
+        }
+        inc.chain = Some(written.chain);
+        inc.dirty.clear();
+        (written.kind, manifest)
+    }
+
+    #[test]
+    fn a_chain_restores_the_state_and_compacts_when_deltas_outgrow_the_base() {
+        let mut inc = Incremental::default();
+        let mut files = Files(BTreeMap::new());
+        let s8 = state(&[(10, 40, false)], 9);
+        assert_eq!(
+            commit(&mut inc, &mut files, 8, &s8, &[10]).0,
+            FileKind::Base
+        );
+        let s16 = state(&[(10, 41, true), (20, 7, false)], 17);
+        assert_eq!(
+            commit(&mut inc, &mut files, 16, &s16, &[10, 20]).0,
+            FileKind::Delta
+        );
+        let names: Vec<&String> = files.0.keys().collect();
+        assert_eq!(names, ["base-8.json", "delta-16.json", "manifest-16.json"]);
+        let restored = restore(
+            "manifest-16.json",
+            &files.0["manifest-16.json"].clone(),
+            true,
+            &mut files,
+        )
+        .ok()
+        .unwrap();
+        assert_eq!(restored.checkpoint.index, 16);
+        assert_eq!(restored.checkpoint.state, s16);
+        assert_eq!(Some(restored.chain), inc.chain);
+        // The delta is larger than the base: the next checkpoint compacts, and the old
+        // chain goes once the new manifest is written.
+        let s24 = state(&[(20, 9, true)], 27);
+        assert_eq!(
+            commit(&mut inc, &mut files, 24, &s24, &[10, 20]).0,
+            FileKind::Base
+        );
+        let names: Vec<&String> = files.0.keys().collect();
+        assert_eq!(names, ["base-24.json", "manifest-24.json"]);
+        let restored = restore(
+            "manifest-24.json",
+            &files.0["manifest-24.json"].clone(),
+            true,
+            &mut files,
+        )
+        .ok()
+        .unwrap();
+        assert_eq!(restored.checkpoint.state, s24);
+    }
+
+    #[test]
+    fn a_manifest_naming_a_missing_or_damaged_delta_is_rejected() {
+        let mut inc = Incremental::default();
+        let mut files = Files(BTreeMap::new());
+        commit(
+            &mut inc,
+            &mut files,
+            8,
+            &state(&[(10, 40, false)], 9),
+            &[10],
+        );
+        let s16 = state(&[(10, 41, true), (20, 7, false)], 17);
+        commit(&mut inc, &mut files, 16, &s16, &[10, 20]);
+        let manifest = files.0["manifest-16.json"].clone();
+        let delta = files.0.remove("delta-16.json").unwrap();
+        let why = |files: &mut Files| match restore("manifest-16.json", &manifest, true, files) {
+            Err(NotRestored::Invalid(Invalid::Rejected(why))) => why,
+            _ => panic!("rejected"),
+        };
+        assert_eq!(
+            why(&mut files),
+            "names delta-16.json, which is missing (named by manifest-16.json)"
+        );
+        let mut torn = delta.clone();
+        torn.truncate(delta.len() - 1);
+        files.0.insert("delta-16.json".to_string(), torn);
+        assert_eq!(
+            why(&mut files),
+            format!(
+                "names delta-16.json, which is not the file manifest-16.json recorded ({} bytes)",
+                delta.len() - 1
+            )
+        );
+        let mut flipped = delta.clone();
+        *flipped.last_mut().unwrap() = b' ';
+        files.0.insert("delta-16.json".to_string(), flipped);
+        assert!(why(&mut files).starts_with("names delta-16.json, which is not the file"));
+        files.0.insert("delta-16.json".to_string(), delta);
+        files.0.remove("base-8.json");
+        assert_eq!(
+            why(&mut files),
+            "names base-8.json, which is missing (named by delta-16.json)"
+        );
+    }
+
+    #[test]
+    fn file_names_parse() {
+        assert_eq!(parse_file_name("base-8.json"), Some((FileKind::Base, 8)));
+        assert_eq!(
+            parse_file_name("delta-16.json"),
+            Some((FileKind::Delta, 16))
+        );
+        assert_eq!(
+            parse_file_name("manifest-16.json"),
+            Some((FileKind::Manifest, 16))
+        );
+        assert_eq!(parse_file_name("manifest-16.json.tmp"), None);
+        assert_eq!(parse_file_name("state-16.json"), None);
+        assert_eq!(parse_file_name("delta-.json"), None);
+    }
+}
