@@ -371,7 +371,7 @@ impl Engine {
         let protocol = self.config.protocol;
         self.incremental.files = names
             .iter()
-            .filter_map(|name| incremental::parse_file_name(name).map(|(kind, i)| (i, kind)))
+            .filter_map(|name| incremental::parse_file_name(name).map(|(kind, n)| (n, kind)))
             .collect();
         let manifests: Vec<u64> = self
             .incremental
@@ -379,19 +379,19 @@ impl Engine {
             .iter()
             .rev()
             .filter(|(_, kind)| *kind == FileKind::Manifest)
-            .map(|&(index, _)| index)
+            .map(|&(number, _)| number)
             .collect();
-        for index in manifests {
-            let name = FileKind::Manifest.file_name(index);
+        for number in manifests {
+            let name = FileKind::Manifest.file_name(number);
             let bytes = world
                 .effect("disk.read", name.clone(), |env| env.disk.read(&name))?
                 .map_err(|e| abort(format!("recovery: {e}")))?;
             let mut reader = StepReader { world };
             let restored =
                 match incremental::restore(&name, &bytes, protocol.checksum(), &mut reader) {
-                    Ok(restored) if restored.checkpoint.index == index => restored,
+                    Ok(restored) if restored.chain.number == number => restored,
                     Ok(restored) => {
-                        let why = format!("{name}: holds index {}", restored.checkpoint.index);
+                        let why = format!("{name}: holds number {}", restored.chain.number);
                         world.note(format!("recovery: skip {why}"));
                         self.stats.rejected_checkpoints.push(why);
                         continue;
@@ -712,7 +712,9 @@ impl Engine {
         disk_step(world, "disk.write", name, |d| {
             d.write(name, 0, &written.bytes)
         })?;
-        self.incremental.files.insert((index, written.kind));
+        self.incremental
+            .files
+            .insert((written.chain.number, written.kind));
         if protocol.fsync_delta() {
             disk_step(world, "disk.fsync", name, |d| d.fsync(name))?;
         }
@@ -723,7 +725,7 @@ impl Engine {
         if protocol.delete_before_rename() {
             self.remove_chain_files(world, &stale)?;
         }
-        let manifest = FileKind::Manifest.file_name(index);
+        let manifest = FileKind::Manifest.file_name(written.chain.number);
         let temp = format!("{manifest}.tmp");
         disk_step(world, "disk.create", &temp, |d| d.create(&temp))?;
         disk_step(world, "disk.write", &temp, |d| {
@@ -741,7 +743,9 @@ impl Engine {
         if protocol.fsync_dir() {
             disk_step(world, "disk.fsync-dir", ".", |d| d.fsync_dir())?;
         }
-        self.incremental.files.insert((index, FileKind::Manifest));
+        self.incremental
+            .files
+            .insert((written.chain.number, FileKind::Manifest));
         if !protocol.delete_before_rename() {
             self.remove_chain_files(world, &stale)?;
         }
@@ -790,10 +794,10 @@ impl Engine {
         world: &mut World<S>,
         files: &[(u64, FileKind)],
     ) -> Result<(), Interrupt> {
-        for &(index, kind) in files {
-            let name = kind.file_name(index);
+        for &(number, kind) in files {
+            let name = kind.file_name(number);
             disk_step(world, "disk.remove", &name, |d| d.remove(&name))?;
-            self.incremental.files.remove(&(index, kind));
+            self.incremental.files.remove(&(number, kind));
         }
         Ok(())
     }

@@ -3,15 +3,20 @@
 //!
 //! # Files
 //!
-//! - `base-<i>.json`: every window at checkpoint `i`, in the full checkpoint's format
+//! Files are numbered by checkpoint, `<n>` = 1, 2, 3, ... (one more than the committed
+//! chain's; not the checkpoint's index, which two checkpoints share at the end of a
+//! transactional run): the same numbers in a replay as in the run it replays.
+//!
+//! - `base-<n>.json`: every window at checkpoint `n`, in the full checkpoint's format
 //!   (`keel-checkpoint v1` header with length and CRC-32, see `checkpoint.rs`).
-//! - `delta-<i>.json`: what changed since the checkpoint before (`keel-delta v1` header):
+//! - `delta-<n>.json`: what changed since the checkpoint before (`keel-delta v1` header):
 //!   the windows created, updated or fired since then (whole), the ends of those purged,
 //!   max_ts, dropped_late, pending transactions, and its **parent**: the file it applies on
-//!   (the previous delta, or the base) by name, index, length and CRC-32 of its bytes.
-//! - `manifest-<i>.json`: the commit record of checkpoint `i` (`keel-manifest v1` header):
+//!   (the previous delta, or the base) by name, number, index, length and CRC-32 of its
+//!   bytes.
+//! - `manifest-<n>.json`: the commit record of checkpoint `n` (`keel-manifest v1` header):
 //!   the chain's base and its head (newest delta, absent when the chain is the base alone),
-//!   each by name, index, length and CRC-32, and the number of deltas. Every file of the
+//!   each by name, number, index, length and CRC-32, and the number of deltas. Every file of the
 //!   chain is thus named with its checksum by a file that is itself checksummed, back to
 //!   the manifest. (A manifest listing every delta would cost O(chain) bytes at every
 //!   checkpoint, which the long chains below would make quadratic; the links keep a
@@ -25,18 +30,18 @@
 //! the chain already has [`CHAIN_DELTAS_MAX`] deltas (bounds what recovery reads, file by
 //! file). The chain is then that base alone.
 //!
-//! # Writing checkpoint `i` (`safe`), in this order
+//! # Writing checkpoint `n` (`safe`), in this order
 //!
 //! 1. Sync the sink (as the full protocol): the checkpoint must not say records were
 //!    delivered that a power loss can take back.
-//! 2. Create and write `delta-<i>.json` (or `base-<i>.json`), fsync it, fsync the directory:
+//! 2. Create and write `delta-<n>.json` (or `base-<n>.json`), fsync it, fsync the directory:
 //!    its bytes and its name are durable before anything names it. (Written under its final
-//!    name: no manifest names it yet, so a torn one is never read; a replay that reaches `i`
+//!    name: no manifest names it yet, so a torn one is never read; a replay that reaches `n`
 //!    again after a crash creates it again, truncating what the crash left.)
-//! 3. Write `manifest-<i>.json.tmp`, fsync it, rename it to `manifest-<i>.json`, fsync the
+//! 3. Write `manifest-<n>.json.tmp`, fsync it, rename it to `manifest-<n>.json`, fsync the
 //!    directory: the commit point. A power loss before the directory fsync keeps the
 //!    previous manifest (still on disk: nothing was removed yet) or this one whole.
-//! 4. Only then remove every checkpoint file with an index at or below `i` that the new
+//! 4. Only then remove every checkpoint file with a number at or below `n` that the new
 //!    chain does not name: the previous manifest, and after a compaction the old base and
 //!    its deltas (and what an earlier crash left: a base where the replay wrote a delta).
 //!    The disk stays bounded (`bounded-disk`): a chain, its manifest, the sink.
@@ -108,8 +113,8 @@ impl FileKind {
     }
 
     /// `<kind>-<index>.json`.
-    pub fn file_name(self, index: u64) -> String {
-        format!("{}{index}{SUFFIX}", self.prefix())
+    pub fn file_name(self, number: u64) -> String {
+        format!("{}{number}{SUFFIX}", self.prefix())
     }
 }
 
@@ -132,6 +137,9 @@ pub fn parse_file_name(name: &str) -> Option<(FileKind, u64)> {
 #[serde(deny_unknown_fields)]
 pub struct FileRef {
     pub file: String,
+    /// The checkpoint's number in the file's name.
+    pub number: u64,
+    /// The checkpoint index (the next event to read) the file brings the state to.
     pub index: u64,
     pub len: u64,
     /// CRC-32 of the file's bytes, header included (8 hex digits).
@@ -139,9 +147,10 @@ pub struct FileRef {
 }
 
 impl FileRef {
-    fn of(file: String, index: u64, bytes: &[u8]) -> FileRef {
+    fn of(file: String, number: u64, index: u64, bytes: &[u8]) -> FileRef {
         FileRef {
             file,
+            number,
             index,
             len: bytes.len() as u64,
             crc32: format!("{:08x}", crc32fast::hash(bytes)),
@@ -166,6 +175,7 @@ struct DeltaFile {
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ManifestFile {
+    number: u64,
     index: u64,
     base: FileRef,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -176,6 +186,10 @@ struct ManifestFile {
 /// The committed chain: its base and its deltas, oldest first.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Chain {
+    /// The number of the checkpoint its manifest commits (1, 2, ...: one more at every
+    /// checkpoint, so two checkpoints at the same index, the transactional sink's last one,
+    /// have files of different names).
+    pub number: u64,
     /// The checkpoint index its manifest commits.
     pub index: u64,
     pub base: FileRef,
@@ -190,9 +204,17 @@ impl Chain {
         self.deltas.len() >= CHAIN_DELTAS_MAX || self.delta_bytes >= self.base.len
     }
 
-    /// Whether the chain names `file` (its manifest aside).
-    pub fn names(&self, file: &str) -> bool {
-        self.base.file == file || self.deltas.iter().any(|d| d.file == file)
+    /// Whether the chain names the file of `kind` and `index` (its manifest aside). Its
+    /// deltas are in index order, so a binary search.
+    pub fn names(&self, kind: FileKind, number: u64) -> bool {
+        match kind {
+            FileKind::Base => number == self.base.number,
+            FileKind::Delta => self
+                .deltas
+                .binary_search_by_key(&number, |d| d.number)
+                .is_ok(),
+            FileKind::Manifest => false,
+        }
     }
 
     fn head(&self) -> &FileRef {
@@ -201,6 +223,7 @@ impl Chain {
 
     fn manifest_bytes(&self, checksum: bool) -> Vec<u8> {
         let manifest = ManifestFile {
+            number: self.number,
             index: self.index,
             base: self.base.clone(),
             head: self.deltas.last().cloned(),
@@ -223,7 +246,7 @@ pub struct Incremental {
     /// Ends of the windows created, updated, fired or purged since the last commit.
     pub dirty: BTreeSet<i64>,
     pub chain: Option<Chain>,
-    /// Incremental checkpoint files this process knows to exist, by (index, kind).
+    /// Incremental checkpoint files this process knows to exist, by (number, kind).
     pub files: BTreeSet<(u64, FileKind)>,
 }
 
@@ -274,17 +297,20 @@ impl Incremental {
                 (FileKind::Base, seal(BASE_MAGIC, &body, checksum))
             }
         };
-        let name = kind.file_name(index);
-        let file = FileRef::of(name.clone(), index, &bytes);
+        let number = self.chain.as_ref().map_or(1, |c| c.number + 1);
+        let name = kind.file_name(number);
+        let file = FileRef::of(name.clone(), number, index, &bytes);
         let chain = match (&self.chain, kind) {
             (Some(chain), FileKind::Delta) => {
                 let mut next = chain.clone();
+                next.number = number;
                 next.index = index;
                 next.delta_bytes += file.len;
                 next.deltas.push(file);
                 next
             }
             _ => Chain {
+                number,
                 index,
                 base: file,
                 deltas: Vec::new(),
@@ -301,16 +327,15 @@ impl Incremental {
         }
     }
 
-    /// The known files a committed `chain` makes stale: every checkpoint file with an index
+    /// The known files a committed `chain` makes stale: every checkpoint file with a number
     /// at or below its own that it does not name, its manifest aside (step 4).
     pub fn stale(&self, chain: &Chain) -> Vec<(u64, FileKind)> {
         self.files
-            .iter()
+            .range(..=(chain.number, FileKind::Manifest))
             .copied()
-            .filter(|&(index, kind)| {
-                index <= chain.index
-                    && !(kind == FileKind::Manifest && index == chain.index)
-                    && !chain.names(&kind.file_name(index))
+            .filter(|&(number, kind)| {
+                !(kind == FileKind::Manifest && number == chain.number)
+                    && !chain.names(kind, number)
             })
             .collect()
     }
@@ -370,12 +395,18 @@ pub fn restore<R: ReadFile>(
         if deltas.len() as u64 >= manifest.deltas {
             return Err(trusted(format!("has more than {} deltas", manifest.deltas)).into());
         }
+        if file.file != FileKind::Delta.file_name(file.number) {
+            return Err(trusted(format!("names {} as delta {}", file.file, file.number)).into());
+        }
         let bytes = read_named(&file, &referrer, checksum, reader)?;
         let delta_body = unseal(DELTA_MAGIC, &bytes, checksum)
             .map_err(|why| rejected_file(&file.file, &referrer, why))?;
         let delta: DeltaFile = serde_json::from_slice(delta_body)
             .map_err(|e| trusted(format!("names {}, an unreadable delta: {e}", file.file)))?;
-        if delta.index != file.index || delta.parent.index >= delta.index {
+        if delta.index != file.index
+            || delta.parent.index > delta.index
+            || delta.parent.number >= file.number
+        {
             return Err(trusted(format!(
                 "names {}, which holds index {}",
                 file.file, delta.index
@@ -402,6 +433,13 @@ pub fn restore<R: ReadFile>(
         if oldest.parent != manifest.base {
             return Err(trusted("has a chain that does not reach its base".to_string()).into());
         }
+    }
+    if manifest.base.file != FileKind::Base.file_name(manifest.base.number) {
+        return Err(trusted(format!(
+            "names {} as base {}",
+            manifest.base.file, manifest.base.number
+        ))
+        .into());
     }
     let base_bytes = read_named(&manifest.base, &referrer, checksum, reader)?;
     let mut checkpoint =
@@ -439,6 +477,7 @@ pub fn restore<R: ReadFile>(
         .map_err(|why| trusted(format!("has a chain whose state {why}")))?;
     Ok(Restored {
         chain: Chain {
+            number: manifest.number,
             index: manifest.index,
             base: manifest.base,
             deltas: refs,
@@ -547,10 +586,11 @@ mod tests {
         inc.dirty = dirty.iter().copied().collect();
         let written = inc.prepare(index, state, &[], true);
         files.0.insert(written.name.clone(), written.bytes.clone());
-        let manifest = FileKind::Manifest.file_name(index);
+        let number = written.chain.number;
+        let manifest = FileKind::Manifest.file_name(number);
         files.0.insert(manifest.clone(), written.manifest.clone());
-        inc.files.insert((index, written.kind));
-        inc.files.insert((index, FileKind::Manifest));
+        inc.files.insert((number, written.kind));
+        inc.files.insert((number, FileKind::Manifest));
         for (i, kind) in inc.stale(&written.chain) {
             files.0.remove(&kind.file_name(i));
             inc.files.remove(&(i, kind));
@@ -575,10 +615,10 @@ mod tests {
             FileKind::Delta
         );
         let names: Vec<&String> = files.0.keys().collect();
-        assert_eq!(names, ["base-8.json", "delta-16.json", "manifest-16.json"]);
+        assert_eq!(names, ["base-1.json", "delta-2.json", "manifest-2.json"]);
         let restored = restore(
-            "manifest-16.json",
-            &files.0["manifest-16.json"].clone(),
+            "manifest-2.json",
+            &files.0["manifest-2.json"].clone(),
             true,
             &mut files,
         )
@@ -595,10 +635,10 @@ mod tests {
             FileKind::Base
         );
         let names: Vec<&String> = files.0.keys().collect();
-        assert_eq!(names, ["base-24.json", "manifest-24.json"]);
+        assert_eq!(names, ["base-3.json", "manifest-3.json"]);
         let restored = restore(
-            "manifest-24.json",
-            &files.0["manifest-24.json"].clone(),
+            "manifest-3.json",
+            &files.0["manifest-3.json"].clone(),
             true,
             &mut files,
         )
@@ -620,50 +660,47 @@ mod tests {
         );
         let s16 = state(&[(10, 41, true), (20, 7, false)], 17);
         commit(&mut inc, &mut files, 16, &s16, &[10, 20]);
-        let manifest = files.0["manifest-16.json"].clone();
-        let delta = files.0.remove("delta-16.json").unwrap();
-        let why = |files: &mut Files| match restore("manifest-16.json", &manifest, true, files) {
+        let manifest = files.0["manifest-2.json"].clone();
+        let delta = files.0.remove("delta-2.json").unwrap();
+        let why = |files: &mut Files| match restore("manifest-2.json", &manifest, true, files) {
             Err(NotRestored::Invalid(Invalid::Rejected(why))) => why,
             _ => panic!("rejected"),
         };
         assert_eq!(
             why(&mut files),
-            "names delta-16.json, which is missing (named by manifest-16.json)"
+            "names delta-2.json, which is missing (named by manifest-2.json)"
         );
         let mut torn = delta.clone();
         torn.truncate(delta.len() - 1);
-        files.0.insert("delta-16.json".to_string(), torn);
+        files.0.insert("delta-2.json".to_string(), torn);
         assert_eq!(
             why(&mut files),
             format!(
-                "names delta-16.json, which is not the file manifest-16.json recorded ({} bytes)",
+                "names delta-2.json, which is not the file manifest-2.json recorded ({} bytes)",
                 delta.len() - 1
             )
         );
         let mut flipped = delta.clone();
         *flipped.last_mut().unwrap() = b' ';
-        files.0.insert("delta-16.json".to_string(), flipped);
-        assert!(why(&mut files).starts_with("names delta-16.json, which is not the file"));
-        files.0.insert("delta-16.json".to_string(), delta);
-        files.0.remove("base-8.json");
+        files.0.insert("delta-2.json".to_string(), flipped);
+        assert!(why(&mut files).starts_with("names delta-2.json, which is not the file"));
+        files.0.insert("delta-2.json".to_string(), delta);
+        files.0.remove("base-1.json");
         assert_eq!(
             why(&mut files),
-            "names base-8.json, which is missing (named by delta-16.json)"
+            "names base-1.json, which is missing (named by delta-2.json)"
         );
     }
 
     #[test]
     fn file_names_parse() {
-        assert_eq!(parse_file_name("base-8.json"), Some((FileKind::Base, 8)));
+        assert_eq!(parse_file_name("base-1.json"), Some((FileKind::Base, 1)));
+        assert_eq!(parse_file_name("delta-2.json"), Some((FileKind::Delta, 2)));
         assert_eq!(
-            parse_file_name("delta-16.json"),
-            Some((FileKind::Delta, 16))
+            parse_file_name("manifest-2.json"),
+            Some((FileKind::Manifest, 2))
         );
-        assert_eq!(
-            parse_file_name("manifest-16.json"),
-            Some((FileKind::Manifest, 16))
-        );
-        assert_eq!(parse_file_name("manifest-16.json.tmp"), None);
+        assert_eq!(parse_file_name("manifest-2.json.tmp"), None);
         assert_eq!(parse_file_name("state-16.json"), None);
         assert_eq!(parse_file_name("delta-.json"), None);
     }

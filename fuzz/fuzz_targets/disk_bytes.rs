@@ -88,6 +88,7 @@ fuzz_target!(|data: &[u8]| {
         key: KeyScheme::EventIndex,
         event_interval_ms: 100,
         allowed_lateness: None,
+        checkpoint_mode: keel_engine::CheckpointMode::Full,
     };
     let spec = RunSpec {
         events,

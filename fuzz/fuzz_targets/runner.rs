@@ -145,6 +145,13 @@ fuzz_target!(|data: &[u8]| {
             .allowed_lateness
             .as_ref()
             .map(|l| signed(l, &[0, max, max + 1, -1, i64::MIN])),
+        // One seed in three with incremental checkpoints (a protocol without that form,
+        // in-place, is then refused, as no-delta-fsync is with full ones).
+        checkpoint_mode: if input.seed % 3 == 1 {
+            keel_engine::CheckpointMode::Incremental
+        } else {
+            keel_engine::CheckpointMode::Full
+        },
     };
     let valid = (1..=max).contains(&spec.window)
         && (0..=max).contains(&spec.out_of_orderness)
@@ -153,7 +160,8 @@ fuzz_target!(|data: &[u8]| {
         && spec.restart_delay_ms <= TIME_MS_MAX
         && spec.transaction_timeout_ms <= TIME_MS_MAX
         && (1..=SECTOR_SIZE_MAX_BYTES).contains(&sector)
-        && spec.allowed_lateness.is_none_or(|l| (0..=max).contains(&l));
+        && spec.allowed_lateness.is_none_or(|l| (0..=max).contains(&l))
+        && spec.protocol.supports(spec.checkpoint_mode);
     match spec.config(sink) {
         Ok(_) => assert!(valid, "config accepted {spec:?}"),
         Err(error) => {

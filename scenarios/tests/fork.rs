@@ -102,6 +102,24 @@ fn ch04_every_protocol_and_sink_the_same_report() {
         ]));
         assert!(!report["rows"].as_array().unwrap().is_empty());
     }
+    // Incremental checkpoints: the chain (changed windows, committed chain, known files)
+    // is part of what converging compares; every protocol with an incremental form.
+    for protocol in PROTOCOLS
+        .iter()
+        .filter(|&&p| p != "in-place")
+        .chain(&["no-delta-fsync"])
+    {
+        check(&strings(&[
+            "--checkpoint-mode",
+            "incremental",
+            "--checkpoint-protocol",
+            protocol,
+            "--sinks",
+            "append,idempotent,transactional",
+            "--power-loss-states-max",
+            "8",
+        ]));
+    }
     // Processing-time keys: the clock is observed, so points converge only on equal clocks.
     check(&strings(&[
         "--key",
@@ -166,8 +184,8 @@ fn ch04_every_protocol_and_sink_the_same_report() {
 }
 
 /// 60 random streams of up to 80 events under random knobs, protocols, sinks, key schemes
-/// and fault kinds, one in three with an allowed lateness of 0 to 5; the short ones also at
-/// depth 2. A property test: `KEEL_FORK_CASES=N`
+/// and fault kinds, one in three with an allowed lateness of 0 to 5, one in four with
+/// incremental checkpoints; the short ones also at depth 2. A property test: `KEEL_FORK_CASES=N`
 /// generates N cases instead (`KEEL_FORK_SEED=S` another series), e.g. for an hour-long run.
 #[test]
 fn random_streams_the_same_report() {
@@ -229,6 +247,10 @@ fn random_streams_the_same_report() {
             // Its own generator, so the other knobs stay those of the cases before it.
             let lateness = Knobs(case).below(6);
             args.extend(strings(&["--allowed-lateness", &lateness.to_string()]));
+        }
+        // One in four with incremental checkpoints, where the protocol has that form.
+        if case % 4 == 2 && !args.iter().any(|a| a == "in-place") {
+            args.extend(strings(&["--checkpoint-mode", "incremental"]));
         }
         check(&args);
     }

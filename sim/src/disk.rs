@@ -685,28 +685,18 @@ impl Disk {
             })
     }
 
-    /// Drops inodes that no name, durable or pending, can reach any more.
+    /// Drops inodes that no name, durable or pending, can reach any more. The reachable
+    /// inodes are gathered once (a set), so a directory of n files costs O(n log n), not
+    /// O(n^2): incremental checkpoints keep up to a chain of files there.
     fn collect_unlinked(&mut self) {
-        let reachable = |id: &InodeId, names: &BTreeMap<String, InodeId>, dir: &[DirOp]| {
-            names.values().any(|n| n == id)
-                || dir.iter().any(|op| match op {
-                    DirOp::Create { inode, .. }
-                    | DirOp::Rename { inode, .. }
-                    | DirOp::Unlink { inode, .. } => inode == id,
-                })
-        };
-        let dead: Vec<InodeId> = self
-            .inodes
-            .keys()
-            .filter(|id| {
-                !reachable(id, &self.names, &self.pending_dir)
-                    && !self.durable_names.values().any(|n| n == *id)
-            })
+        let reachable: std::collections::BTreeSet<InodeId> = self
+            .names
+            .values()
+            .chain(self.durable_names.values())
             .copied()
+            .chain(self.pending_dir.iter().map(dir_op_inode))
             .collect();
-        for id in dead {
-            self.inodes.remove(&id);
-        }
+        self.inodes.retain(|id, _| reachable.contains(id));
     }
 }
 
