@@ -334,8 +334,8 @@ impl Incremental {
             .range(..=(chain.number, FileKind::Manifest))
             .copied()
             .filter(|&(number, kind)| {
-                !(kind == FileKind::Manifest && number == chain.number)
-                    && !chain.names(kind, number)
+                let its_manifest = kind == FileKind::Manifest && number == chain.number;
+                !(its_manifest || chain.names(kind, number))
             })
             .collect()
     }
