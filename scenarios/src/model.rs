@@ -319,6 +319,37 @@ pub fn check_checkpoint_files(
     })
 }
 
+/// With incremental checkpoints, where the documented cadence puts the newest manifest of a
+/// fault-free run: checkpoints are numbered 1, 2, ... in the order they are taken (one after
+/// every K events, and the transactional sink's last one at the end of input), so the newest
+/// manifest is `manifest-<n>.json` with n the number of checkpoints the cadence takes; read
+/// from the names the run left on its disk.
+pub fn check_manifest_files(
+    files: &[String],
+    events: u64,
+    checkpoint_every: u64,
+    final_checkpoint: bool,
+) -> Option<ModelMismatch> {
+    assert!(checkpoint_every > 0);
+    let taken = events / checkpoint_every + u64::from(final_checkpoint && events > 0);
+    let want = (taken > 0).then(|| format!("manifest-{taken}.json"));
+    let have = files
+        .iter()
+        .filter_map(|name| {
+            name.strip_prefix("manifest-")?
+                .strip_suffix(".json")?
+                .parse::<u64>()
+                .ok()
+        })
+        .max()
+        .map(|n| format!("manifest-{n}.json"));
+    (want != have).then(|| ModelMismatch {
+        at: "the fault-free run's newest manifest (a checkpoint every K events)".to_string(),
+        model: want.unwrap_or_else(|| "none".to_string()),
+        engine: have.unwrap_or_else(|| "none".to_string()),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -130,13 +130,21 @@ impl Reference {
             self.model_mismatch = model::check_counts(counts, events, self.records.len() as u64);
         }
         if self.model_mismatch.is_none() {
-            self.model_mismatch = model::check_checkpoint_files(
-                &result.disk_files(),
-                events,
-                config.checkpoint_every,
-                config.protocol.in_place(),
-                config.sink.is_transactional(),
-            );
+            self.model_mismatch = match config.checkpoint_mode {
+                keel_engine::CheckpointMode::Full => model::check_checkpoint_files(
+                    &result.disk_files(),
+                    events,
+                    config.checkpoint_every,
+                    config.protocol.in_place(),
+                    config.sink.is_transactional(),
+                ),
+                keel_engine::CheckpointMode::Incremental => model::check_manifest_files(
+                    &result.disk_files(),
+                    events,
+                    config.checkpoint_every,
+                    config.sink.is_transactional(),
+                ),
+            };
         }
         // The steps, where the run kept its trace's lines (every sweep's and exploration's
         // baseline does, and `keel run`'s when it has a fault to judge); a streamed trace
