@@ -324,6 +324,7 @@ impl Engine {
                     }));
                 }
             };
+            self.check_settled(name, &checkpoint.state)?;
             // What recovery builds on must itself be durable: a checkpoint whose data is still
             // dirty (renamed before its fsync) may vanish in a power loss (PostgreSQL syncs
             // its data directory at startup for the same reason). An fsync cannot write what
@@ -410,6 +411,7 @@ impl Engine {
                         }));
                     }
                 };
+            self.check_settled(&name, &restored.checkpoint.state)?;
             // What recovery builds on must be durable (as for full checkpoints).
             if protocol.fsync_data() {
                 let chain = &restored.chain;
@@ -441,6 +443,28 @@ impl Engine {
             break;
         }
         Ok(())
+    }
+
+    /// A restored state must hold the operator's invariant (every window with end <= watermark
+    /// fired, `window.rs`), which `on_event` builds on: the engine never writes a state
+    /// without it, so a file that passes its checks and holds one is the engine's own defect
+    /// and recovery fails, as for a trusted file that does not decode.
+    fn check_settled(&self, name: &str, state: &OperatorState) -> Result<(), Interrupt> {
+        let ooo = self.config.out_of_orderness;
+        let Some(end) = state.unfired_behind_watermark(ooo) else {
+            return Ok(());
+        };
+        let passes = if self.config.protocol.checksum() {
+            "passes its checksum"
+        } else {
+            "has the right length"
+        };
+        let watermark = state.watermark(ooo).expect("a window behind a watermark");
+        Err(Interrupt::Failed(EngineError {
+            message: format!(
+                "recovery: {name} {passes} but window {end} has not fired at watermark {watermark}"
+            ),
+        }))
     }
 
     /// Processes the input from where recovery left off to the end, flushing at the end and
