@@ -370,13 +370,14 @@ impl Engine {
         names: &[String],
     ) -> Result<(), Interrupt> {
         let protocol = self.config.protocol;
-        self.incremental.files = names
+        // No chain is committed yet: every checkpoint file is loose.
+        self.incremental.loose = names
             .iter()
             .filter_map(|name| incremental::parse_file_name(name).map(|(kind, n)| (n, kind)))
             .collect();
         let manifests: Vec<u64> = self
             .incremental
-            .files
+            .loose
             .iter()
             .rev()
             .filter(|(_, kind)| *kind == FileKind::Manifest)
@@ -431,12 +432,12 @@ impl Engine {
                 restored.chain.deltas.len(),
                 restored.checkpoint.index
             ));
+            self.incremental.adopt(restored.chain);
             if protocol.fsync_data() && protocol.fsync_dir() {
-                let stale = self.incremental.stale(&restored.chain);
+                let stale = self.incremental.stale_committed();
                 self.remove_chain_files(world, &stale)?;
             }
             self.state = restored.checkpoint.state.clone();
-            self.incremental.chain = Some(restored.chain);
             self.stats.resume_from_index = restored.checkpoint.index;
             self.stats.processed_upto_index = restored.checkpoint.index;
             self.stats.restored = Some(restored.checkpoint);
@@ -737,19 +738,19 @@ impl Engine {
             d.write(name, 0, &written.bytes)
         })?;
         self.incremental
-            .files
-            .insert((written.chain.number, written.kind));
+            .loose
+            .insert((written.number, written.kind));
         if protocol.fsync_delta() {
             disk_step(world, "disk.fsync", name, |d| d.fsync(name))?;
         }
         if protocol.fsync_dir() {
             disk_step(world, "disk.fsync-dir", ".", |d| d.fsync_dir())?;
         }
-        let stale = self.incremental.stale(&written.chain);
+        let stale = self.incremental.stale(&written);
         if protocol.delete_before_rename() {
             self.remove_chain_files(world, &stale)?;
         }
-        let manifest = FileKind::Manifest.file_name(written.chain.number);
+        let manifest = FileKind::Manifest.file_name(written.number);
         let temp = format!("{manifest}.tmp");
         disk_step(world, "disk.create", &temp, |d| d.create(&temp))?;
         disk_step(world, "disk.write", &temp, |d| {
@@ -768,8 +769,8 @@ impl Engine {
             disk_step(world, "disk.fsync-dir", ".", |d| d.fsync_dir())?;
         }
         self.incremental
-            .files
-            .insert((written.chain.number, FileKind::Manifest));
+            .loose
+            .insert((written.number, FileKind::Manifest));
         if !protocol.delete_before_rename() {
             self.remove_chain_files(world, &stale)?;
         }
@@ -805,7 +806,7 @@ impl Engine {
             Some(&self.state),
             "the changed windows are every difference from the last commit"
         );
-        self.incremental.chain = Some(written.chain);
+        self.incremental.commit(written);
         if let Some(Sink::Log(log)) = self.sink.as_mut() {
             log.commit(world, index, !last)?;
         }
@@ -821,7 +822,7 @@ impl Engine {
         for &(number, kind) in files {
             let name = kind.file_name(number);
             disk_step(world, "disk.remove", &name, |d| d.remove(&name))?;
-            self.incremental.files.remove(&(number, kind));
+            self.incremental.loose.remove(&(number, kind));
         }
         Ok(())
     }

@@ -220,45 +220,38 @@ impl Chain {
     fn head(&self) -> &FileRef {
         self.deltas.last().unwrap_or(&self.base)
     }
-
-    fn manifest_bytes(&self, checksum: bool) -> Vec<u8> {
-        let manifest = ManifestFile {
-            number: self.number,
-            index: self.index,
-            base: self.base.clone(),
-            head: self.deltas.last().cloned(),
-            deltas: self.deltas.len() as u64,
-        };
-        seal(
-            MANIFEST_MAGIC,
-            &serde_json::to_vec(&manifest).expect("a manifest always serializes"),
-            checksum,
-        )
-    }
 }
 
 /// What one incarnation knows of its incremental checkpoints: the windows changed since the
 /// last commit, the committed chain and the checkpoint files in the directory. Part of what
 /// converging compares (`Engine::same_future_as`): the next delta, the next compaction and
 /// the next removals depend on it.
+///
+/// The files it knows to exist are the committed chain's and `loose`, the others, kept
+/// apart so that a checkpoint looks at what it may remove, never at the whole chain (up to
+/// [`CHAIN_DELTAS_MAX`] files): its cost stays what changed, whatever the chain's length.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Incremental {
     /// Ends of the windows created, updated, fired or purged since the last commit.
     pub dirty: BTreeSet<i64>,
     pub chain: Option<Chain>,
-    /// Incremental checkpoint files this process knows to exist, by (number, kind).
-    pub files: BTreeSet<(u64, FileKind)>,
+    /// The incremental checkpoint files this process knows to exist that the committed
+    /// chain does not name, by (number, kind): every manifest, the file of a checkpoint not
+    /// yet committed, what an earlier crash left.
+    pub loose: BTreeSet<(u64, FileKind)>,
 }
 
-/// One file the next checkpoint writes: its name, kind and bytes.
+/// One file the next checkpoint writes: its name, kind and bytes, and its manifest.
 pub struct Written {
     pub name: String,
     pub kind: FileKind,
+    /// The checkpoint's number (one more than the committed chain's).
+    pub number: u64,
     pub bytes: Vec<u8>,
-    /// The chain once the manifest commits it.
-    pub chain: Chain,
     /// The manifest's bytes.
     pub manifest: Vec<u8>,
+    /// The file as the manifest names it.
+    file: FileRef,
 }
 
 impl Incremental {
@@ -300,44 +293,119 @@ impl Incremental {
         let number = self.chain.as_ref().map_or(1, |c| c.number + 1);
         let name = kind.file_name(number);
         let file = FileRef::of(name.clone(), number, index, &bytes);
-        let chain = match (&self.chain, kind) {
-            (Some(chain), FileKind::Delta) => {
-                let mut next = chain.clone();
-                next.number = number;
-                next.index = index;
-                next.delta_bytes += file.len;
-                next.deltas.push(file);
-                next
-            }
-            _ => Chain {
+        let manifest = match (&self.chain, kind) {
+            (Some(chain), FileKind::Delta) => ManifestFile {
                 number,
                 index,
-                base: file,
-                deltas: Vec::new(),
-                delta_bytes: 0,
+                base: chain.base.clone(),
+                head: Some(file.clone()),
+                deltas: chain.deltas.len() as u64 + 1,
+            },
+            _ => ManifestFile {
+                number,
+                index,
+                base: file.clone(),
+                head: None,
+                deltas: 0,
             },
         };
-        let manifest = chain.manifest_bytes(checksum);
+        let manifest = seal(
+            MANIFEST_MAGIC,
+            &serde_json::to_vec(&manifest).expect("a manifest always serializes"),
+            checksum,
+        );
         Written {
             name,
             kind,
+            number,
             bytes,
-            chain,
             manifest,
+            file,
         }
     }
 
-    /// The known files a committed `chain` makes stale: every checkpoint file with a number
-    /// at or below its own that it does not name, its manifest aside (step 4).
-    pub fn stale(&self, chain: &Chain) -> Vec<(u64, FileKind)> {
-        self.files
-            .range(..=(chain.number, FileKind::Manifest))
+    /// The known files committing `written` makes stale: every checkpoint file with a
+    /// number at or below its own that its chain does not name, its manifest aside (step
+    /// 4). The committed chain's files are all named again by a delta on it, all stale
+    /// after a compaction (a new base): only the loose files are looked through.
+    pub fn stale(&self, written: &Written) -> Vec<(u64, FileKind)> {
+        let on = self
+            .chain
+            .as_ref()
+            .filter(|_| written.kind == FileKind::Delta);
+        let named = |kind: FileKind, number: u64| {
+            (kind, number) == (written.kind, written.number)
+                || on.is_some_and(|chain| chain.names(kind, number))
+        };
+        let mut stale = self.stale_loose(written.number, named);
+        if let (FileKind::Base, Some(old)) = (written.kind, &self.chain) {
+            stale.insert((old.base.number, FileKind::Base));
+            stale.extend(old.deltas.iter().map(|d| (d.number, FileKind::Delta)));
+        }
+        stale.into_iter().collect()
+    }
+
+    /// The known files the committed chain makes stale (what recovery removes once it
+    /// restored the chain: `stale`'s rule).
+    pub fn stale_committed(&self) -> Vec<(u64, FileKind)> {
+        let Some(chain) = &self.chain else {
+            return Vec::new();
+        };
+        let named = |kind: FileKind, number: u64| chain.names(kind, number);
+        self.stale_loose(chain.number, named).into_iter().collect()
+    }
+
+    /// The loose files at or below `number` that `named` does not name, the manifest of
+    /// `number` aside.
+    fn stale_loose(
+        &self,
+        number: u64,
+        named: impl Fn(FileKind, u64) -> bool,
+    ) -> BTreeSet<(u64, FileKind)> {
+        self.loose
+            .range(..=(number, FileKind::Manifest))
             .copied()
-            .filter(|&(number, kind)| {
-                let its_manifest = kind == FileKind::Manifest && number == chain.number;
-                !(its_manifest || chain.names(kind, number))
+            .filter(|&(n, kind)| {
+                let its_manifest = kind == FileKind::Manifest && n == number;
+                !(its_manifest || named(kind, n))
             })
             .collect()
+    }
+
+    /// `written`'s manifest is durable: its chain is the committed one (a delta extends the
+    /// chain in place: no copy of it).
+    pub fn commit(&mut self, written: Written) {
+        let Written {
+            kind, number, file, ..
+        } = written;
+        self.loose.remove(&(number, kind));
+        match (self.chain.as_mut(), kind) {
+            (Some(chain), FileKind::Delta) => {
+                chain.number = number;
+                chain.index = file.index;
+                chain.delta_bytes += file.len;
+                chain.deltas.push(file);
+            }
+            _ => {
+                self.chain = Some(Chain {
+                    number,
+                    index: file.index,
+                    base: file,
+                    deltas: Vec::new(),
+                    delta_bytes: 0,
+                });
+            }
+        }
+    }
+
+    /// Recovery restored `chain`: it is the committed one, and the files it names are no
+    /// longer loose.
+    pub fn adopt(&mut self, chain: Chain) {
+        self.loose.remove(&(chain.base.number, FileKind::Base));
+        for delta in &chain.deltas {
+            self.loose.remove(&(delta.number, FileKind::Delta));
+        }
+        self.chain = Some(chain);
     }
 }
 
@@ -586,18 +654,18 @@ mod tests {
         inc.dirty = dirty.iter().copied().collect();
         let written = inc.prepare(index, state, &[], true);
         files.0.insert(written.name.clone(), written.bytes.clone());
-        let number = written.chain.number;
+        let (number, kind) = (written.number, written.kind);
         let manifest = FileKind::Manifest.file_name(number);
         files.0.insert(manifest.clone(), written.manifest.clone());
-        inc.files.insert((number, written.kind));
-        inc.files.insert((number, FileKind::Manifest));
-        for (i, kind) in inc.stale(&written.chain) {
-            files.0.remove(&kind.file_name(i));
-            inc.files.remove(&(i, kind));
+        inc.loose.insert((number, kind));
+        inc.loose.insert((number, FileKind::Manifest));
+        for (i, stale_kind) in inc.stale(&written) {
+            files.0.remove(&stale_kind.file_name(i));
+            inc.loose.remove(&(i, stale_kind));
         }
-        inc.chain = Some(written.chain);
+        inc.commit(written);
         inc.dirty.clear();
-        (written.kind, manifest)
+        (kind, manifest)
     }
 
     #[test]

@@ -410,10 +410,44 @@ impl Disk {
     /// Every pending namespace operation becomes durable (a directory fsync, or a journal
     /// commit).
     fn commit_dir(&mut self) {
-        self.durable_names = self.names.clone();
-        self.pending_dir.clear();
+        // The pending operations replayed on the durable directory, in order, give the
+        // directory the process sees (they record every change to it since the last
+        // commit): O(pending) instead of a copy of every name. What a replayed operation
+        // takes a name from (an unlink, a rename over an existing name) may have no name
+        // left, and with nothing pending a name is all that keeps an inode.
+        let mut displaced = Vec::new();
+        for op in std::mem::take(&mut self.pending_dir) {
+            match op {
+                DirOp::Create { name, inode } => {
+                    displaced.extend(self.durable_names.insert(name, inode));
+                }
+                DirOp::Rename { from, to, inode } => {
+                    let moved = self.durable_names.remove(&from);
+                    assert_eq!(moved, Some(inode), "the directory replays its history");
+                    displaced.extend(self.durable_names.insert(to, inode));
+                }
+                DirOp::Unlink { name, inode } => {
+                    let removed = self.durable_names.remove(&name);
+                    assert_eq!(removed, Some(inode), "the directory replays its history");
+                    displaced.push(inode);
+                }
+            }
+        }
         self.pending_dir_logged.clear();
-        self.collect_unlinked();
+        debug_assert_eq!(self.durable_names, self.names);
+        if !displaced.is_empty() {
+            // A pass over the names per inode that lost one (no copy): only when one did.
+            let named: Vec<bool> = displaced
+                .iter()
+                .map(|id| self.names.values().any(|n| n == id))
+                .collect();
+            for (id, named) in displaced.iter().zip(named) {
+                if !named {
+                    self.inodes.remove(id);
+                }
+            }
+        }
+        debug_assert!(self.every_inode_reachable());
     }
 
     /// Makes the next mutating operation (create, write, truncate, fsync, rename, remove,
@@ -639,13 +673,20 @@ impl Disk {
         self.inode(from)?;
         self.injected("rename", from)?;
         let inode = self.names.remove(from).ok_or_else(|| not_found(from))?;
-        self.names.insert(to.to_string(), inode);
+        let replaced = self.names.insert(to.to_string(), inode);
         self.push_dir(DirOp::Rename {
             from: from.to_string(),
             to: to.to_string(),
             inode,
         });
-        self.collect_unlinked();
+        // Every inode was reachable before; the moved one still is (by name): only the one
+        // `to` named may have lost its last reference.
+        if let Some(replaced) = replaced.filter(|&id| id != inode) {
+            if !self.reachable(replaced) {
+                self.inodes.remove(&replaced);
+            }
+        }
+        debug_assert!(self.every_inode_reachable());
         Ok(())
     }
 
@@ -654,11 +695,13 @@ impl Disk {
         self.inode(name)?;
         self.injected("remove", name)?;
         let inode = self.names.remove(name).ok_or_else(|| not_found(name))?;
+        // The unlink itself references the inode until a directory commit: nothing becomes
+        // unreachable here (`commit_dir` collects it).
         self.push_dir(DirOp::Unlink {
             name: name.to_string(),
             inode,
         });
-        self.collect_unlinked();
+        debug_assert!(self.every_inode_reachable());
         Ok(())
     }
 
@@ -685,10 +728,21 @@ impl Disk {
             })
     }
 
-    /// Drops inodes that no name, durable or pending, can reach any more. The reachable
-    /// inodes are gathered once (a set), so a directory of n files costs O(n log n), not
-    /// O(n^2): incremental checkpoints keep up to a chain of files there.
-    fn collect_unlinked(&mut self) {
+    /// Whether a name, durable or pending, can still reach `inode`. O(files): only for an
+    /// inode that just lost a name.
+    fn reachable(&self, inode: InodeId) -> bool {
+        self.names
+            .values()
+            .chain(self.durable_names.values())
+            .copied()
+            .chain(self.pending_dir.iter().map(dir_op_inode))
+            .any(|id| id == inode)
+    }
+
+    /// The disk's invariant: it keeps exactly the inodes a name, durable or pending, can
+    /// reach (each operation drops those it unlinked for good). O(files log files): for
+    /// debug assertions.
+    fn every_inode_reachable(&self) -> bool {
         let reachable: std::collections::BTreeSet<InodeId> = self
             .names
             .values()
@@ -696,7 +750,7 @@ impl Disk {
             .copied()
             .chain(self.pending_dir.iter().map(dir_op_inode))
             .collect();
-        self.inodes.retain(|id, _| reachable.contains(id));
+        self.inodes.keys().copied().eq(reachable)
     }
 }
 
