@@ -342,6 +342,35 @@ mod tests {
         assert_eq!((-9_223_372_036_854_775_804_i64).checked_sub(d), None);
     }
 
+    /// Every state `on_event` leaves has every window with end <= watermark fired, a late
+    /// event's fresh window behind the watermark included; a state without it is found.
+    #[test]
+    fn every_window_behind_the_watermark_has_fired() {
+        let mut state = OperatorState::default();
+        let events = [(1, 1), (12, 2), (27, 3), (3, 4), (45, 5), (-20, 6)];
+        let mut emitted = Vec::new();
+        for (i, &(ts, value)) in events.iter().enumerate() {
+            let records = state.on_event(&i.to_string(), Event { ts, value }, 10, 5, None);
+            assert_eq!(state.unfired_behind_watermark(5), None);
+            emitted.extend(records.iter().map(|r| (r.window_end, r.sum, r.watermark)));
+        }
+        // (end, sum, watermark): fires, the late update of window 10, and window -10, which
+        // event -20 creates behind the watermark (40) and fires at once.
+        assert_eq!(
+            emitted,
+            vec![
+                (10, 1, 22),
+                (20, 2, 22),
+                (10, 5, 22),
+                (30, 3, 40),
+                (-10, 6, 40)
+            ]
+        );
+        state.windows.get_mut(&30).unwrap().fired = false;
+        assert_eq!(state.unfired_behind_watermark(5), Some(30));
+        assert_eq!(OperatorState::default().unfired_behind_watermark(5), None);
+    }
+
     #[test]
     fn no_events_no_records() {
         let (records, state) = run(&[], 10, 5);
