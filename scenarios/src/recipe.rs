@@ -5,6 +5,9 @@
 //! fsync, say: only a power loss before the first checkpoint could tell, and recovery from
 //! event 0 hides it).
 //!
+//! Full checkpoints only (`--checkpoint-mode full`, the default): incremental mode's steps
+//! are not restated here (its files are checked by `model::check_manifest_files`).
+//!
 //! The recipe of a fault-free run over N events with a checkpoint every K:
 //! - `disk.list .` (recovery finds no checkpoint);
 //! - a file sink: `sink.open <file>`, then `disk.fsync-dir .` (a new file's name is durable

@@ -146,11 +146,13 @@ impl Reference {
                 ),
             };
         }
-        // The steps, where the run kept its trace's lines (every sweep's and exploration's
+        // The recipe restates full checkpoints only (incremental.rs's header states its own
+        // protocol; its files are checked above, its steps are not restated yet). The steps
+        // are checked where the run kept its trace's lines (every sweep's and exploration's
         // baseline does, and `keel run`'s when it has a fault to judge); a streamed trace
         // keeps only its fingerprint, and its run (`keel run` without a fault, a million
         // events, say) needs no recipe at all.
-        if result.world.trace().is_streamed() {
+        if !config.checkpoint_mode.is_full() || result.world.trace().is_streamed() {
             return;
         }
         let steps = recipe::fault_free_steps(config, events, &self.records);
