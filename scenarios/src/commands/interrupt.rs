@@ -5,7 +5,7 @@
 
 use super::progress::Progress;
 use crate::error::KeelError;
-use crate::parallel::{par_fold_until, par_map_until};
+use crate::parallel::par_fold_until;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Set by the Ctrl-C handler while a long job runs: its threads start no other run.
@@ -36,17 +36,9 @@ pub(crate) fn par_map_interruptible<T: Sync, R: Send>(
     on_done: &(dyn Fn(&R) + Sync),
     progress: &Progress,
 ) -> Result<Vec<R>, KeelError> {
-    LONG_JOB.store(true, Ordering::SeqCst);
-    let results = par_map_until(items, jobs, f, on_done, &STOP);
-    LONG_JOB.store(false, Ordering::SeqCst);
-    progress.finish();
-    results.ok_or_else(|| {
-        KeelError::interrupted(format!(
-            "interrupted (Ctrl-C) after {} of {} runs; no report printed",
-            progress.runs_done(),
-            items.len()
-        ))
-    })
+    let mut results = Vec::with_capacity(items.len());
+    par_fold_interruptible(items, jobs, f, on_done, &mut |r| results.push(r), progress)?;
+    Ok(results)
 }
 
 /// `f` over `items` on `jobs` threads, each result handed to `consume` in item order as it
