@@ -5,8 +5,8 @@
 //!
 //! The model's side of a point (the fsync of `file` at step N of the fault-free run failing,
 //! as `keel sweep --faults disk-error` injects it there), under the real file system's own
-//! profile (ext4 and xfs keep the new bytes in clean pages; btrfs reverts the file and
-//! fails the second fsync too): the disk the simulated first
+//! profile (ext4 and xfs keep the new bytes in clean pages; btrfs turns read-only, its
+//! second fsync refused with EROFS): the disk the simulated first
 //! incarnation left just before step N, then the failed fsync
 //! ([`keel_sim::Disk::fsync_fail`] through an injected error), a read, a second fsync, a
 //! page eviction ([`keel_sim::Disk::evict_clean_pages`], what `drop_caches` does) and a
@@ -56,6 +56,7 @@ pub fn model_point(spec: &RunSpec, step: u64, file: &str) -> Result<ModelPoint, 
     let outcome = |result: Result<(), keel_sim::DiskError>| match result {
         Ok(()) => "ok".to_string(),
         Err(keel_sim::DiskError::Io { .. }) => "EIO".to_string(),
+        Err(keel_sim::DiskError::ReadOnly { .. }) => "EROFS".to_string(),
         Err(e) => e.to_string(),
     };
     let dirty_bytes = disk
@@ -563,13 +564,15 @@ mod tests {
                 "state 1/2: sink-append.jsonl: failed fsync's size lost"
             );
         }
-        // btrfs: reverted at once, the second fsync fails too, nothing survives of it.
+        // btrfs: read-only, the new bytes read before and after the eviction, the second
+        // fsync refused, and nothing of them survives.
         let btrfs = model_point(&spec_on(FsModel::Btrfs), 26, "sink-append.jsonl").unwrap();
         assert_eq!(
             (btrfs.fsync.as_str(), btrfs.second_fsync.as_str()),
-            ("EIO", "EIO")
+            ("EIO", "EROFS")
         );
-        assert_eq!((btrfs.read.len(), btrfs.read_after_eviction.len()), (0, 0));
+        assert_eq!(btrfs.read, model.before);
+        assert_eq!(btrfs.read_after_eviction, model.before);
         assert_eq!(btrfs.dirty_bytes, 79);
         assert_eq!(btrfs.states.len(), 1);
         assert_eq!(

@@ -44,14 +44,14 @@
 //!   write over unpersisted bytes makes them dirty again (a pending write, persisted by the
 //!   next fsync); a truncate drops those past the new end. The model is byte-exact where a
 //!   kernel works in pages: a real re-dirtied page is written whole, so bytes of it the
-//!   model keeps unpersisted may persist for real. btrfs reverts the file at once instead
-//!   and fails the next fsync too: the `btrfs` profile below.
+//!   model keeps unpersisted may persist for real. btrfs aborts instead: the file system
+//!   turns read-only, the `btrfs` profile below.
 //! - **File-system profiles** ([`FsModel`], rules in the `fs_model` module): where kernels
 //!   disagree, a disk behaves as `posix` (the default: every crash state any profile
 //!   admits), `ext4`, `xfs` or `btrfs`: ext4 and xfs commit their journal at an fsync (a
 //!   rename made durable by an unrelated file's fsync); btrfs logs an fsynced file's names
-//!   out of order (`create x; create y; fsync y` can keep `y` without `x`) and reverts a
-//!   file at a failed fsync, failing the next one too; xfs may fill a kept new size with
+//!   out of order (`create x; create y; fsync y` can keep `y` without `x`) and goes
+//!   read-only at a failed fsync (below); xfs may fill a kept new size with
 //!   stale bytes instead of zeros (the one rule posix leaves out: see `fs_model`), and
 //!   may leave a file at its size before a failed fsync whose writes all failed.
 //! - **Page eviction** ([`Disk::evict_clean_pages`]): the kernel drops clean pages (memory
@@ -59,6 +59,17 @@
 //!   then reads what the disk holds there. Dirty pages are never dropped.
 //! - **Disk errors**: [`Disk::inject_error`] makes the next operation fail with EIO (a
 //!   failed fsync as above; any other operation has no effect).
+//! - **Read-only after a failed fsync** (btrfs, measured with its defaults: copy-on-write,
+//!   every data chunk failing writes): the fsync returns EIO and btrfs aborts its running
+//!   transaction. The file system turns read-only: every later change (create, open for
+//!   writing, write, truncate, fsync, rename, unlink, directory fsync) fails with EROFS,
+//!   while reads go on seeing every change the process made, the failed file's new bytes
+//!   included (dirty pages nothing will write, which no eviction drops). Nothing more
+//!   reaches the disk: a power loss leaves one crash state, the one that keeps nothing
+//!   pending (durable files and names, and names an earlier fsync logged), and so does
+//!   mounting the file system again ([`Disk::remount`], which the runner does when it
+//!   restarts a process on a read-only disk, as a reboot would: a process restarted on it
+//!   could change nothing).
 //!
 //! Bounds: file names are at most 255 bytes and a file at most 64 MiB, like a small real
 //! file system; a violation is a bug in the caller and panics.
@@ -96,6 +107,12 @@ pub enum DiskError {
         op: &'static str,
         name: String,
     },
+    /// The file system is read-only (EROFS): btrfs aborted its transaction at a failed
+    /// fsync ([`Disk::is_read_only`]) and refuses every change until it is mounted again.
+    ReadOnly {
+        op: &'static str,
+        name: String,
+    },
     /// A real file system refused `op` on `name` (real mode only): the OS's own message.
     Os {
         op: &'static str,
@@ -109,6 +126,9 @@ impl fmt::Display for DiskError {
         match self {
             DiskError::NotFound { name } => write!(f, "{name}: no such file"),
             DiskError::Io { op, name } => write!(f, "{op} {name}: input/output error (EIO)"),
+            DiskError::ReadOnly { op, name } => {
+                write!(f, "{op} {name}: read-only file system (EROFS)")
+            }
             DiskError::Os { op, name, message } => write!(f, "{op} {name}: {message}"),
         }
     }
@@ -153,8 +173,6 @@ struct Inode {
     /// fsync did not write (clean pages the disk does not hold): `durable` holds what the
     /// disk reads there. Always within both `current` and `durable`.
     unpersisted: Vec<(u64, u64)>,
-    /// btrfs: a failed fsync reverted the file, and its next fsync fails too.
-    fsync_fails_next: bool,
     /// xfs (and posix): the length the disk may still hold because a failed fsync's writes
     /// never completed (xfs moves the on-disk size only when a write completes), below
     /// `durable`'s length; a power loss chooses between the two. `None` when no failed
@@ -236,15 +254,6 @@ impl Inode {
         self.failed_len_bytes =
             Some(stay).filter(|&stay| size_may_stay && stay < self.durable.len() as u64);
         assert_eq!(self.durable.len(), self.current.len());
-    }
-
-    /// A failed fsync as btrfs does it: the pending changes are dropped at once (the process
-    /// reads what the disk holds, size included), and the next fsync fails too.
-    fn revert(&mut self) {
-        self.pending.clear();
-        self.current.clone_from(&self.durable);
-        ranges_clip(&mut self.unpersisted, self.current.len() as u64);
-        self.fsync_fails_next = true;
     }
 
     /// Drops the clean pages that hold unpersisted bytes: the process reads what the disk
@@ -360,6 +369,9 @@ pub struct Disk {
     model: FsModel,
     /// The next mutating operation fails with EIO (a planned disk error).
     io_error_armed: bool,
+    /// btrfs aborted its transaction at a failed fsync: every change fails with EROFS, and
+    /// nothing more reaches the disk, until [`Disk::remount`] (or a power loss).
+    read_only: bool,
 }
 
 impl Default for Disk {
@@ -393,6 +405,7 @@ impl Disk {
             pending_dir_logged: Vec::new(),
             model,
             io_error_armed: false,
+            read_only: false,
         }
     }
 
@@ -461,8 +474,33 @@ impl Disk {
         std::mem::take(&mut self.io_error_armed)
     }
 
-    /// Consumes an injected error as the failure of `op` on `name`.
+    /// Whether the file system went read-only (btrfs, after a failed fsync): every change
+    /// fails with EROFS until [`Disk::remount`].
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// Mounts the file system again after it went read-only, as a reboot does: what the
+    /// aborted transaction held is gone, so the disk is the crash state that keeps nothing
+    /// pending (state 0 of [`Disk::power_loss`]: the durable files and names, and the names
+    /// an earlier fsync logged), the only one a power loss now leaves. Writable again.
+    pub fn remount(&mut self) -> PowerLossOutcome {
+        assert!(
+            self.read_only,
+            "only a read-only file system is mounted again"
+        );
+        self.power_loss(0)
+    }
+
+    /// Consumes an injected error as the failure of `op` on `name`; a read-only file system
+    /// refuses the change first (an injected error it did not consume changes nothing).
     fn injected(&mut self, op: &'static str, name: &str) -> Result<(), DiskError> {
+        if self.read_only {
+            return Err(DiskError::ReadOnly {
+                op,
+                name: name.to_string(),
+            });
+        }
         if std::mem::take(&mut self.io_error_armed) {
             return Err(DiskError::Io {
                 op,
@@ -572,27 +610,20 @@ impl Disk {
     /// [`Disk::fsync_dir`]; not its unpersisted bytes). An injected error makes it fail as
     /// [`Disk::fsync_fail`] does. By profile ([`FsModel`]): on ext4 and xfs an fsync with
     /// something to write also commits every namespace operation issued before it; on btrfs
-    /// (and posix) it logs the file's own ones, which a power loss then keeps out of order;
-    /// on btrfs the fsync after a failed one fails too.
+    /// (and posix) it logs the file's own ones, which a power loss then keeps out of order.
+    /// On a read-only file system it fails with EROFS and changes nothing.
     pub fn fsync(&mut self, name: &str) -> Result<(), DiskError> {
         let id = *self.names.get(name).ok_or_else(|| not_found(name))?;
         if let Err(error) = self.injected("fsync", name) {
-            self.fsync_fail(name)?;
+            if matches!(error, DiskError::Io { .. }) {
+                self.fsync_fail(name)?;
+            }
             return Err(error);
         }
         let inode = self
             .inodes
             .get_mut(&id)
             .expect("every name points at a live inode");
-        if inode.fsync_fails_next {
-            // btrfs: the error sticks to the file for one more fsync, which reverts too.
-            inode.revert();
-            inode.fsync_fails_next = false;
-            return Err(DiskError::Io {
-                op: "fsync",
-                name: name.to_string(),
-            });
-        }
         let had_data = !inode.pending.is_empty();
         inode.sync();
         let own_ops: Vec<usize> = self
@@ -617,16 +648,17 @@ impl Disk {
     /// wrote do not, yet the process goes on reading them (clean pages the kernel keeps)
     /// until a page eviction or a power loss; a later fsync succeeds without writing them
     /// (PostgreSQL's "fsyncgate": retrying the fsync does not bring the data back). As btrfs
-    /// does: the file's pending changes are dropped at once (the process reads what the disk
-    /// holds) and its next fsync fails too. The name is untouched.
+    /// does: the file system turns read-only ([`Disk::is_read_only`]) and the file's changes
+    /// stay pending, readable, until a power loss or [`Disk::remount`] drops them. The name
+    /// is untouched.
     pub fn fsync_fail(&mut self, name: &str) -> Result<(), DiskError> {
-        let revert = self.model.revert_on_fsync_error();
         let size_may_stay = self.model.failed_fsync_size_may_stay();
-        let inode = self.inode_mut(name)?;
-        if revert {
-            inode.revert();
+        self.inode(name)?;
+        if self.model.read_only_on_fsync_error() {
+            // The file's pages stay dirty (readable, never evicted, never written).
+            self.read_only = true;
         } else {
-            inode.sync_failed(size_may_stay);
+            self.inode_mut(name)?.sync_failed(size_may_stay);
         }
         Ok(())
     }

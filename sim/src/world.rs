@@ -681,8 +681,19 @@ impl<S: Storage> World<S> {
     }
 
     /// After a crash: the process is gone; `restart_delay_ms` later a new one starts.
-    /// The disk is as the crash left it (a power loss has already resolved it).
+    /// The disk is as the crash left it (a power loss has already resolved it), unless its
+    /// file system went read-only (btrfs after a failed fsync): then the restart is a reboot
+    /// that mounts it again ([`Disk::remount`](crate::Disk::remount)), losing what no fsync
+    /// made durable, since a process restarted on it could change nothing.
     pub fn restart(&mut self, restart_delay_ms: u64) {
+        if let Some(disk) = self.env.disk.simulated_mut() {
+            if disk.is_read_only() {
+                let outcome = disk.remount();
+                self.note(format!(
+                    "remount: the file system was read-only after a failed fsync; {outcome}"
+                ));
+            }
+        }
         self.env.clock.advance(restart_delay_ms);
         self.incarnation += 1;
         self.trace_push(TraceLine::Restart {

@@ -362,7 +362,7 @@ pub enum FsModelArg {
     Ext4,
     /// As ext4, and a kept size may hold stale bytes.
     Xfs,
-    /// An fsync logs its file's names out of order; a failed fsync reverts, the next fails.
+    /// An fsync logs its file's names out of order; a failed fsync turns it read-only.
     Btrfs,
 }
 

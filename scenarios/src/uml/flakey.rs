@@ -341,12 +341,20 @@ pub struct GuestSpec {
     pub btrfs: bool,
 }
 
-/// What an fsync or a read returned: "ok", or the error ("EIO" for EIO).
+/// What an fsync or a read returned: "ok", or the error ("EIO" for EIO, "EROFS" for a
+/// read-only file system: the model's names for them).
 pub fn outcome_name(result: &io::Result<()>) -> String {
     match result {
         Ok(()) => "ok".to_string(),
-        Err(e) if e.raw_os_error() == Some(libc::EIO) => "EIO".to_string(),
-        Err(e) => e.to_string(),
+        Err(e) => error_name(e),
+    }
+}
+
+fn error_name(error: &io::Error) -> String {
+    match error.raw_os_error() {
+        Some(libc::EIO) => "EIO".to_string(),
+        Some(libc::EROFS) => "EROFS".to_string(),
+        _ => error.to_string(),
     }
 }
 
@@ -362,8 +370,7 @@ impl ReadOutcome {
     fn of(result: io::Result<Vec<u8>>) -> ReadOutcome {
         match result {
             Ok(bytes) => ReadOutcome::Bytes(bytes),
-            Err(e) if e.raw_os_error() == Some(libc::EIO) => ReadOutcome::Error("EIO".to_string()),
-            Err(e) => ReadOutcome::Error(e.to_string()),
+            Err(e) => ReadOutcome::Error(error_name(&e)),
         }
     }
 }

@@ -8,11 +8,11 @@
 //!
 //! | rule | `posix` | `ext4` | `xfs` | `btrfs` |
 //! | --- | --- | --- | --- | --- |
-//! | a failed fsync ([`Disk::fsync_fail`](super::Disk::fsync_fail)) | bytes kept in clean pages | kept in clean pages | kept in clean pages | reverted at once, next fsync fails too |
+//! | a failed fsync ([`Disk::fsync_fail`](super::Disk::fsync_fail)) | bytes kept in clean pages | kept in clean pages | kept in clean pages | the file system turns read-only (EROFS) until mounted again; nothing pending survives |
 //! | fsync(file) commits the namespace journal | no (any prefix) | yes | yes | no |
 //! | fsync(file) logs that file's own names out of order | yes (besides every prefix) | no | no | yes |
 //! | a kept new size with its data lost reads as | zeros | zeros | zeros or stale bytes | zeros |
-//! | a failed fsync's new size (its writes' blocks all failed) | kept or lost | kept | kept or lost | reverted |
+//! | a failed fsync's new size (its writes' blocks all failed) | kept or lost | kept | kept or lost | lost |
 //!
 //! - **Journal commit** (ext4, xfs): an fsync of a file that has anything to write (pending
 //!   data, or a create or rename of its own since the directory's last commit) commits the
@@ -38,15 +38,19 @@
 //!   sizes at a power loss: the size before the fsync, and the new size with the disk's
 //!   bytes (zeros) in it, which ext4 keeps and which stands for xfs's size moved by a block
 //!   that was written. posix has both, as xfs.
-//! - **Revert and fail** (btrfs, nodatacow measured): a failed fsync drops the file's
-//!   pending changes at once (the process reads what the disk holds, size included) and the
-//!   next fsync of that file fails again (once; the file system may also go read-only, which
-//!   the model does not do). Measured again with btrfs's defaults (copy-on-write, every
-//!   data chunk failing writes, `keel fidelity disk-error --fs btrfs`), the kernel disagrees
-//!   with this rule: no revert (the process reads the new bytes, even after `drop_caches`),
-//!   the file system turns read-only (the next fsync fails with EROFS), and a power cut
-//!   leaves the file as before the fsync, the one crash state this rule leaves too. Not
-//!   modelled yet: a read-only disk needs a restart that remounts (see the README).
+//! - **Read-only after a failed fsync** (btrfs, with its defaults: copy-on-write, every data
+//!   chunk failing writes, `keel fidelity disk-error --fs btrfs`): the fsync returns EIO, the
+//!   transaction aborts and the file system turns read-only. The process goes on reading the
+//!   new bytes (also after `drop_caches`: the pages are dirty, never written, never
+//!   dropped); every change fails with EROFS (the second fsync too); a power cut leaves the
+//!   file as it was before the fsync, and everything else that no fsync made durable is
+//!   gone too (a temporary checkpoint created since the last commit is absent). The model:
+//!   [`Disk::is_read_only`](super::Disk::is_read_only), one crash state (nothing pending),
+//!   and [`Disk::remount`](super::Disk::remount), which the runner does when it restarts a
+//!   process on a read-only disk (a reboot: a process on a read-only file system can change
+//!   nothing, so without it every restart would fail at its first write). An earlier
+//!   measurement with `nodatacow` saw the file reverted at once and a second EIO instead;
+//!   the profile follows btrfs's defaults.
 //!
 //! `posix` admits every crash state ext4 and btrfs admit, and xfs's but those with stale
 //! bytes (a failed fsync's lost size included) (ext4's and xfs's journal commits only remove states). Stale bytes are left out of
@@ -56,7 +60,7 @@
 //! (each protocol holds or fails on xfs as on ext4, which differ only by them, and as on
 //! posix with them); `--fs-model xfs` has them. For a failed fsync there is no union to offer: a process sees one behaviour or the
 //! other. `posix` keeps ext4's and xfs's, the one in which a process reads bytes about to
-//! vanish; btrfs's revert-and-fail is reached with `--fs-model btrfs`.
+//! vanish; btrfs's read-only file system is reached with `--fs-model btrfs`.
 //!
 //! Tears are a property of the device, not of the file system, and are the same in every
 //! profile: a write tears at sector boundaries ([`Disk::with_sector_size`](super::Disk::with_sector_size)),
@@ -123,8 +127,8 @@ impl FsModel {
         matches!(self, FsModel::Xfs)
     }
 
-    /// A failed fsync reverts the file at once and fails the next fsync of it too.
-    pub fn revert_on_fsync_error(&self) -> bool {
+    /// A failed fsync aborts the file system's transaction: read-only until mounted again.
+    pub fn read_only_on_fsync_error(&self) -> bool {
         *self == FsModel::Btrfs
     }
 
@@ -396,8 +400,12 @@ mod tests {
     }
 
     #[test]
-    fn btrfs_reverts_at_a_failed_fsync_and_fails_the_next_one() {
+    fn a_failed_fsync_keeps_pages_on_ext4_and_xfs_and_turns_btrfs_read_only() {
         let eio = Err(DiskError::Io {
+            op: "fsync",
+            name: "f".to_string(),
+        });
+        let erofs = Err(DiskError::ReadOnly {
             op: "fsync",
             name: "f".to_string(),
         });
@@ -406,14 +414,22 @@ mod tests {
             (FsModel::Posix, b"oldnew", Ok(()), &[b"old\0\0\0", b"old"]),
             (FsModel::Ext4, b"oldnew", Ok(()), &[b"old\0\0\0"]),
             (FsModel::Xfs, b"oldnew", Ok(()), &[b"old\0\0\0", b"old"]),
-            (FsModel::Btrfs, b"old", eio.clone(), &[b"old"]),
+            // btrfs: the new bytes stay readable, the second fsync is refused, and the one
+            // crash state is the file as it was before the fsync.
+            (FsModel::Btrfs, b"oldnew", erofs.clone(), &[b"old"]),
         ];
         for (model, read, second, crashed) in cases {
             let (mut disk, failed) = failed_fsync(model);
             assert_eq!(failed, eio, "{model}");
+            assert_eq!(disk.is_read_only(), model == FsModel::Btrfs, "{model}");
             assert_eq!(disk.read("f").unwrap(), read, "{model}");
             assert_eq!(disk.fsync("f"), second, "{model}");
-            assert_eq!(disk.read("f").unwrap(), read, "{model}");
+            disk.evict_clean_pages();
+            let after_eviction: &[u8] = match model {
+                FsModel::Btrfs => b"oldnew",
+                _ => b"old\0\0\0",
+            };
+            assert_eq!(disk.read("f").unwrap(), after_eviction, "{model}");
             let want: Vec<State> = crashed.iter().map(|c| state(&[("f", c)])).collect();
             assert_eq!(states(&disk), want, "{model}");
         }
@@ -422,12 +438,53 @@ mod tests {
             disk.power_loss(1).to_string(),
             "state 1/2: f: failed fsync's size lost, 3 unpersisted bytes lost"
         );
-        // btrfs: the fsync after the second succeeds.
+    }
+
+    #[test]
+    fn a_read_only_btrfs_refuses_every_change_until_it_is_mounted_again() {
         let (mut disk, _) = failed_fsync(FsModel::Btrfs);
-        assert!(disk.fsync("f").is_err());
+        // Set up before the failure: a durable `d`, a created `g` no fsync covered.
+        let refused = |op: &'static str, name: &str| {
+            Err(DiskError::ReadOnly {
+                op,
+                name: name.to_string(),
+            })
+        };
+        assert_eq!(disk.create("g"), refused("create", "g"));
+        assert_eq!(disk.open_or_create("f"), refused("open", "f"));
+        assert_eq!(disk.append("f", b"x"), refused("write", "f"));
+        assert_eq!(disk.truncate("f", 0), refused("truncate", "f"));
+        assert_eq!(disk.rename("f", "h"), refused("rename", "f"));
+        assert_eq!(disk.remove("f"), refused("remove", "f"));
+        assert_eq!(disk.fsync_dir(), refused("fsync-dir", "."));
+        // An injected error it did not consume stays armed: the refusal came first.
+        disk.inject_error();
+        assert_eq!(disk.fsync("f"), refused("fsync", "f"));
+        assert!(disk.clear_injected_error());
+        assert_eq!(disk.list(), ["f"]);
+        assert_eq!(disk.read("f").unwrap(), b"oldnew");
+        assert_eq!(disk.power_loss_states().count(), Some(1));
+        let outcome = disk.remount();
+        assert_eq!(
+            outcome.to_string(),
+            "state 0/1: f: 0/1 writes kept, size lost"
+        );
+        assert!(!disk.is_read_only());
+        assert_eq!(disk.read("f").unwrap(), b"old");
         disk.append("f", b"again").unwrap();
         assert_eq!(disk.fsync("f"), Ok(()));
         assert_eq!(states(&disk), [state(&[("f", b"oldagain")])]);
+        // A name created before the failure and logged by no fsync is gone after the
+        // remount; one an fsync logged survives it.
+        let mut disk = Disk::with_model(512, FsModel::Btrfs);
+        disk.create("logged").unwrap();
+        disk.fsync("logged").unwrap();
+        disk.create("unlogged").unwrap();
+        disk.append("unlogged", b"u").unwrap();
+        disk.inject_error();
+        assert!(disk.fsync("unlogged").is_err());
+        disk.remount();
+        assert_eq!(disk.list(), ["logged"]);
     }
 
     #[test]
@@ -485,6 +542,6 @@ mod tests {
         assert!(FsModel::Xfs.stale_data());
         assert!(!FsModel::Posix.stale_data());
         assert!(!FsModel::Posix.fsync_commits_journal());
-        assert!(!FsModel::Posix.revert_on_fsync_error());
+        assert!(!FsModel::Posix.read_only_on_fsync_error());
     }
 }

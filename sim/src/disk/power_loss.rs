@@ -40,7 +40,7 @@
 //!    the disk (its truncates do), though the process still reads them from clean pages.
 //!    They are no longer pending and offer no choice: a power loss loses them all, and they
 //!    read as `durable` holds them (the old bytes, or zeros). The size its writes gave the
-//!    file reaches the disk on ext4 (and btrfs reverts it). On xfs it may not: xfs moves a
+//!    file reaches the disk on ext4 (btrfs goes read-only instead: rule 6). On xfs it may not: xfs moves a
 //!    file's on-disk size only when a write completes, so with every new block failed the
 //!    file comes back at its size before the fsync (measured; with one of two new blocks
 //!    failed it came back up to the end of the block that was written, a state the model,
@@ -51,6 +51,10 @@
 //!    there). A later successful fsync settles it: a completed write moves the on-disk size
 //!    to its end, a truncate sets it; until then a second fsync with nothing to write, a
 //!    page eviction or a process crash leave the choice open.
+//!
+//! 6. A read-only file system (btrfs after a failed fsync: see `fs_model`) writes nothing
+//!    more: a power loss has one crash state, every choice at "nothing survived" (state 0
+//!    of the same disk were it writable), and the file system is writable after the boot.
 //!
 //! Numbering. The choices come in a fixed order: files in inode order (creation order),
 //! within a file its pending operations in issue order, within a write its sector pieces in
@@ -544,6 +548,10 @@ fn apply_dir_op(names: &mut BTreeMap<String, InodeId>, op: &DirOp, in_order: boo
 impl Disk {
     /// How many crash states a power loss could leave this disk in.
     pub fn power_loss_states(&self) -> PowerLossStates {
+        if self.read_only {
+            // Nothing more reaches the disk: every choice stays at "nothing survived".
+            return PowerLossStates { count: Some(1) };
+        }
         PowerLossStates {
             count: count(&choices(self)),
         }
@@ -557,11 +565,12 @@ impl Disk {
     /// and must be below [`PowerLossStates::count`]; otherwise any u64 is a seed.
     pub fn power_loss(&mut self, state: u64) -> PowerLossOutcome {
         let choices = choices(self);
-        let states = PowerLossStates {
-            count: count(&choices),
-        };
+        let states = self.power_loss_states();
         let seeded = !states.is_enumerable(POWER_LOSS_ENUMERATION_BOUND);
-        let digits = if seeded {
+        let digits = if self.read_only {
+            assert_eq!(state, 0, "a read-only file system has one crash state");
+            vec![0; choices.len()]
+        } else if seeded {
             digits_of_seed(&choices, state)
         } else {
             let count = states.count.expect("an enumerable count fits in a u64");
@@ -640,13 +649,13 @@ impl Disk {
             file.current = contents;
             file.pending.clear();
             file.unpersisted.clear();
-            file.fsync_fails_next = false;
             file.failed_len_bytes = None;
         }
         self.names = names.clone();
         self.durable_names = names;
         self.pending_dir.clear();
         self.pending_dir_logged.clear();
+        self.read_only = false;
 
         PowerLossOutcome {
             state,
