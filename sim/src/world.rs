@@ -751,6 +751,38 @@ mod tests {
     }
 
     #[test]
+    fn a_restart_on_a_read_only_btrfs_remounts_it_and_says_so() {
+        let plan = FaultPlan::new([PlannedFault {
+            step: 3,
+            fault: Fault::DiskError,
+        }])
+        .unwrap();
+        let disk = Disk::with_model(512, crate::disk::FsModel::Btrfs);
+        let mut world = World::with_disk(0, plan, disk);
+        write_three(&mut world).unwrap();
+        let failed = world
+            .effect("disk.fsync", "f", |env| env.disk.fsync("f"))
+            .unwrap();
+        assert!(matches!(failed, Err(crate::disk::DiskError::Io { .. })));
+        assert!(world.env().disk.is_read_only());
+        assert_eq!(world.env().disk.read("f").unwrap(), b"ab");
+        world.restart(500);
+        assert!(!world.env().disk.is_read_only());
+        // Nothing was durable: the create, never logged by a successful fsync, is undone.
+        assert!(world.env().disk.list().is_empty());
+        let lines: Vec<String> = world.trace().lines().map(|l| l.to_string()).collect();
+        assert_eq!(
+            lines[lines.len() - 2..],
+            [
+                "note t=0ms p0 remount: the file system was read-only after a failed fsync; \
+                 state 0/1: f: 0/2 writes kept, size lost, no name survived; \
+                 dir: 0/1 ops kept (undone: create f)",
+                "restart t=500ms p1",
+            ]
+        );
+    }
+
+    #[test]
     fn a_kill_by_the_clock_happens_while_waiting_and_only_once() {
         let mut world = World::new(0, FaultPlan::kill_at_ms(250));
         world.effect("op", "a", |_| ()).unwrap();
