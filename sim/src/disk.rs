@@ -449,13 +449,20 @@ impl Disk {
         self.pending_dir_logged.clear();
         debug_assert_eq!(self.durable_names, self.names);
         if !displaced.is_empty() {
-            // A pass over the names per inode that lost one (no copy): only when one did.
-            let named: Vec<bool> = displaced
-                .iter()
-                .map(|id| self.names.values().any(|n| n == id))
-                .collect();
-            for (id, named) in displaced.iter().zip(named) {
-                if !named {
+            // One pass over the names, only when an inode lost one (a compaction unlinks a
+            // whole chain of incremental checkpoints at once: not a pass per inode).
+            let named: std::collections::BTreeSet<InodeId> = if displaced.len() == 1 {
+                self.names
+                    .values()
+                    .copied()
+                    .filter(|id| *id == displaced[0])
+                    .take(1)
+                    .collect()
+            } else {
+                self.names.values().copied().collect()
+            };
+            for id in &displaced {
+                if !named.contains(id) {
                     self.inodes.remove(id);
                 }
             }
