@@ -184,6 +184,10 @@ impl Checkpoint {
 }
 
 /// The JSON body of a checkpoint (and of an incremental base) of `state` at `index`.
+///
+/// serde_json writes every field but the windows; they, most of a body's bytes, are
+/// written by hand into its `"windows":[]` ([`write_windows_json`]): the same bytes as
+/// serde_json's, tested, at a fraction of its cost (a base holds every window).
 pub(crate) fn encode_state_body(
     index: u64,
     state: &OperatorState,
@@ -192,15 +196,70 @@ pub(crate) fn encode_state_body(
     let file = CheckpointFileRef {
         index,
         max_ts: state.max_ts,
-        windows: state
-            .windows
-            .iter()
-            .map(|(&end, w)| WindowFile::of(end, w))
-            .collect(),
+        windows: Vec::new(),
         transactions,
         dropped_late: state.dropped_late,
     };
-    serde_json::to_vec(&file).expect("a checkpoint always serializes")
+    let frame = serde_json::to_vec(&file).expect("a checkpoint always serializes");
+    // `index` and `max_ts`, numbers or null, come first: the first match is the field.
+    let marker: &[u8] = b"\"windows\":[]";
+    let at = frame
+        .windows(marker.len())
+        .position(|bytes| bytes == marker)
+        .expect("the windows field is written")
+        + marker.len()
+        - 1;
+    let mut body = Vec::with_capacity(frame.len() + state.windows.len() * 48);
+    body.extend_from_slice(&frame[..at - 1]);
+    write_windows_json(&mut body, state.windows.iter().map(|(&end, w)| (end, w)));
+    body.extend_from_slice(&frame[at + 1..]);
+    body
+}
+
+/// Appends `windows` as serde_json writes a `[WindowFile]`, compact: `[{"end":E,"sum":S,
+/// "cnt":C,"fired":B},...]`.
+pub(crate) fn write_windows_json<'a>(
+    out: &mut Vec<u8>,
+    windows: impl Iterator<Item = (i64, &'a WindowState)>,
+) {
+    out.push(b'[');
+    for (position, (end, w)) in windows.enumerate() {
+        if position > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"end\":");
+        write_decimal(out, i128::from(end));
+        out.extend_from_slice(b",\"sum\":");
+        write_decimal(out, w.sum);
+        out.extend_from_slice(b",\"cnt\":");
+        write_decimal(out, i128::from(w.cnt));
+        out.extend_from_slice(if w.fired {
+            b",\"fired\":true}"
+        } else {
+            b",\"fired\":false}"
+        });
+    }
+    out.push(b']');
+}
+
+/// Appends `value` in decimal, as `Display` (and serde_json) writes it.
+fn write_decimal(out: &mut Vec<u8>, value: i128) {
+    const DIGITS_MAX: usize = 40; // i128::MIN has 39 digits.
+    let mut digits = [0u8; DIGITS_MAX];
+    let mut start = DIGITS_MAX;
+    let mut rest = value.unsigned_abs();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if value < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&digits[start..]);
 }
 
 /// What a restored state may hold: numbers the engine's arithmetic is safe for.
@@ -300,6 +359,53 @@ pub(crate) fn unseal<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The hand-written windows are serde_json's bytes, extremes included, with and without
+    /// transactions and a dropped count around them.
+    #[test]
+    fn a_body_is_the_bytes_serde_json_writes() {
+        let mut state = OperatorState::default();
+        for body_case in 0..3 {
+            // A transaction whose id holds the marker the windows are spliced at.
+            let transactions: Vec<PendingTxn> = (0..body_case)
+                .map(|epoch| PendingTxn {
+                    id: "\"windows\":[]".to_string(),
+                    epoch: epoch as u32,
+                })
+                .collect();
+            let file = CheckpointFileRef {
+                index: 7,
+                max_ts: state.max_ts,
+                windows: state
+                    .windows
+                    .iter()
+                    .map(|(&end, w)| WindowFile::of(end, w))
+                    .collect(),
+                transactions: &transactions,
+                dropped_late: state.dropped_late,
+            };
+            let want = serde_json::to_vec(&file).unwrap();
+            let got = encode_state_body(7, &state, &transactions);
+            assert_eq!(
+                String::from_utf8(got).unwrap(),
+                String::from_utf8(want).unwrap(),
+                "case {body_case}"
+            );
+            state.max_ts = Some(i64::MIN);
+            state.dropped_late = u64::MAX;
+            for (end, sum, cnt, fired) in [
+                (i64::MIN, i128::MIN, 0, false),
+                (-10, -1, 1, true),
+                (0, 0, 9, false),
+                (i64::MAX, i128::MAX, u64::MAX, true),
+            ] {
+                state.windows.insert(
+                    end.saturating_sub(body_case),
+                    WindowState { sum, cnt, fired },
+                );
+            }
+        }
+    }
 
     fn sample() -> Checkpoint {
         let mut state = OperatorState::default();
