@@ -96,6 +96,8 @@ pub(crate) struct WindowFile {
 }
 
 impl WindowFile {
+    /// What serde_json writes for a window (bodies splice them by hand: tests compare).
+    #[cfg(test)]
     pub(crate) fn of(end: i64, w: &WindowState) -> WindowFile {
         WindowFile {
             end,
@@ -201,18 +203,28 @@ pub(crate) fn encode_state_body(
         dropped_late: state.dropped_late,
     };
     let frame = serde_json::to_vec(&file).expect("a checkpoint always serializes");
-    // `index` and `max_ts`, numbers or null, come first: the first match is the field.
+    splice_windows(&frame, state.windows.iter().map(|(&end, w)| (end, w)))
+}
+
+/// `frame`, a body serde_json wrote with an empty `windows` field, with `windows` in it.
+/// The first `"windows":[]` of the frame must be the field: no string before it may hold
+/// those bytes (only numbers and keel's own file names come before it in a body).
+pub(crate) fn splice_windows<'a>(
+    frame: &[u8],
+    windows: impl ExactSizeIterator<Item = (i64, &'a WindowState)>,
+) -> Vec<u8> {
     let marker: &[u8] = b"\"windows\":[]";
     let at = frame
         .windows(marker.len())
         .position(|bytes| bytes == marker)
         .expect("the windows field is written")
         + marker.len()
-        - 1;
-    let mut body = Vec::with_capacity(frame.len() + state.windows.len() * 48);
-    body.extend_from_slice(&frame[..at - 1]);
-    write_windows_json(&mut body, state.windows.iter().map(|(&end, w)| (end, w)));
-    body.extend_from_slice(&frame[at + 1..]);
+        - 2;
+    assert_eq!(&frame[at..at + 2], b"[]");
+    let mut body = Vec::with_capacity(frame.len() + windows.len() * 48);
+    body.extend_from_slice(&frame[..at]);
+    write_windows_json(&mut body, windows);
+    body.extend_from_slice(&frame[at + 2..]);
     body
 }
 

@@ -78,7 +78,8 @@
 //!   incremental form.
 
 use crate::checkpoint::{
-    check_state, encode_state_body, seal, unseal, Checkpoint, Invalid, PendingTxn, WindowFile,
+    check_state, encode_state_body, seal, splice_windows, unseal, Checkpoint, Invalid, PendingTxn,
+    WindowFile,
 };
 use crate::window::OperatorState;
 use serde::{Deserialize, Serialize};
@@ -269,20 +270,22 @@ impl Incremental {
                 let mut removed = Vec::new();
                 for &end in &self.dirty {
                     match state.windows.get(&end) {
-                        Some(w) => windows.push(WindowFile::of(end, w)),
+                        Some(w) => windows.push((end, w)),
                         None => removed.push(end),
                     }
                 }
+                // The windows are spliced in by hand, as a base's are (`encode_state_body`).
                 let delta = DeltaFile {
                     index,
                     parent: chain.head().clone(),
                     max_ts: state.max_ts,
-                    windows,
+                    windows: Vec::new(),
                     removed,
                     transactions: transactions.to_vec(),
                     dropped_late: state.dropped_late,
                 };
-                let body = serde_json::to_vec(&delta).expect("a delta always serializes");
+                let frame = serde_json::to_vec(&delta).expect("a delta always serializes");
+                let body = splice_windows(&frame, windows.into_iter());
                 (FileKind::Delta, seal(DELTA_MAGIC, &body, checksum))
             }
             _ => {
@@ -622,6 +625,59 @@ fn read_named<R: ReadFile>(
 mod tests {
     use super::*;
     use crate::window::WindowState;
+
+    /// A delta's spliced windows are the bytes serde_json writes for the whole `DeltaFile`.
+    #[test]
+    fn a_delta_body_is_the_bytes_serde_json_writes() {
+        let windows = [
+            (
+                i64::MIN,
+                WindowState {
+                    sum: i128::MIN,
+                    cnt: 0,
+                    fired: false,
+                },
+            ),
+            (
+                20,
+                WindowState {
+                    sum: -5,
+                    cnt: 3,
+                    fired: true,
+                },
+            ),
+        ];
+        let delta = |windows: Vec<WindowFile>| DeltaFile {
+            index: 16,
+            parent: FileRef {
+                file: FileKind::Base.file_name(1),
+                number: 1,
+                index: 8,
+                len: 99,
+                crc32: "0badf00d".to_string(),
+            },
+            max_ts: Some(-3),
+            windows,
+            removed: vec![10, i64::MAX],
+            transactions: vec![PendingTxn {
+                id: "\"windows\":[]".to_string(),
+                epoch: 2,
+            }],
+            dropped_late: 4,
+        };
+        let whole = delta(
+            windows
+                .iter()
+                .map(|(end, w)| WindowFile::of(*end, w))
+                .collect(),
+        );
+        let frame = serde_json::to_vec(&delta(Vec::new())).unwrap();
+        let spliced = splice_windows(&frame, windows.iter().map(|(end, w)| (*end, w)));
+        assert_eq!(
+            String::from_utf8(spliced).unwrap(),
+            serde_json::to_string(&whole).unwrap()
+        );
+    }
 
     struct Files(BTreeMap<String, Vec<u8>>);
 
