@@ -256,22 +256,10 @@ pub(crate) fn write_windows_json<'a>(
 
 /// Appends `value` in decimal, as `Display` (and serde_json) writes it.
 fn write_decimal(out: &mut Vec<u8>, value: i128) {
-    const DIGITS_MAX: usize = 40; // i128::MIN has 39 digits.
-    let mut digits = [0u8; DIGITS_MAX];
-    let mut start = DIGITS_MAX;
-    let mut rest = value.unsigned_abs();
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
     if value < 0 {
         out.push(b'-');
     }
-    out.extend_from_slice(&digits[start..]);
+    out.extend_from_slice(keel_sim::Decimal::of(value.unsigned_abs()).as_bytes());
 }
 
 /// What a restored state may hold: numbers the engine's arithmetic is safe for.

@@ -6,6 +6,7 @@
 //! machines and Rust versions. The world is a plain value: cloning it forks the simulation.
 
 pub mod clock;
+pub mod decimal;
 pub mod disk;
 pub mod fault;
 pub mod rng;
@@ -15,6 +16,7 @@ pub mod txlog;
 pub mod world;
 
 pub use clock::Clock;
+pub use decimal::Decimal;
 pub use disk::{Disk, DiskError};
 pub use fault::{CrashPoint, Fault, FaultKind, FaultPlan, PlanError, PlannedFault};
 pub use rng::{SeedTree, Subsystem};

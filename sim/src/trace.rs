@@ -310,19 +310,7 @@ fn hash_line(hash: &mut Fnv1a64, line: &TraceLine) {
 
 /// Hashes `value` in decimal, as `Display` writes it.
 fn hash_decimal(hash: &mut Fnv1a64, value: u64) {
-    const DIGITS_MAX: usize = 20; // u64::MAX has 20 decimal digits.
-    let mut digits = [0u8; DIGITS_MAX];
-    let mut start = DIGITS_MAX;
-    let mut rest = value;
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    hash.write(&digits[start..]);
+    hash.write(crate::Decimal::of(u128::from(value)).as_bytes());
 }
 
 impl std::fmt::Write for Fnv1a64 {

@@ -1,0 +1,55 @@
+//! Decimal digits of an integer without `fmt`: for the hot paths that write numbers as text
+//! (a trace line's hash, a checkpoint's windows), where `Display` costs more than the rest.
+
+/// The decimal digits of an unsigned integer, as `Display` writes it (no sign, no padding).
+pub struct Decimal {
+    digits: [u8; Decimal::DIGITS_MAX],
+    start: usize,
+}
+
+impl Decimal {
+    /// u128::MAX has 39 decimal digits.
+    const DIGITS_MAX: usize = 39;
+
+    pub fn of(value: u128) -> Decimal {
+        let mut digits = [0u8; Decimal::DIGITS_MAX];
+        let mut start = Decimal::DIGITS_MAX;
+        let mut rest = value;
+        loop {
+            assert!(start > 0, "at most 39 digits");
+            start -= 1;
+            digits[start] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        Decimal { digits, start }
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.digits[self.start..]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Decimal;
+
+    #[test]
+    fn digits_are_what_display_writes() {
+        for value in [
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            12_345,
+            u128::from(u64::MAX),
+            u128::MAX,
+        ] {
+            assert_eq!(Decimal::of(value).as_bytes(), value.to_string().as_bytes());
+        }
+    }
+}
