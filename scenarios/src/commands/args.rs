@@ -463,7 +463,7 @@ pub enum FaultArg {
     /// The machine stops: unsynced data survives only as a crash state allows.
     PowerLoss,
     /// The step's disk operation fails with EIO (a failed fsync leaves its data unpersisted:
-    /// still read from the page cache, not on disk).
+    /// still read from the page cache, not on disk; on btrfs it turns the disk read-only).
     DiskError,
     /// The sink write fails before it takes effect.
     SinkError,
