@@ -30,6 +30,7 @@ use keel_engine::{EngineConfig, KeyScheme, Record, RecordKind, SinkKind};
 use keel_sim::{FaultPlan, TraceLine};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 /// What the fault-free run delivered: the reference every faulty run is judged against.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,6 +45,51 @@ pub struct Reference {
     /// What a process killed after each step of the fault-free run finds on its disk, by the
     /// protocol's recipe (None until the counts of a one-incarnation run were checked).
     pub found: Option<recipe::FoundTimeline>,
+    /// What judging needs of `records` alone, built at the first judgement and reused by
+    /// every later one (`records` are not changed once a run was judged against them).
+    prepared: Prepared,
+}
+
+/// The reference side of every judgement, built once per key scheme (a processing-time key
+/// names no event, so its slots are coarser).
+#[derive(Clone, Debug, Default)]
+struct Prepared {
+    event_index: OnceLock<ReferenceTallies>,
+    processing_time: OnceLock<ReferenceTallies>,
+}
+
+/// A cache, not part of the reference's value: two references with the same fields are equal
+/// whatever either has prepared.
+impl PartialEq for Prepared {
+    fn eq(&self, _: &Prepared) -> bool {
+        true
+    }
+}
+
+impl Eq for Prepared {}
+
+/// The reference's records by slot and content, and their windows' last values.
+#[derive(Clone, Debug)]
+struct ReferenceTallies {
+    /// Slot -> (copies of the slot's records, content -> copies).
+    slots: BTreeMap<Slot, (u64, BTreeMap<Content, u64>)>,
+    /// The records applied in order as an upsert by window end.
+    windows: BTreeMap<i64, i128>,
+}
+
+impl ReferenceTallies {
+    fn of(records: &[Record], key: KeyScheme) -> ReferenceTallies {
+        let mut slots: BTreeMap<Slot, (u64, BTreeMap<Content, u64>)> = BTreeMap::new();
+        for record in records {
+            let (total, contents) = slots.entry(slot(record, key)).or_default();
+            *total += 1;
+            *contents.entry(content(record)).or_default() += 1;
+        }
+        ReferenceTallies {
+            slots,
+            windows: upsert(records),
+        }
+    }
 }
 
 impl Reference {
@@ -181,7 +227,23 @@ impl Reference {
             dropped_late,
             model_mismatch,
             found: None,
+            prepared: Prepared::default(),
         }
+    }
+
+    /// The reference side of a judgement of a run keyed by `key`, built at the first call.
+    fn tallies(&self, key: KeyScheme) -> &ReferenceTallies {
+        let cell = match key {
+            KeyScheme::EventIndex => &self.prepared.event_index,
+            KeyScheme::ProcessingTime => &self.prepared.processing_time,
+        };
+        let tallies = cell.get_or_init(|| ReferenceTallies::of(&self.records, key));
+        debug_assert_eq!(
+            tallies.slots.values().map(|(total, _)| total).sum::<u64>(),
+            self.records.len() as u64,
+            "the records did not change since they were tallied"
+        );
+        tallies
     }
 }
 
@@ -359,50 +421,54 @@ pub fn judge_one(reference: &Reference, observation: &Observation, view: Option<
 }
 
 fn judge_view(reference: &Reference, observation: &Observation, seen: &ViewObservation) -> Verdict {
-    // Slot -> content -> (copies in the reference, copies in the view).
-    let mut slots: BTreeMap<Slot, BTreeMap<Content, (u64, u64)>> = BTreeMap::new();
-    for record in &reference.records {
-        let copies = slots
-            .entry(slot(record, observation.key))
-            .or_default()
-            .entry(content(record))
-            .or_default();
-        copies.0 += 1;
-    }
+    let tallies = reference.tallies(observation.key);
+    // Slot -> content -> copies in the view; the reference's copies are in `tallies`.
+    let mut slots: BTreeMap<Slot, BTreeMap<Content, u64>> = BTreeMap::new();
     let mut first_wrong = None;
     for record in &seen.records {
-        let copies = slots
-            .entry(slot(record, observation.key))
-            .or_default()
-            .entry(content(record))
-            .or_default();
-        if copies.0 == 0 && first_wrong.is_none() {
+        let (slot, content) = (slot(record, observation.key), content(record));
+        if first_wrong.is_none() && wanted(tallies, &slot, &content) == 0 {
             first_wrong = Some(record.to_json_line());
         }
-        copies.1 += 1;
+        *slots.entry(slot).or_default().entry(content).or_default() += 1;
     }
     let (mut delivered, mut duplicates, mut wrong, mut lost) = (0, 0, 0, 0);
     let mut stand_ins = 0;
-    for contents in slots.values() {
-        let (mut missing, mut foreign) = (0, 0);
-        for &(want, got) in contents.values() {
-            delivered += want.min(got);
+    // The reference's records in slots the view has nothing in: all lost, none stood in for.
+    let mut untouched = reference.records.len() as u64;
+    for (slot, contents) in &slots {
+        let (slot_total, want_contents) = tallies
+            .slots
+            .get(slot)
+            .map_or((0, None), |(total, contents)| (*total, Some(contents)));
+        untouched -= slot_total;
+        // Copies of the slot's reference records the view has (delivered), and of records
+        // the reference does not have in the slot (foreign).
+        let (mut slot_delivered, mut foreign) = (0, 0);
+        for (content, &got) in contents {
+            let want = want_contents
+                .and_then(|wanted| wanted.get(content))
+                .copied()
+                .unwrap_or(0);
             if want == 0 {
                 foreign += got;
             } else {
+                slot_delivered += want.min(got);
                 duplicates += got.saturating_sub(want);
-                missing += want.saturating_sub(got);
             }
         }
+        let missing = slot_total - slot_delivered;
+        delivered += slot_delivered;
         wrong += foreign;
         lost += missing.saturating_sub(foreign);
         stand_ins += missing.min(foreign);
     }
+    lost += untouched;
     let records = seen.records.len() as u64;
     assert_eq!(records, delivered + duplicates + wrong);
     assert_eq!(reference.records.len() as u64, delivered + lost + stand_ins);
 
-    let stale_windows = stale_windows(&reference.records, &seen.records);
+    let stale_windows = stale_windows(&tallies.windows, &seen.records);
     // The final operator state: its windows and its count of events dropped as too late (a
     // figure the report prints, and state a checkpoint must carry across a restart).
     let final_windows_match = observation.recovery == Recovery::Ok
@@ -450,19 +516,32 @@ fn judge_view(reference: &Reference, observation: &Observation, seen: &ViewObser
     verdict
 }
 
+/// The copies of `content` the reference holds in `slot`.
+fn wanted(tallies: &ReferenceTallies, slot: &Slot, content: &Content) -> u64 {
+    tallies
+        .slots
+        .get(slot)
+        .and_then(|(_, contents)| contents.get(content))
+        .copied()
+        .unwrap_or(0)
+}
+
+/// `records` applied in sink order as an upsert by window end: each window's last value.
+fn upsert(records: &[Record]) -> BTreeMap<i64, i128> {
+    records.iter().map(|r| (r.window_end, r.sum)).collect()
+}
+
 /// The consumer view: records applied in sink order as an upsert by window end. Counts the
-/// windows whose last value differs from the reference's (missing and extra windows too).
-fn stale_windows(reference: &[Record], seen: &[Record]) -> u64 {
-    let upsert = |records: &[Record]| -> BTreeMap<i64, i128> {
-        records.iter().map(|r| (r.window_end, r.sum)).collect()
-    };
-    let (want, got) = (upsert(reference), upsert(seen));
-    let mut ends: Vec<i64> = want.keys().chain(got.keys()).copied().collect();
-    ends.sort_unstable();
-    ends.dedup();
-    ends.iter()
-        .filter(|end| want.get(end) != got.get(end))
-        .count() as u64
+/// windows whose last value differs from the reference's (`want`, the reference's upsert):
+/// missing and extra windows too.
+fn stale_windows(want: &BTreeMap<i64, i128>, seen: &[Record]) -> u64 {
+    let got = upsert(seen);
+    let differ = got
+        .iter()
+        .filter(|&(end, sum)| want.get(end) != Some(sum))
+        .count();
+    let shared = got.keys().filter(|end| want.contains_key(end)).count();
+    (differ + (want.len() - shared)) as u64
 }
 
 /// Every view of a run, judged, with why each fails what was asked (empty when it holds).
@@ -516,6 +595,7 @@ mod tests {
             dropped_late: 0,
             model_mismatch: None,
             found: None,
+            prepared: Prepared::default(),
         }
     }
 
