@@ -40,7 +40,7 @@
 //! against, report for report (`scenarios/tests/fork.rs`).
 
 use crate::observation::{
-    documented_sink_file, Observation, RestartSteps, SinkOutage, SinkWriteCounts,
+    documented_sink_file, KnownSink, Observation, RestartSteps, SinkOutage, SinkWriteCounts,
 };
 use crate::runner::{
     resume, run, run_between, run_recording_crash_states, Between, Control, Driven, Incarnation,
@@ -65,6 +65,9 @@ pub struct Forks {
     facts: Vec<Facts>,
     /// How the fault-free run ended.
     end: End,
+    /// The fault-free run's file sink, where the oracle reads it, line by line: a point's
+    /// file is mostly its bytes, and only the rest is parsed (None: the log, or no file).
+    known: Option<KnownSink>,
 }
 
 /// What converging at a snapshot compares and takes from the fault-free run.
@@ -100,12 +103,12 @@ pub struct PointRun {
 impl PointRun {
     /// The run of `spec` from event 0 to its end, as `--naive` does it.
     pub fn naive(spec: &RunSpec) -> PointRun {
-        PointRun::of(&run(spec), spec)
+        PointRun::of(&run(spec), spec, None)
     }
 
-    fn of(result: &RunResult, spec: &RunSpec) -> PointRun {
+    fn of(result: &RunResult, spec: &RunSpec, known: Option<&KnownSink>) -> PointRun {
         PointRun {
-            observation: Observation::of(result, &spec.config),
+            observation: Observation::of_known(result, &spec.config, known),
             fingerprint: Some(result.world.fingerprint()),
         }
     }
@@ -168,6 +171,17 @@ impl Forks {
             }
             _ => (Vec::new(), None),
         };
+        let known = (!sink.is_transactional())
+            .then(|| {
+                result
+                    .world
+                    .env()
+                    .disk
+                    .read(documented_sink_file(sink))
+                    .ok()
+            })
+            .flatten()
+            .map(KnownSink::new);
         Forks {
             spec: spec.clone(),
             every_events,
@@ -180,6 +194,7 @@ impl Forks {
                 stats: result.incarnations[0].stats.clone(),
                 final_state: result.final_state,
             },
+            known,
         }
     }
 
@@ -244,9 +259,14 @@ impl Forks {
             ),
             end: IncarnationEnd::Completed,
         });
-        let mut observation = Observation::of_file_sink(
+        let known = self
+            .known
+            .as_ref()
+            .expect("a converging run's sink is the documented file");
+        let mut observation = Observation::of_file_sink_known(
             &self.spec.config,
-            Some(&sink_bytes),
+            known,
+            &sink_bytes,
             &self.end.files,
             &incarnations,
             &Outcome::Completed,
@@ -316,7 +336,7 @@ impl Forks {
             ..self.spec.clone()
         };
         let Some(paused) = self.fork(plan, false) else {
-            return PointRun::naive(&spec);
+            return PointRun::of(&run(&spec), &spec, self.known.as_ref());
         };
         let driven = resume(&self.spec, paused, &mut |between| {
             if converge && self.converges(&between) {
@@ -326,7 +346,7 @@ impl Forks {
             }
         });
         match driven {
-            Driven::Finished(result) => PointRun::of(&result, &spec),
+            Driven::Finished(result) => PointRun::of(&result, &spec, self.known.as_ref()),
             Driven::Stopped(paused) => PointRun {
                 observation: self.converged(&paused),
                 fingerprint: None,
