@@ -4,18 +4,18 @@
 
 use crate::baseline::Baseline;
 use crate::fork::{Forks, PointRun};
-use crate::observation::Recovery;
+use crate::observation::{Observation, Recovery};
 use crate::property::{failures, Expectation, Property};
 use crate::reproduce::{replay_plan_command, reproduce_point};
 use crate::runner::{run_recording_crash_states, RunSpec, View};
 use crate::sites::{sites_from_run, SiteRow};
 use crate::spec::ScenarioSpec;
 use crate::table::{Table, TableFormat};
-use crate::verdict::judge;
-use keel_engine::SinkKind;
+use crate::verdict::{judge, Reference, Verdict};
+use keel_engine::{Record, SinkKind};
 use keel_sim::disk::POWER_LOSS_ENUMERATION_BOUND;
 use keel_sim::{
-    CrashPoint, Fault, FaultKind, FaultPlan, Fingerprint, PlannedFault, SeedTree, Subsystem,
+    CrashPoint, Fault, FaultKind, FaultPlan, FingerprintBuilder, PlannedFault, SeedTree, Subsystem,
 };
 use rand_core::RngCore;
 use serde::{Deserialize, Serialize};
@@ -429,25 +429,7 @@ pub fn run_point(
         _ => replay_plan_command(spec, point.sink, None, &plan),
     };
     let verdicts = judge(&baseline.reference, &observation);
-    // What every consumer saw, and the verdicts: the same digest means the same outcome.
-    let mut seen = String::new();
-    for view in &observation.views {
-        for record in &view.records {
-            seen.push_str(&record.to_json_line());
-            seen.push('\n');
-        }
-        seen.push_str(&format!("corrupt={}\n", view.corrupt_lines));
-    }
-    seen.push_str(&keel_engine::format_windows(&observation.final_windows));
-    // Part of the final state (`recovers` compares it); written only when some event was
-    // dropped, so digests of runs without a lateness bound are what they were.
-    if observation.dropped_late > 0 {
-        seen.push_str(&format!("\ndropped_late={}", observation.dropped_late));
-    }
-    for verdict in &verdicts {
-        seen.push_str(&format!("\n{}", verdict.summary()));
-    }
-    let outcome_digest = Fingerprint::of(seen.as_bytes()).to_string();
+    let outcome_digest = outcome_digest(&baseline.reference, &observation, &verdicts);
     verdicts
         .into_iter()
         .map(|verdict| {
@@ -480,6 +462,66 @@ pub fn run_point(
             }
         })
         .collect()
+}
+
+/// What every consumer saw, and the verdicts: the same digest means the same outcome. The
+/// FNV-1a 64 of a text: each view's records, a JSON line each, and its corrupt lines; the
+/// final windows; the events dropped as too late when there are any; each verdict's summary.
+/// Hashed as it is written, never kept whole.
+fn outcome_digest(
+    reference: &Reference,
+    observation: &Observation,
+    verdicts: &[Verdict],
+) -> String {
+    let mut digest = FingerprintBuilder::default();
+    let mut line = String::new();
+    for view in &observation.views {
+        for record in &view.records {
+            line.clear();
+            push_json_line(&mut line, record);
+            line.push('\n');
+            digest.write(line.as_bytes());
+        }
+        digest.write(format!("corrupt={}\n", view.corrupt_lines).as_bytes());
+    }
+    digest.write(
+        reference
+            .format_final_windows(&observation.final_windows)
+            .as_bytes(),
+    );
+    // Part of the final state (`recovers` compares it); written only when some event was
+    // dropped, so digests of runs without a lateness bound are what they were.
+    if observation.dropped_late > 0 {
+        digest.write(format!("\ndropped_late={}", observation.dropped_late).as_bytes());
+    }
+    for verdict in verdicts {
+        digest.write(format!("\n{}", verdict.summary()).as_bytes());
+    }
+    digest.finish().to_string()
+}
+
+/// Appends `record.to_json_line()` to `out`, without the allocations of building it apart
+/// where its key needs no escaping in JSON (no '"', no '\\', no control character).
+fn push_json_line(out: &mut String, record: &Record) {
+    use std::fmt::Write;
+    let plain = record
+        .key
+        .bytes()
+        .all(|b| b >= 0x20 && b != b'"' && b != b'\\');
+    if !plain {
+        out.push_str(&record.to_json_line());
+        return;
+    }
+    write!(
+        out,
+        "{{\"key\": \"{}\", \"window_end\": {}, \"sum\": {}, \"watermark\": {}, \"kind\": \"{}\"}}",
+        record.key,
+        record.window_end,
+        record.sum,
+        record.watermark,
+        record.kind.as_str()
+    )
+    .expect("writing to a String cannot fail");
 }
 
 impl SweepReport {
@@ -670,6 +712,42 @@ pub(crate) fn mode_field(mode: &Option<String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_json_line_pushed_is_the_records_json_line() {
+        let mut checked = 0;
+        for key in [
+            "13:10",
+            "flush:30",
+            "pt4500.000:20",
+            "",
+            "a\"b:1",
+            "back\\slash",
+            "tab\t:2",
+            "\u{1}:3",
+            "\u{7f}é中:4",
+            "\u{1f}",
+        ] {
+            for kind in [
+                keel_engine::RecordKind::Fire,
+                keel_engine::RecordKind::LateUpdate,
+                keel_engine::RecordKind::Flush,
+            ] {
+                let record = Record {
+                    key: key.to_string(),
+                    window_end: -20,
+                    sum: i128::MIN,
+                    watermark: i64::MAX,
+                    kind,
+                };
+                let mut line = "before ".to_string();
+                push_json_line(&mut line, &record);
+                assert_eq!(line, format!("before {}", record.to_json_line()));
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 30);
+    }
 
     #[test]
     fn a_step_with_at_most_max_states_runs_every_one() {

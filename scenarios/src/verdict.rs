@@ -51,11 +51,12 @@ pub struct Reference {
 }
 
 /// The reference side of every judgement, built once per key scheme (a processing-time key
-/// names no event, so its slots are coarser).
+/// names no event, so its slots are coarser), and the final windows' text.
 #[derive(Clone, Debug, Default)]
 struct Prepared {
     event_index: OnceLock<ReferenceTallies>,
     processing_time: OnceLock<ReferenceTallies>,
+    final_windows_text: OnceLock<String>,
 }
 
 /// A cache, not part of the reference's value: two references with the same fields are equal
@@ -231,6 +232,20 @@ impl Reference {
         }
     }
 
+    /// `keel_engine::format_windows` of `windows`, taken from the reference's when they are
+    /// its final windows (most points of a sweep end with them).
+    pub fn format_final_windows(&self, windows: &BTreeMap<i64, i128>) -> std::borrow::Cow<'_, str> {
+        if *windows == self.final_windows {
+            let text = self
+                .prepared
+                .final_windows_text
+                .get_or_init(|| keel_engine::format_windows(&self.final_windows));
+            std::borrow::Cow::Borrowed(text)
+        } else {
+            std::borrow::Cow::Owned(keel_engine::format_windows(windows))
+        }
+    }
+
     /// The reference side of a judgement of a run keyed by `key`, built at the first call.
     fn tallies(&self, key: KeyScheme) -> &ReferenceTallies {
         let cell = match key {
@@ -378,18 +393,39 @@ struct Slot {
     window_end: i64,
     kind: RecordKind,
     /// The key's event index or "flush"; None when the run's keys name no event.
-    trigger: Option<String>,
+    trigger: Option<Trigger>,
+}
+
+/// The part of a key before its last ':': an event index written in plain decimal (no sign,
+/// no leading zero) as its number, so that a record's slot costs no allocation; any other
+/// text ("flush", or what a wrong engine wrote) as it is. Two keys have equal triggers
+/// exactly when their texts are equal.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Trigger {
+    Index(u64),
+    Text(String),
+}
+
+impl Trigger {
+    fn of(text: &str) -> Trigger {
+        let plain = !text.is_empty()
+            && text.bytes().all(|b| b.is_ascii_digit())
+            && (text == "0" || !text.starts_with('0'));
+        match text.parse() {
+            Ok(index) if plain => Trigger::Index(index),
+            _ => Trigger::Text(text.to_string()),
+        }
+    }
 }
 
 fn slot(record: &Record, key: KeyScheme) -> Slot {
     let trigger = match key {
-        KeyScheme::EventIndex => Some(
+        KeyScheme::EventIndex => Some(Trigger::of(
             record
                 .key
                 .rsplit_once(':')
-                .map_or(record.key.as_str(), |(prefix, _)| prefix)
-                .to_string(),
-        ),
+                .map_or(record.key.as_str(), |(prefix, _)| prefix),
+        )),
         KeyScheme::ProcessingTime => None,
     };
     Slot {
@@ -422,21 +458,25 @@ pub fn judge_one(reference: &Reference, observation: &Observation, view: Option<
 
 fn judge_view(reference: &Reference, observation: &Observation, seen: &ViewObservation) -> Verdict {
     let tallies = reference.tallies(observation.key);
-    // Slot -> content -> copies in the view; the reference's copies are in `tallies`.
-    let mut slots: BTreeMap<Slot, BTreeMap<Content, u64>> = BTreeMap::new();
-    let mut first_wrong = None;
-    for record in &seen.records {
-        let (slot, content) = (slot(record, observation.key), content(record));
-        if first_wrong.is_none() && wanted(tallies, &slot, &content) == 0 {
-            first_wrong = Some(record.to_json_line());
-        }
-        *slots.entry(slot).or_default().entry(content).or_default() += 1;
-    }
+    // The view's records by slot and content, each with its place in sink order: sorted, so
+    // each slot's records, and within it each content's, are one run.
+    let mut keyed: Vec<(Slot, Content, usize)> = seen
+        .records
+        .iter()
+        .enumerate()
+        .map(|(at, record)| (slot(record, observation.key), content(record), at))
+        .collect();
+    keyed.sort_unstable();
     let (mut delivered, mut duplicates, mut wrong, mut lost) = (0, 0, 0, 0);
     let mut stand_ins = 0;
+    // The first record, in sink order, of a content the reference lacks in its slot.
+    let mut first_wrong_at: Option<usize> = None;
     // The reference's records in slots the view has nothing in: all lost, none stood in for.
     let mut untouched = reference.records.len() as u64;
-    for (slot, contents) in &slots {
+    let mut slot_start = 0;
+    while slot_start < keyed.len() {
+        let slot = &keyed[slot_start].0;
+        let slot_end = slot_start + keyed[slot_start..].partition_point(|(s, _, _)| s == slot);
         let (slot_total, want_contents) = tallies
             .slots
             .get(slot)
@@ -445,24 +485,34 @@ fn judge_view(reference: &Reference, observation: &Observation, seen: &ViewObser
         // Copies of the slot's reference records the view has (delivered), and of records
         // the reference does not have in the slot (foreign).
         let (mut slot_delivered, mut foreign) = (0, 0);
-        for (content, &got) in contents {
+        let mut content_start = slot_start;
+        while content_start < slot_end {
+            let (_, content, at) = keyed[content_start];
+            let content_end = content_start
+                + keyed[content_start..slot_end].partition_point(|(_, c, _)| *c == content);
+            let got = (content_end - content_start) as u64;
             let want = want_contents
-                .and_then(|wanted| wanted.get(content))
+                .and_then(|wanted| wanted.get(&content))
                 .copied()
                 .unwrap_or(0);
             if want == 0 {
                 foreign += got;
+                // The run is sorted by place too: `at` is its first.
+                first_wrong_at = Some(first_wrong_at.map_or(at, |first| first.min(at)));
             } else {
                 slot_delivered += want.min(got);
                 duplicates += got.saturating_sub(want);
             }
+            content_start = content_end;
         }
         let missing = slot_total - slot_delivered;
         delivered += slot_delivered;
         wrong += foreign;
         lost += missing.saturating_sub(foreign);
         stand_ins += missing.min(foreign);
+        slot_start = slot_end;
     }
+    let first_wrong = first_wrong_at.map(|at| seen.records[at].to_json_line());
     lost += untouched;
     let records = seen.records.len() as u64;
     assert_eq!(records, delivered + duplicates + wrong);
@@ -516,16 +566,6 @@ fn judge_view(reference: &Reference, observation: &Observation, seen: &ViewObser
     verdict
 }
 
-/// The copies of `content` the reference holds in `slot`.
-fn wanted(tallies: &ReferenceTallies, slot: &Slot, content: &Content) -> u64 {
-    tallies
-        .slots
-        .get(slot)
-        .and_then(|(_, contents)| contents.get(content))
-        .copied()
-        .unwrap_or(0)
-}
-
 /// `records` applied in sink order as an upsert by window end: each window's last value.
 fn upsert(records: &[Record]) -> BTreeMap<i64, i128> {
     records.iter().map(|r| (r.window_end, r.sum)).collect()
@@ -535,13 +575,30 @@ fn upsert(records: &[Record]) -> BTreeMap<i64, i128> {
 /// windows whose last value differs from the reference's (`want`, the reference's upsert):
 /// missing and extra windows too.
 fn stale_windows(want: &BTreeMap<i64, i128>, seen: &[Record]) -> u64 {
-    let got = upsert(seen);
-    let differ = got
+    // Each window's records in sink order, windows in order: a window's last value is its
+    // run's last.
+    let mut places: Vec<(i64, usize)> = seen
         .iter()
-        .filter(|&(end, sum)| want.get(end) != Some(sum))
-        .count();
-    let shared = got.keys().filter(|end| want.contains_key(end)).count();
-    (differ + (want.len() - shared)) as u64
+        .enumerate()
+        .map(|(at, record)| (record.window_end, at))
+        .collect();
+    places.sort_unstable();
+    let mut stale = 0;
+    let mut wanted = want.iter().peekable();
+    for (i, &(end, at)) in places.iter().enumerate() {
+        if places.get(i + 1).is_some_and(|&(next, _)| next == end) {
+            continue;
+        }
+        // Windows the reference has before this one and the view has not.
+        while wanted.next_if(|&(&want_end, _)| want_end < end).is_some() {
+            stale += 1;
+        }
+        match wanted.next_if(|&(&want_end, _)| want_end == end) {
+            Some((_, &sum)) if sum == seen[at].sum => {}
+            _ => stale += 1,
+        }
+    }
+    stale + wanted.count() as u64
 }
 
 /// Every view of a run, judged, with why each fails what was asked (empty when it holds).
@@ -659,6 +716,146 @@ mod tests {
         );
         seen.dropped_late = 3;
         assert!(judge(&want, &seen)[0].final_windows_match);
+    }
+
+    /// The judgement as it was first written (every reference record and every view record
+    /// in one map, per point): (delivered, duplicates, lost, wrong, stale windows, first
+    /// wrong record).
+    fn judged_in_one_map(
+        want: &[Record],
+        seen: &[Record],
+        key: KeyScheme,
+    ) -> (u64, u64, u64, u64, u64, Option<String>) {
+        let mut slots: BTreeMap<Slot, BTreeMap<Content, (u64, u64)>> = BTreeMap::new();
+        for record in want {
+            slots
+                .entry(slot(record, key))
+                .or_default()
+                .entry(content(record))
+                .or_default()
+                .0 += 1;
+        }
+        let mut first_wrong = None;
+        for record in seen {
+            let copies = slots
+                .entry(slot(record, key))
+                .or_default()
+                .entry(content(record))
+                .or_default();
+            if copies.0 == 0 && first_wrong.is_none() {
+                first_wrong = Some(record.to_json_line());
+            }
+            copies.1 += 1;
+        }
+        let (mut delivered, mut duplicates, mut wrong, mut lost) = (0, 0, 0, 0);
+        for contents in slots.values() {
+            let (mut missing, mut foreign) = (0, 0);
+            for &(want, got) in contents.values() {
+                delivered += want.min(got);
+                if want == 0 {
+                    foreign += got;
+                } else {
+                    duplicates += got.saturating_sub(want);
+                    missing += want.saturating_sub(got);
+                }
+            }
+            wrong += foreign;
+            lost += missing.saturating_sub(foreign);
+        }
+        let (want, got) = (upsert(want), upsert(seen));
+        let mut ends: Vec<i64> = want.keys().chain(got.keys()).copied().collect();
+        ends.sort_unstable();
+        ends.dedup();
+        let stale = ends
+            .iter()
+            .filter(|end| want.get(end) != got.get(end))
+            .count() as u64;
+        (delivered, duplicates, lost, wrong, stale, first_wrong)
+    }
+
+    #[test]
+    fn the_judgement_is_the_one_map_judgement_on_every_edit_of_ch04() {
+        // Every view made of ch04's records with one record dropped, repeated at any place,
+        // or changed in one field, and then one more such edit, under both key schemes.
+        let edits = |records: &[Record]| -> Vec<Vec<Record>> {
+            let mut out = Vec::new();
+            for i in 0..records.len() {
+                let mut dropped = records.to_vec();
+                dropped.remove(i);
+                out.push(dropped);
+                for at in 0..=records.len() {
+                    let mut repeated = records.to_vec();
+                    repeated.insert(at, records[i].clone());
+                    out.push(repeated);
+                }
+                for change in 0..5 {
+                    let mut changed = records.to_vec();
+                    let r = &mut changed[i];
+                    match change {
+                        0 => r.sum += 1,
+                        1 => r.watermark += 1,
+                        2 => r.window_end += 10,
+                        3 => r.key = format!("0{}", r.key),
+                        _ => r.kind = RecordKind::LateUpdate,
+                    }
+                    out.push(changed);
+                }
+            }
+            out
+        };
+        let want = ch04();
+        let mut judged = 0;
+        for key in [KeyScheme::EventIndex, KeyScheme::ProcessingTime] {
+            let reference = reference(want.clone());
+            for once in edits(&want) {
+                for seen in edits(&once) {
+                    let v = &judge(&reference, &observation(key, seen.clone()))[0];
+                    assert_eq!(
+                        (
+                            v.delivered,
+                            v.duplicates,
+                            v.lost,
+                            v.wrong,
+                            v.stale_windows,
+                            v.first_wrong.clone()
+                        ),
+                        judged_in_one_map(&want, &seen, key),
+                        "{seen:?}"
+                    );
+                    judged += 1;
+                }
+            }
+        }
+        assert_eq!(judged, 4_400);
+    }
+
+    #[test]
+    fn triggers_are_equal_exactly_when_their_texts_are() {
+        let texts = [
+            "0",
+            "00",
+            "7",
+            "07",
+            "+7",
+            "-7",
+            "13",
+            "flush",
+            "",
+            "18446744073709551615",
+            "18446744073709551616",
+            "1 3",
+        ];
+        for a in texts {
+            for b in texts {
+                assert_eq!(Trigger::of(a) == Trigger::of(b), a == b, "{a:?} {b:?}");
+            }
+        }
+        assert_eq!(Trigger::of("13"), Trigger::Index(13));
+        assert_eq!(Trigger::of("013"), Trigger::Text("013".to_string()));
+        assert_eq!(
+            Trigger::of("18446744073709551616"),
+            Trigger::Text("18446744073709551616".to_string())
+        );
     }
 
     #[test]
