@@ -263,10 +263,9 @@ impl Forks {
             .known
             .as_ref()
             .expect("a converging run's sink is the documented file");
-        let mut observation = Observation::of_file_sink_known(
+        let mut observation = Observation::of_file_view(
             &self.spec.config,
-            known,
-            &sink_bytes,
+            known.observe(&sink_bytes),
             &self.end.files,
             &incarnations,
             &Outcome::Completed,

@@ -348,28 +348,9 @@ impl Observation {
         )
     }
 
-    /// `of_file_sink` of a run whose file sink holds `sink_bytes`, reading the lines that
-    /// `known` (the fault-free run's file) holds from it: the same observation.
-    pub fn of_file_sink_known(
-        config: &EngineConfig,
-        known: &KnownSink,
-        sink_bytes: &[u8],
-        files: &[String],
-        incarnations: &[Incarnation],
-        outcome: &Outcome,
-        final_state: &OperatorState,
-    ) -> Observation {
-        Observation::of_file_view(
-            config,
-            known.observe(sink_bytes),
-            files,
-            incarnations,
-            outcome,
-            final_state,
-        )
-    }
-
-    fn of_file_view(
+    /// `of_file_sink` of a run whose sink file was already read into `view` (a forked point
+    /// reads it with the fault-free run's lines: [`KnownSink::observe`], the same view).
+    pub fn of_file_view(
         config: &EngineConfig,
         view: ViewObservation,
         files: &[String],
