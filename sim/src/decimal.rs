@@ -14,13 +14,27 @@ impl Decimal {
     pub fn of(value: u128) -> Decimal {
         let mut digits = [0u8; Decimal::DIGITS_MAX];
         let mut start = Decimal::DIGITS_MAX;
-        let mut rest = value;
+        // Division of a u128 is a call into a slow routine; nearly every number fits a u64.
+        let mut high = value;
+        let mut low = u64::try_from(value).ok();
         loop {
             assert!(start > 0, "at most 39 digits");
             start -= 1;
-            digits[start] = b'0' + (rest % 10) as u8;
-            rest /= 10;
-            if rest == 0 {
+            let digit = match low.as_mut() {
+                Some(rest) => {
+                    let digit = *rest % 10;
+                    *rest /= 10;
+                    digit
+                }
+                None => {
+                    let digit = (high % 10) as u64;
+                    high /= 10;
+                    low = u64::try_from(high).ok();
+                    digit
+                }
+            };
+            digits[start] = b'0' + digit as u8;
+            if low == Some(0) {
                 break;
             }
         }
@@ -46,7 +60,12 @@ mod tests {
             99,
             100,
             12_345,
+            u128::from(u64::MAX) - 1,
             u128::from(u64::MAX),
+            u128::from(u64::MAX) + 1,
+            u128::from(u64::MAX) * 10,
+            u128::from(u64::MAX) * 10 + 9,
+            u128::MAX / 10,
             u128::MAX,
         ] {
             assert_eq!(Decimal::of(value).as_bytes(), value.to_string().as_bytes());
