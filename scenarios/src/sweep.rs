@@ -15,7 +15,8 @@ use crate::verdict::{judge, Reference, Verdict};
 use keel_engine::{Record, SinkKind};
 use keel_sim::disk::POWER_LOSS_ENUMERATION_BOUND;
 use keel_sim::{
-    CrashPoint, Fault, FaultKind, FaultPlan, FingerprintBuilder, PlannedFault, SeedTree, Subsystem,
+    CrashPoint, Decimal, Fault, FaultKind, FaultPlan, FingerprintBuilder, PlannedFault, SeedTree,
+    Subsystem,
 };
 use rand_core::RngCore;
 use serde::{Deserialize, Serialize};
@@ -416,6 +417,7 @@ pub fn run_point(
     let PointRun {
         observation,
         fingerprint,
+        ..
     } = match forks {
         Some(forks) => forks[&point.sink].run_point(&plan, true),
         None => PointRun::naive(&RunSpec {
@@ -501,9 +503,9 @@ fn outcome_digest(
 }
 
 /// Appends `record.to_json_line()` to `out`, without the allocations of building it apart
-/// where its key needs no escaping in JSON (no '"', no '\\', no control character).
+/// and without `fmt` where its key needs no escaping in JSON (no '"', no '\\', no control
+/// character): a sweep writes every record of every point's view.
 fn push_json_line(out: &mut String, record: &Record) {
-    use std::fmt::Write;
     let plain = record
         .key
         .bytes()
@@ -512,16 +514,26 @@ fn push_json_line(out: &mut String, record: &Record) {
         out.push_str(&record.to_json_line());
         return;
     }
-    write!(
-        out,
-        "{{\"key\": \"{}\", \"window_end\": {}, \"sum\": {}, \"watermark\": {}, \"kind\": \"{}\"}}",
-        record.key,
-        record.window_end,
-        record.sum,
-        record.watermark,
-        record.kind.as_str()
-    )
-    .expect("writing to a String cannot fail");
+    out.push_str("{\"key\": \"");
+    out.push_str(&record.key);
+    out.push_str("\", \"window_end\": ");
+    push_integer(out, i128::from(record.window_end));
+    out.push_str(", \"sum\": ");
+    push_integer(out, record.sum);
+    out.push_str(", \"watermark\": ");
+    push_integer(out, i128::from(record.watermark));
+    out.push_str(", \"kind\": \"");
+    out.push_str(record.kind.as_str());
+    out.push_str("\"}");
+}
+
+/// Appends `value` as `Display` writes it.
+fn push_integer(out: &mut String, value: i128) {
+    if value < 0 {
+        out.push('-');
+    }
+    let digits = Decimal::of(value.unsigned_abs());
+    out.push_str(std::str::from_utf8(digits.as_bytes()).expect("ASCII digits"));
 }
 
 impl SweepReport {
