@@ -48,13 +48,17 @@ use crate::runner::{
 };
 use keel_engine::{IncarnationStats, KeyScheme, OperatorState, SinkKind, SINK_WRITE_OP};
 use keel_sim::{Disk, DiskError, FaultPlan, Fingerprint};
+use shared::{Boundary, Candidate, Class, SharedFutures};
+use std::sync::Arc;
+
+mod shared;
 
 /// The most snapshots a fault-free run keeps: one every `ceil((events + 1) / SNAPSHOTS_MAX)`
 /// events, so memory stays bounded while a point re-runs at most that many events of prefix.
 pub const SNAPSHOTS_MAX: u64 = 256;
 
 /// One fault-free run of a sink, with its snapshots.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Forks {
     spec: RunSpec,
     /// A snapshot every `every_events` events (before event 0, `every_events`, ...).
@@ -68,6 +72,8 @@ pub struct Forks {
     /// The fault-free run's file sink, where the oracle reads it, line by line: a point's
     /// file is mostly its bytes, and only the rest is parsed (None: the log, or no file).
     known: Option<KnownSink>,
+    /// Futures of points' runs that later points share (`fork/shared.rs`).
+    shared: SharedFutures,
 }
 
 /// What converging at a snapshot compares and takes from the fault-free run.
@@ -98,6 +104,8 @@ struct End {
 pub struct PointRun {
     pub observation: Observation,
     pub fingerprint: Option<Fingerprint>,
+    /// Whether it stopped where an earlier point's run stood for it (`fork/shared.rs`).
+    pub shared: bool,
 }
 
 impl PointRun {
@@ -110,6 +118,7 @@ impl PointRun {
         PointRun {
             observation: Observation::of_known(result, &spec.config, known),
             fingerprint: Some(result.world.fingerprint()),
+            shared: false,
         }
     }
 }
@@ -117,9 +126,16 @@ impl PointRun {
 impl Forks {
     /// Runs `spec` (fault-free) once, keeping a snapshot every few events.
     pub fn new(spec: &RunSpec) -> Forks {
+        Forks::with_snapshots_max(spec, SNAPSHOTS_MAX)
+    }
+
+    /// [`Forks::new`] with at most `snapshots_max` snapshots (tests take few, so that most
+    /// points run far before they converge, and share futures on the way).
+    pub fn with_snapshots_max(spec: &RunSpec, snapshots_max: u64) -> Forks {
         assert!(spec.plan.is_empty(), "snapshots of the fault-free run");
+        assert!(snapshots_max >= 1);
         let every_events = (spec.events.len() as u64 + 1)
-            .div_ceil(SNAPSHOTS_MAX)
+            .div_ceil(snapshots_max)
             .max(1);
         let mut snapshots = Vec::new();
         let driven = run_between(spec, &mut |between| {
@@ -195,6 +211,7 @@ impl Forks {
                 final_state: result.final_state,
             },
             known,
+            shared: SharedFutures::default(),
         }
     }
 
@@ -210,27 +227,45 @@ impl Forks {
             return false;
         };
         assert_eq!(snapshot.index, between.index, "snapshot {at}");
-        let (env, base) = (between.world.env(), snapshot.world.env());
-        let clock_unobserved = match config.key {
-            KeyScheme::ProcessingTime => {
-                env.clock == base.clock && env.sink_down_until_ms == base.sink_down_until_ms
-            }
-            KeyScheme::EventIndex => {
-                env.sink_down_until_ms <= env.clock.now_ms()
-                    && base.sink_down_until_ms <= base.clock.now_ms()
-            }
-        };
+        let base = snapshot.world.env();
         facts.sink_appended_only
             && between.world.plan_spent()
-            && clock_unobserved
-            && between.engine.same_future_as(&snapshot.engine)
-            && env.txlog == base.txlog
             // Bytes a failed fsync left in the page cache read differently once the cache
             // drops them (an eviction, the end of the run): a future the fault-free run,
             // which has none, cannot stand for. The append sink's file is compared emptied,
             // so this is checked on the whole disk first.
-            && env.disk.unpersisted_bytes() == 0
-            && compared_disk(&env.disk, config.sink).is_ok_and(|disk| disk == facts.disk)
+            && between.world.env().disk.unpersisted_bytes() == 0
+            && compared_disk(&between.world.env().disk, config.sink).is_ok_and(|disk| {
+                same_future(
+                    config.key,
+                    &boundary_of(between, &disk),
+                    &Boundary {
+                        clock: &base.clock,
+                        sink_down_until_ms: base.sink_down_until_ms,
+                        engine: &snapshot.engine,
+                        txlog: &base.txlog,
+                        disk: &facts.disk,
+                    },
+                )
+            })
+    }
+
+    /// The class remembered at this boundary whose future the run shown by `between` shares
+    /// (see `fork/shared.rs`), if any.
+    fn shares(&self, between: &Between) -> Option<Arc<Class>> {
+        let config = &self.spec.config;
+        if config.sink.is_transactional() || !between.world.plan_spent() {
+            return None;
+        }
+        let classes = self.shared.at(between.index);
+        if classes.is_empty() || between.world.env().disk.unpersisted_bytes() != 0 {
+            return None;
+        }
+        let disk = compared_disk(&between.world.env().disk, config.sink).ok()?;
+        let this = boundary_of(between, &disk);
+        classes
+            .into_iter()
+            .find(|class| same_future(config.key, &this, &class.state.boundary()))
     }
 
     /// The observation of a run stopped where it converged ([`Forks::converges`]): its
@@ -240,23 +275,58 @@ impl Forks {
     /// names at the boundary, and the same operations follow).
     fn converged(&self, paused: &Paused) -> Observation {
         let at = (paused.index / self.every_events) as usize;
-        let (snapshot, facts) = (&self.snapshots[at], &self.facts[at]);
+        let snapshot = &self.snapshots[at];
         assert_eq!(snapshot.index, paused.index);
-        assert!(facts.sink_appended_only);
+        assert!(self.facts[at].sink_appended_only);
+        self.finish(paused, &self.rest_after(at))
+    }
+
+    /// What the fault-free run did after its snapshot `at`.
+    fn rest_after(&self, at: usize) -> Rest<'_> {
+        let snapshot = &self.snapshots[at];
+        Rest {
+            appended: vec![&self.end.sink_bytes[self.facts[at].sink_len_bytes..]],
+            stats_at: snapshot.engine.stats().clone(),
+            stats_end: self.end.stats.clone(),
+            served_after: self.end.served - snapshot.world.served_requests(SINK_WRITE_OP),
+        }
+    }
+
+    /// The observation of a run stopped where it shares the future of `class`: as if it had
+    /// gone on as the class's run did, which converged at one of the snapshots.
+    fn shared(&self, paused: &Paused, class: &Class) -> Observation {
+        let fault_free = self.rest_after(class.snapshot);
+        // The class's run's last incarnation at its end, as `converged` made it.
+        let stats_end = taken_on(
+            &class.stats_then,
+            &fault_free.stats_at,
+            &fault_free.stats_end,
+        );
+        let rest = Rest {
+            appended: vec![&class.appended, fault_free.appended[0]],
+            stats_at: class.state.stats().clone(),
+            stats_end,
+            served_after: class.served_then - class.state.served() + fault_free.served_after,
+        };
+        self.finish(paused, &rest)
+    }
+
+    /// The observation of a run stopped at an event boundary, with `rest` what a run that
+    /// went on from the same state did after it (the files and final windows are the
+    /// fault-free run's: every run that goes on alike converges on it).
+    fn finish(&self, paused: &Paused, rest: &Rest) -> Observation {
         let mut sink_bytes = paused
             .world
             .env()
             .disk
             .read(&self.spec.config.sink.file_name())
             .expect("compared: the sink file exists");
-        sink_bytes.extend_from_slice(&self.end.sink_bytes[facts.sink_len_bytes..]);
+        for bytes in &rest.appended {
+            sink_bytes.extend_from_slice(bytes);
+        }
         let mut incarnations = paused.incarnations.clone();
         incarnations.push(Incarnation {
-            stats: taken_on(
-                paused.engine.stats(),
-                snapshot.engine.stats(),
-                &self.end.stats,
-            ),
+            stats: taken_on(paused.engine.stats(), &rest.stats_at, &rest.stats_end),
             end: IncarnationEnd::Completed,
         });
         let known = self
@@ -271,12 +341,11 @@ impl Forks {
             &Outcome::Completed,
             &self.end.final_state,
         );
-        // The sink served the point's requests up to the boundary, then those the
-        // fault-free run sent after it (the same requests follow).
-        let served_after = self.end.served - snapshot.world.served_requests(SINK_WRITE_OP);
+        // The sink served the point's requests up to the boundary, then those the other run
+        // sent after it (the same requests follow).
         let stats = incarnations.iter().map(|i| &i.stats);
         observation.sink_writes = Some(SinkWriteCounts {
-            served: paused.world.served_requests(SINK_WRITE_OP) + served_after,
+            served: paused.world.served_requests(SINK_WRITE_OP) + rest.served_after,
             written: stats.clone().map(|s| s.written).sum(),
             skipped: stats.map(|s| s.skipped).sum(),
         });
@@ -328,7 +397,9 @@ impl Forks {
         }
     }
 
-    /// One point of a sweep under `plan`, forked, and stopped where it converges if asked.
+    /// One point of a sweep under `plan`, forked, and stopped where it converges if asked:
+    /// on the fault-free run at a snapshot, or on an earlier point's run at the first
+    /// boundary with its plan spent (`fork/shared.rs`).
     pub fn run_point(&self, plan: &FaultPlan, converge: bool) -> PointRun {
         let spec = RunSpec {
             plan: plan.clone(),
@@ -337,20 +408,108 @@ impl Forks {
         let Some(paused) = self.fork(plan, false) else {
             return PointRun::of(&run(&spec), &spec, self.known.as_ref());
         };
+        let sink = self.spec.config.sink;
+        let mut candidate: Option<Candidate> = None;
+        let mut joined: Option<Arc<Class>> = None;
         let driven = resume(&self.spec, paused, &mut |between| {
-            if converge && self.converges(&between) {
-                Control::Stop
-            } else {
-                Control::Continue
+            if !converge {
+                return Control::Continue;
             }
+            if self.converges(&between) {
+                return Control::Stop;
+            }
+            if let Some(class) = self.shares(&between) {
+                joined = Some(class);
+                return Control::Stop;
+            }
+            if candidate.is_none() && !sink.is_transactional() && between.world.plan_spent() {
+                candidate = Candidate::of(&between, sink);
+            }
+            Control::Continue
         });
         match driven {
             Driven::Finished(result) => PointRun::of(&result, &spec, self.known.as_ref()),
-            Driven::Stopped(paused) => PointRun {
-                observation: self.converged(&paused),
-                fingerprint: None,
-            },
+            Driven::Stopped(paused) => {
+                let observation = match &joined {
+                    Some(class) => self.shared(&paused, class),
+                    None => {
+                        if let Some(candidate) = candidate {
+                            self.remember(candidate, &paused);
+                        }
+                        self.converged(&paused)
+                    }
+                };
+                PointRun {
+                    observation,
+                    fingerprint: None,
+                    shared: joined.is_some(),
+                }
+            }
         }
+    }
+
+    /// Remembers the future of a run from its first boundary with its plan spent
+    /// (`candidate`), now that it converged at `paused` (a snapshot).
+    fn remember(&self, candidate: Candidate, paused: &Paused) {
+        if candidate.index() == paused.index {
+            // It converged there: the fault-free run's snapshot already stands for it.
+            return;
+        }
+        let at = (paused.index / self.every_events) as usize;
+        let sink_then = paused
+            .world
+            .env()
+            .disk
+            .read(&self.spec.config.sink.file_name())
+            .expect("compared: the sink file exists");
+        let class = Class::new(
+            candidate,
+            at,
+            &sink_then,
+            paused.engine.stats().clone(),
+            paused.world.served_requests(SINK_WRITE_OP),
+        );
+        if let Some(class) = class {
+            self.shared.remember(class);
+        }
+    }
+}
+
+/// What a run that goes on from an event boundary does after it, as a stopped run takes it
+/// on: the bytes it appends to its sink (in pieces), its last incarnation's stats at the
+/// boundary and at its end, and the sink writes served after the boundary.
+struct Rest<'a> {
+    appended: Vec<&'a [u8]>,
+    stats_at: IncarnationStats,
+    stats_end: IncarnationStats,
+    served_after: u64,
+}
+
+/// Whether two runs at the same event boundary go on alike (the rules are in the module's
+/// documentation): the same engine but for its counters, the same compared disk and log, and
+/// the clock equal where it can be observed. Both have their plans spent and nothing
+/// unpersisted: the callers check.
+fn same_future(key: KeyScheme, a: &Boundary, b: &Boundary) -> bool {
+    let clock_unobserved = match key {
+        KeyScheme::ProcessingTime => {
+            a.clock == b.clock && a.sink_down_until_ms == b.sink_down_until_ms
+        }
+        KeyScheme::EventIndex => {
+            a.sink_down_until_ms <= a.clock.now_ms() && b.sink_down_until_ms <= b.clock.now_ms()
+        }
+    };
+    clock_unobserved && a.engine.same_future_as(b.engine) && a.txlog == b.txlog && a.disk == b.disk
+}
+
+/// The boundary `between` shows, with `disk` its compared disk.
+fn boundary_of<'a>(between: &'a Between, disk: &'a Disk) -> Boundary<'a> {
+    let env = between.world.env();
+    Boundary {
+        clock: &env.clock,
+        sink_down_until_ms: env.sink_down_until_ms,
+        engine: between.engine,
+        txlog: &env.txlog,
+        disk,
     }
 }
 
@@ -416,6 +575,7 @@ mod tests {
     use super::*;
     use crate::catalogue::Scenario;
     use crate::spec::ScenarioSpec;
+    use keel_engine::CheckpointMode;
     use keel_sim::{CrashPoint, Fault, PlannedFault};
 
     /// Every single fault of these kinds at every step of ch04's fault-free run, forked and
@@ -454,6 +614,68 @@ mod tests {
             }
         }
         (points, converged)
+    }
+
+    /// Every point of these faults at every step of a generated stream, with few snapshots
+    /// so that points run long before they converge: a point that stops where an earlier
+    /// point's run stood for it observes what the run from scratch observes. Returns
+    /// (points, shared points).
+    fn shared_equals_naive(sink: SinkKind, checkpoint_mode: CheckpointMode) -> (u64, u64) {
+        let spec = ScenarioSpec {
+            checkpoint_every: 20,
+            checkpoint_mode,
+            ..ScenarioSpec::ch04(0)
+        };
+        let text = crate::gen::generate(&crate::gen::GenSpec {
+            events: 160,
+            seed: 3,
+            out_of_orderness: 5,
+            late_fraction: 0.1,
+            late_by_max: 30,
+            value_max: 9,
+        });
+        let events = keel_engine::parse_events(&text).unwrap();
+        let fault_free = spec.run_spec(&events, sink, FaultPlan::none()).unwrap();
+        let forks = Forks::with_snapshots_max(&fault_free, 4);
+        let steps = run(&fault_free).world.steps_taken();
+        let (mut points, mut shared) = (0, 0);
+        for step in 0..steps {
+            for fault in [
+                Fault::ProcessCrash {
+                    at: CrashPoint::Before,
+                },
+                Fault::ProcessCrash {
+                    at: CrashPoint::After,
+                },
+                Fault::PowerLoss {
+                    at: CrashPoint::After,
+                    state: 0,
+                },
+                Fault::DiskError,
+                Fault::AckLost,
+            ] {
+                let plan = FaultPlan::new([PlannedFault { step, fault }]).unwrap();
+                let forked = forks.run_point(&plan, true);
+                let naive = PointRun::naive(&RunSpec {
+                    plan,
+                    ..fault_free.clone()
+                });
+                assert_eq!(forked.observation, naive.observation, "{fault} at {step}");
+                points += 1;
+                shared += u64::from(forked.shared);
+            }
+        }
+        (points, shared)
+    }
+
+    #[test]
+    fn a_point_that_shares_an_earlier_points_future_observes_what_the_naive_run_observes() {
+        let figures = [
+            shared_equals_naive(SinkKind::Append, CheckpointMode::Full),
+            shared_equals_naive(SinkKind::Idempotent, CheckpointMode::Full),
+            shared_equals_naive(SinkKind::Append, CheckpointMode::Incremental),
+        ];
+        assert_eq!(figures, [(1275, 692), (1275, 656), (1460, 805)]);
     }
 
     #[test]

@@ -1,0 +1,176 @@
+//! Shared futures: two points of a sweep whose runs reach the same event boundary in states
+//! nothing after it can tell apart go on alike from there, so the later one stops at that
+//! boundary and takes the rest of its run from the earlier one (the issue's "share
+//! post-recovery runs": every process crash between two checkpoints recovers from the same
+//! checkpoint to the same boundary, and only the first of them replays the input from it).
+//!
+//! The rule is the convergence rule of `fork.rs` ([`super::same_future`]), applied between
+//! two faulty runs instead of a faulty run and the fault-free one: the same engine (all but
+//! its counters), the same disk but for the append sink's bytes, no byte a failed fsync left
+//! unpersisted, the same transactional log, the clock equal where the engine observes it, and
+//! no fault still to come in either run. A point is remembered at its first boundary with its
+//! plan spent, and only once its own run has converged on the fault-free run (so what it left
+//! after the boundary is known: its own appends up to the snapshot it converged at, then the
+//! fault-free run's rest), and only when it only appended to its sink after the boundary.
+//!
+//! Which point of a class runs and which takes the rest depends on the order points finish
+//! on several threads; what every point observes does not (that is the rule's claim, checked
+//! against `--naive` in `scenarios/tests/fork.rs`), so reports stay the same whatever the
+//! thread count. The table is bounded ([`SHARED_FUTURES_MAX`]): forgetting a class costs
+//! time, never a different result.
+
+use super::compared_disk;
+use crate::runner::Between;
+use keel_engine::{Engine, IncarnationStats, SinkKind, SINK_WRITE_OP};
+use keel_sim::{Clock, Disk, TxLog};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+/// The most futures a sweep keeps at once. Points come in step order, so a class's members
+/// follow each other: the oldest boundaries are forgotten first.
+pub const SHARED_FUTURES_MAX: usize = 32;
+
+/// What the future of a run depends on at an event boundary, as [`super::same_future`]
+/// compares it.
+#[derive(Clone, Debug)]
+pub struct Boundary<'a> {
+    pub clock: &'a Clock,
+    pub sink_down_until_ms: u64,
+    pub engine: &'a Engine,
+    pub txlog: &'a TxLog,
+    /// The disk with the append sink's bytes left out ([`compared_disk`]).
+    pub disk: &'a Disk,
+}
+
+/// A run's state at its first boundary with its plan spent, kept until the run ends.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    index: u64,
+    clock: Clock,
+    sink_down_until_ms: u64,
+    engine: Engine,
+    txlog: TxLog,
+    disk: Disk,
+    /// The sink file then, whole (checked to be a prefix of what the run ends with).
+    sink_bytes: Vec<u8>,
+    stats: IncarnationStats,
+    served: u64,
+}
+
+impl Candidate {
+    /// The state of the run `between` shows, if it can stand for others: its plan spent and
+    /// nothing left unpersisted (a cache drop would change it).
+    pub fn of(between: &Between, sink: SinkKind) -> Option<Candidate> {
+        let env = between.world.env();
+        if !between.world.plan_spent() || env.disk.unpersisted_bytes() != 0 {
+            return None;
+        }
+        Some(Candidate {
+            index: between.index,
+            clock: env.clock,
+            sink_down_until_ms: env.sink_down_until_ms,
+            engine: between.engine.clone(),
+            txlog: env.txlog.clone(),
+            disk: compared_disk(&env.disk, sink).ok()?,
+            sink_bytes: env.disk.read(&sink.file_name()).ok()?,
+            stats: between.engine.stats().clone(),
+            served: between.world.served_requests(SINK_WRITE_OP),
+        })
+    }
+
+    /// The boundary: the next event the run reads.
+    pub fn index(&self) -> u64 {
+        self.index
+    }
+
+    /// The run's last incarnation's stats at the boundary.
+    pub fn stats(&self) -> &IncarnationStats {
+        &self.stats
+    }
+
+    /// The sink writes served by the boundary.
+    pub fn served(&self) -> u64 {
+        self.served
+    }
+
+    pub fn boundary(&self) -> Boundary<'_> {
+        Boundary {
+            clock: &self.clock,
+            sink_down_until_ms: self.sink_down_until_ms,
+            engine: &self.engine,
+            txlog: &self.txlog,
+            disk: &self.disk,
+        }
+    }
+}
+
+/// A remembered boundary and what its run did after it.
+#[derive(Debug)]
+pub struct Class {
+    pub state: Candidate,
+    /// The bytes the run appended to its sink from the boundary to the snapshot where it
+    /// converged on the fault-free run.
+    pub appended: Vec<u8>,
+    /// That snapshot's position among the fault-free run's snapshots.
+    pub snapshot: usize,
+    /// The run's last incarnation's stats there, and the sink writes served by then.
+    pub stats_then: IncarnationStats,
+    pub served_then: u64,
+}
+
+impl Class {
+    /// The class of `candidate`, whose run converged at snapshot `snapshot` with its sink
+    /// file then `sink_then`: None if the run did more than append to its sink after the
+    /// boundary.
+    pub fn new(
+        state: Candidate,
+        snapshot: usize,
+        sink_then: &[u8],
+        stats_then: IncarnationStats,
+        served_then: u64,
+    ) -> Option<Class> {
+        let appended = sink_then
+            .strip_prefix(state.sink_bytes.as_slice())?
+            .to_vec();
+        Some(Class {
+            state,
+            appended,
+            snapshot,
+            stats_then,
+            served_then,
+        })
+    }
+}
+
+/// The futures of one sink's sweep, by boundary: shared by the threads running its points.
+#[derive(Debug, Default)]
+pub struct SharedFutures {
+    /// By (boundary, order of arrival).
+    classes: Mutex<BTreeMap<(u64, u64), Arc<Class>>>,
+}
+
+impl SharedFutures {
+    /// The classes remembered at the boundary `index`, oldest first.
+    pub fn at(&self, index: u64) -> Vec<Arc<Class>> {
+        let classes = self.classes.lock().expect("no thread panics holding it");
+        classes
+            .range((index, 0)..=(index, u64::MAX))
+            .map(|(_, class)| Arc::clone(class))
+            .collect()
+    }
+
+    /// Remembers `class`, forgetting the oldest boundary's first if the table is full.
+    pub fn remember(&self, class: Class) {
+        let mut classes = self.classes.lock().expect("no thread panics holding it");
+        let index = class.state.index;
+        let order = classes
+            .range((index, 0)..=(index, u64::MAX))
+            .next_back()
+            .map_or(0, |((_, order), _)| order + 1);
+        classes.insert((index, order), Arc::new(class));
+        while classes.len() > SHARED_FUTURES_MAX {
+            classes.pop_first();
+        }
+        assert!(classes.len() <= SHARED_FUTURES_MAX);
+    }
+}
