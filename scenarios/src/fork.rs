@@ -670,12 +670,14 @@ mod tests {
 
     #[test]
     fn a_point_that_shares_an_earlier_points_future_observes_what_the_naive_run_observes() {
+        // How many share depends on `SHARED_FUTURES_MAX` (a forgotten class is run again);
+        // what each point observes does not.
         let figures = [
             shared_equals_naive(SinkKind::Append, CheckpointMode::Full),
             shared_equals_naive(SinkKind::Idempotent, CheckpointMode::Full),
             shared_equals_naive(SinkKind::Append, CheckpointMode::Incremental),
         ];
-        assert_eq!(figures, [(1275, 692), (1275, 656), (1460, 805)]);
+        assert_eq!(figures, [(1275, 692), (1275, 655), (1460, 805)]);
     }
 
     #[test]
