@@ -3,7 +3,7 @@
 //! sink and fault kind. The steps (sites) come from `crate::sites`.
 
 use crate::baseline::Baseline;
-use crate::fork::{Forks, PointRun};
+use crate::fork::{Forks, PointRun, SharedFutures};
 use crate::observation::{Observation, Recovery};
 use crate::property::{failures, Expectation, Property};
 use crate::reproduce::{replay_plan_command, reproduce_point};
@@ -403,14 +403,55 @@ pub fn sweep_points(
     all
 }
 
+/// How many consecutive points (by index in the whole sweep) one thread runs in order with
+/// one table of shared futures (`fork/shared.rs`): chunks are the same whatever the thread
+/// count, so every record is too. Sharing stops at a chunk's end; a chunk is never cut.
+pub const SHARING_CHUNK_POINTS: u64 = 64;
+
+/// Runs `points` (consecutive, in point order, `(index, point)`, from one chunk of
+/// [`SHARING_CHUNK_POINTS`]) one after the other, each as [`run_point`] does, later ones
+/// sharing the futures of earlier ones where they reach the same state.
+pub fn run_chunk(
+    spec: &ScenarioSpec,
+    baselines: &BTreeMap<SinkKind, Baseline>,
+    forks: Option<&BTreeMap<SinkKind, Forks>>,
+    points: &[(u64, &SweepPoint)],
+) -> Vec<Vec<PointRecord>> {
+    let chunks: BTreeSet<u64> = points
+        .iter()
+        .map(|(index, _)| index / SHARING_CHUNK_POINTS)
+        .collect();
+    assert!(chunks.len() <= 1, "one chunk");
+    let mut tables: BTreeMap<SinkKind, SharedFutures> = BTreeMap::new();
+    points
+        .iter()
+        .map(|&(index, point)| {
+            let shared = tables.entry(point.sink).or_default();
+            run_point(spec, baselines, forks, index, point, Some(shared))
+        })
+        .collect()
+}
+
+/// `indexed` (consecutive points, in order) cut into chunks of [`SHARING_CHUNK_POINTS`] at
+/// multiples of it: the same cuts whatever the thread count.
+pub fn sharing_chunks<'p, 'a>(
+    indexed: &'a [(u64, &'p SweepPoint)],
+) -> Vec<&'a [(u64, &'p SweepPoint)]> {
+    indexed
+        .chunk_by(|(a, _), (b, _)| a / SHARING_CHUNK_POINTS == b / SHARING_CHUNK_POINTS)
+        .collect()
+}
+
 /// Runs one point (forked from `forks`, or from scratch without) and judges it: once, or
-/// once per consumer view for the transactional sink.
+/// once per consumer view for the transactional sink. With `shared`, a forked point may
+/// stop where an earlier point's run stood for it, and is remembered for later ones.
 pub fn run_point(
     spec: &ScenarioSpec,
     baselines: &BTreeMap<SinkKind, Baseline>,
     forks: Option<&BTreeMap<SinkKind, Forks>>,
     index: u64,
     point: &SweepPoint,
+    shared: Option<&SharedFutures>,
 ) -> Vec<PointRecord> {
     let baseline = &baselines[&point.sink];
     let plan = FaultPlan::new(point.faults.iter().copied()).expect("distinct steps");
@@ -419,7 +460,7 @@ pub fn run_point(
         fingerprint,
         ..
     } = match forks {
-        Some(forks) => forks[&point.sink].run_point(&plan, true),
+        Some(forks) => forks[&point.sink].run_point(&plan, true, shared),
         None => PointRun::naive(&RunSpec {
             plan: plan.clone(),
             ..baseline.spec.clone()

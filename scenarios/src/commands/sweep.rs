@@ -14,7 +14,7 @@ use crate::error::KeelError;
 use crate::property::Expectation;
 use crate::spec::ScenarioSpec;
 use crate::sweep::{
-    run_point, sweep_forks, sweep_points, PointRecord, SweepPoint, SweepSpec,
+    run_chunk, sharing_chunks, sweep_forks, sweep_points, PointRecord, SweepPoint, SweepSpec,
     POWER_LOSS_STATES_MAX_DEFAULT,
 };
 use crate::tally::SweepTally;
@@ -105,37 +105,44 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
         .shard
         .map_or(0..points.len(), |shard| shard.range(points.len()));
     let indexed: Vec<(u64, &SweepPoint)> = range.clone().map(|i| (i as u64, &points[i])).collect();
+    let chunks = sharing_chunks(&indexed);
     let progress = Progress::new(indexed.len(), args.job.quiet);
-    let run = |(index, point): &(u64, &SweepPoint)| {
-        run_point(&spec, &baselines, forks.as_ref(), *index, point)
-    };
-    let on_done = |records: &Vec<PointRecord>| {
-        progress.done(
-            records
-                .iter()
-                .any(|r| !r.failures(args.expect.as_ref()).is_empty()),
-        )
+    let run = |chunk: &&[(u64, &SweepPoint)]| run_chunk(&spec, &baselines, forks.as_ref(), chunk);
+    let on_done = |chunk: &Vec<Vec<PointRecord>>| {
+        for records in chunk {
+            progress.done(
+                records
+                    .iter()
+                    .any(|r| !r.failures(args.expect.as_ref()).is_empty()),
+            )
+        }
     };
     if let Some(shard) = args.job.shard {
         // A shard prints every point's record, for `keel merge` to tally.
-        let records = par_map_interruptible(&indexed, jobs(&args.job), run, &on_done, &progress)?;
+        let records = par_map_interruptible(&chunks, jobs(&args.job), run, &on_done, &progress)?;
         let mut lines = vec![ShardLine::SweepHeader {
             spec: spec.clone(),
             sweep: sweep.clone(),
             shard,
             total: points.len() as u64,
         }];
-        lines.extend(records.into_iter().flatten().map(ShardLine::Point));
+        lines.extend(
+            records
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(ShardLine::Point),
+        );
         return Ok(Output::ok(shard_output(&lines)));
     }
     // Tallied as the points finish, in point order: no point's record is kept.
     let mut tally = SweepTally::new(&spec, &sweep, args.expect.as_ref());
     par_fold_interruptible(
-        &indexed,
+        &chunks,
         jobs(&args.job),
         run,
         &on_done,
-        &mut |records: Vec<PointRecord>| records.iter().for_each(|r| tally.add(r)),
+        &mut |chunk: Vec<Vec<PointRecord>>| chunk.iter().flatten().for_each(|r| tally.add(r)),
         &progress,
     )?;
     Ok(render(tally, args.format))

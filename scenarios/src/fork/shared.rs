@@ -9,19 +9,24 @@
 //! its counters), the same disk but for the append sink's bytes, no byte a failed fsync left
 //! unpersisted, the same transactional log, the clock equal where the engine observes it, and
 //! no fault still to come in either run. A point is remembered at its first boundary with its
-//! plan spent, and only once its own run has converged on the fault-free run (so what it left
-//! after the boundary is known: its own appends up to the snapshot it converged at, then the
-//! fault-free run's rest), and only when it only appended to its sink after the boundary.
+//! plan spent, once its own run is over: converged on the fault-free run (what it left after
+//! the boundary is its own appends up to the snapshot it converged at, then the fault-free
+//! run's rest), or run to its end, completed in the same incarnation (its appends, files,
+//! final windows and counters at the end), and only when it only appended to its sink after
+//! the boundary. Power-loss crash states that leave the same disk share this way too.
 //!
-//! Which point of a class runs and which takes the rest depends on the order points finish
-//! on several threads; what every point observes does not (that is the rule's claim, checked
-//! against `--naive` in `scenarios/tests/fork.rs`), so reports stay the same whatever the
-//! thread count. The table is bounded ([`SHARED_FUTURES_MAX`]): forgetting a class costs
-//! time, never a different result.
+//! A table serves one run of points in point order on one thread (a sweep hands each
+//! thread chunks of consecutive points, the same chunks whatever the thread count:
+//! `sweep::SHARING_CHUNK_POINTS`), so which point of a class runs and which takes the rest
+//! is the same in every run of the sweep, and so is every record, even the trace
+//! fingerprint only a point that ran to its end has. What a point observes does not depend
+//! on it at all (the rule's claim, checked against `--naive` in `scenarios/tests/fork.rs`).
+//! The table is bounded ([`SHARED_FUTURES_MAX`]): forgetting a class costs time, never a
+//! different observation.
 
 use super::compared_disk;
 use crate::runner::Between;
-use keel_engine::{Engine, IncarnationStats, SinkKind, SINK_WRITE_OP};
+use keel_engine::{Engine, IncarnationStats, OperatorState, SinkKind, SINK_WRITE_OP};
 use keel_sim::{Clock, Disk, TxLog};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -55,6 +60,8 @@ pub struct Candidate {
     sink_bytes: Vec<u8>,
     stats: IncarnationStats,
     served: u64,
+    /// The incarnations that had ended by then.
+    incarnations_ended: usize,
 }
 
 impl Candidate {
@@ -75,6 +82,7 @@ impl Candidate {
             sink_bytes: env.disk.read(&sink.file_name()).ok()?,
             stats: between.engine.stats().clone(),
             served: between.world.served_requests(SINK_WRITE_OP),
+            incarnations_ended: between.incarnations.len(),
         })
     }
 
@@ -86,6 +94,11 @@ impl Candidate {
     /// The run's last incarnation's stats at the boundary.
     pub fn stats(&self) -> &IncarnationStats {
         &self.stats
+    }
+
+    /// The incarnations that had ended by the boundary.
+    pub fn incarnations_ended(&self) -> usize {
+        self.incarnations_ended
     }
 
     /// The sink writes served by the boundary.
@@ -108,41 +121,47 @@ impl Candidate {
 #[derive(Debug)]
 pub struct Class {
     pub state: Candidate,
-    /// The bytes the run appended to its sink from the boundary to the snapshot where it
-    /// converged on the fault-free run.
+    /// The bytes the run appended to its sink from the boundary on: to the snapshot where
+    /// it converged on the fault-free run, or to its end.
     pub appended: Vec<u8>,
-    /// That snapshot's position among the fault-free run's snapshots.
-    pub snapshot: usize,
-    /// The run's last incarnation's stats there, and the sink writes served by then.
-    pub stats_then: IncarnationStats,
-    pub served_then: u64,
+    pub after: After,
+}
+
+/// How the run of a class went on after its boundary.
+#[derive(Debug)]
+pub enum After {
+    /// It converged on the fault-free run at the snapshot `snapshot` (its position among
+    /// the snapshots), its last incarnation's stats and the sink writes served then.
+    Converged {
+        snapshot: usize,
+        stats_then: IncarnationStats,
+        served_then: u64,
+    },
+    /// It ran to its end, completed, in the incarnation it had at the boundary.
+    Finished {
+        stats_end: IncarnationStats,
+        served_end: u64,
+        files: Vec<String>,
+        final_state: OperatorState,
+    },
 }
 
 impl Class {
-    /// The class of `candidate`, whose run converged at snapshot `snapshot` with its sink
-    /// file then `sink_then`: None if the run did more than append to its sink after the
-    /// boundary.
-    pub fn new(
-        state: Candidate,
-        snapshot: usize,
-        sink_then: &[u8],
-        stats_then: IncarnationStats,
-        served_then: u64,
-    ) -> Option<Class> {
+    /// The class of `state`, whose run went on as `after` says with its sink file then
+    /// `sink_then`: None if the run did more than append to its sink after the boundary.
+    pub fn new(state: Candidate, sink_then: &[u8], after: After) -> Option<Class> {
         let appended = sink_then
             .strip_prefix(state.sink_bytes.as_slice())?
             .to_vec();
         Some(Class {
             state,
             appended,
-            snapshot,
-            stats_then,
-            served_then,
+            after,
         })
     }
 }
 
-/// The futures of one sink's sweep, by boundary: shared by the threads running its points.
+/// The futures of one sink's points, by boundary, as one thread runs them in order.
 #[derive(Debug, Default)]
 pub struct SharedFutures {
     /// By (boundary, order of arrival).
