@@ -647,30 +647,17 @@ mod tests {
     use keel_engine::{CheckpointMode, CheckpointProtocol};
     use keel_sim::{CrashPoint, Fault, PlannedFault};
 
-    /// Every single fault of these kinds at every step of ch04's fault-free run, forked and
-    /// converged, observes what the run from scratch observes: records, files, counters,
-    /// the sink writes the simulated sink served (written plus skipped), everything. Returns
-    /// (points, points that stopped early: converged, or sharing an earlier point's future).
-    fn forked_equals_naive(sink: SinkKind, allowed_lateness: Option<i64>) -> (u64, u64) {
-        let spec = ScenarioSpec {
-            allowed_lateness,
-            ..ScenarioSpec::ch04(0)
-        };
-        let events = Scenario::by_name("ch04").unwrap().events();
-        let fault_free = spec.run_spec(&events, sink, FaultPlan::none()).unwrap();
-        let forks = Forks::new(&fault_free);
+    /// Every single fault of `faults` at every step of `fault_free`, forked from `forks` with
+    /// one table of shared futures, observes what its run from scratch observes: records,
+    /// files, counters, the sink writes the simulated sink served (written plus skipped),
+    /// everything. Returns (points, points that stopped early: converged, or sharing an
+    /// earlier point's future, points that shared).
+    fn check(fault_free: &RunSpec, forks: &Forks, faults: &[Fault]) -> (u64, u64, u64) {
         let shared = SharedFutures::default();
-        let steps = run(&fault_free).world.steps_taken();
-        let (mut points, mut converged) = (0, 0);
+        let steps = run(fault_free).world.steps_taken();
+        let (mut points, mut stopped_early, mut shared_points) = (0, 0, 0);
         for step in 0..steps {
-            for fault in [
-                Fault::ProcessCrash {
-                    at: CrashPoint::After,
-                },
-                Fault::AckLost,
-                Fault::SinkError,
-                Fault::Zombie,
-            ] {
+            for &fault in faults {
                 let plan = FaultPlan::new([PlannedFault { step, fault }]).unwrap();
                 let forked = forks.run_point(&plan, true, Some(&shared));
                 let naive = PointRun::naive(&RunSpec {
@@ -680,16 +667,35 @@ mod tests {
                 assert_eq!(forked.observation, naive.observation, "{fault} at {step}");
                 assert!(naive.observation.sink_writes.is_some());
                 points += 1;
-                converged += u64::from(forked.fingerprint.is_none());
+                stopped_early += u64::from(forked.fingerprint.is_none());
+                shared_points += u64::from(forked.shared);
             }
         }
-        (points, converged)
+        (points, stopped_early, shared_points)
     }
 
-    /// Every point of these faults at every step of a generated stream, with few snapshots
-    /// so that points run long before they converge: a point that stops where an earlier
-    /// point's run stood for it observes what the run from scratch observes. Returns
-    /// (points, shared points).
+    /// ch04's points, with a snapshot at every event: (points, stopped early).
+    fn forked_equals_naive(sink: SinkKind, allowed_lateness: Option<i64>) -> (u64, u64) {
+        let spec = ScenarioSpec {
+            allowed_lateness,
+            ..ScenarioSpec::ch04(0)
+        };
+        let events = Scenario::by_name("ch04").unwrap().events();
+        let fault_free = spec.run_spec(&events, sink, FaultPlan::none()).unwrap();
+        let faults = [
+            Fault::ProcessCrash {
+                at: CrashPoint::After,
+            },
+            Fault::AckLost,
+            Fault::SinkError,
+            Fault::Zombie,
+        ];
+        let (points, stopped_early, _) = check(&fault_free, &Forks::new(&fault_free), &faults);
+        (points, stopped_early)
+    }
+
+    /// The points of a generated stream with only 4 snapshots, so that points run long
+    /// before they converge and share futures on the way: (points, shared points).
     fn shared_equals_naive(
         sink: SinkKind,
         checkpoint_mode: CheckpointMode,
@@ -711,36 +717,22 @@ mod tests {
         });
         let events = keel_engine::parse_events(&text).unwrap();
         let fault_free = spec.run_spec(&events, sink, FaultPlan::none()).unwrap();
+        let faults = [
+            Fault::ProcessCrash {
+                at: CrashPoint::Before,
+            },
+            Fault::ProcessCrash {
+                at: CrashPoint::After,
+            },
+            Fault::PowerLoss {
+                at: CrashPoint::After,
+                state: 0,
+            },
+            Fault::DiskError,
+            Fault::AckLost,
+        ];
         let forks = Forks::with_snapshots_max(&fault_free, 4);
-        let shared = SharedFutures::default();
-        let steps = run(&fault_free).world.steps_taken();
-        let (mut points, mut shared_points) = (0, 0);
-        for step in 0..steps {
-            for fault in [
-                Fault::ProcessCrash {
-                    at: CrashPoint::Before,
-                },
-                Fault::ProcessCrash {
-                    at: CrashPoint::After,
-                },
-                Fault::PowerLoss {
-                    at: CrashPoint::After,
-                    state: 0,
-                },
-                Fault::DiskError,
-                Fault::AckLost,
-            ] {
-                let plan = FaultPlan::new([PlannedFault { step, fault }]).unwrap();
-                let forked = forks.run_point(&plan, true, Some(&shared));
-                let naive = PointRun::naive(&RunSpec {
-                    plan,
-                    ..fault_free.clone()
-                });
-                assert_eq!(forked.observation, naive.observation, "{fault} at {step}");
-                points += 1;
-                shared_points += u64::from(forked.shared);
-            }
-        }
+        let (points, _, shared_points) = check(&fault_free, &forks, &faults);
         (points, shared_points)
     }
 
