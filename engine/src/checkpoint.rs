@@ -256,10 +256,7 @@ pub(crate) fn write_windows_json<'a>(
 
 /// Appends `value` in decimal, as `Display` (and serde_json) writes it.
 fn write_decimal(out: &mut Vec<u8>, value: i128) {
-    if value < 0 {
-        out.push(b'-');
-    }
-    out.extend_from_slice(keel_sim::Decimal::of(value.unsigned_abs()).as_bytes());
+    out.extend_from_slice(keel_sim::Decimal::signed(value).as_bytes());
 }
 
 /// What a restored state may hold: numbers the engine's arithmetic is safe for.

@@ -48,9 +48,10 @@ use crate::runner::{
 };
 use keel_engine::{IncarnationStats, KeyScheme, OperatorState, SinkKind, SINK_WRITE_OP};
 use keel_sim::{Disk, DiskError, FaultPlan, Fingerprint};
+pub use shared::SharedFutures;
 use shared::{After, Boundary, Candidate, Class};
-pub use shared::{SharedFutures, SHARED_FUTURES_MAX};
-use std::sync::Arc;
+use std::cell::OnceCell;
+use std::rc::Rc;
 
 mod shared;
 
@@ -215,9 +216,13 @@ impl Forks {
 
     /// Whether the run shown by `between` goes on as the fault-free run did from the same
     /// event boundary (the rules are in the module's documentation). Only at a snapshot.
-    pub fn converges(&self, between: &Between) -> bool {
-        let config = &self.spec.config;
-        if config.sink.is_transactional() || between.index % self.every_events != 0 {
+    /// `compared`: the run's compared disk, made on first need ([`comparable`]).
+    fn converges<'d>(
+        &self,
+        between: &Between,
+        compared: impl FnOnce() -> Option<&'d Disk>,
+    ) -> bool {
+        if self.spec.config.sink.is_transactional() || between.index % self.every_events != 0 {
             return false;
         }
         let at = (between.index / self.every_events) as usize;
@@ -225,45 +230,52 @@ impl Forks {
             return false;
         };
         assert_eq!(snapshot.index, between.index, "snapshot {at}");
+        if !facts.sink_appended_only {
+            return false;
+        }
+        let Some(disk) = compared() else {
+            return false;
+        };
         let base = snapshot.world.env();
-        facts.sink_appended_only
-            && between.world.plan_spent()
-            // Bytes a failed fsync left in the page cache read differently once the cache
-            // drops them (an eviction, the end of the run): a future the fault-free run,
-            // which has none, cannot stand for. The append sink's file is compared emptied,
-            // so this is checked on the whole disk first.
-            && between.world.env().disk.unpersisted_bytes() == 0
-            && compared_disk(&between.world.env().disk, config.sink).is_ok_and(|disk| {
-                same_future(
-                    config.key,
-                    &boundary_of(between, &disk),
-                    &Boundary {
-                        clock: &base.clock,
-                        sink_down_until_ms: base.sink_down_until_ms,
-                        engine: &snapshot.engine,
-                        txlog: &base.txlog,
-                        disk: &facts.disk,
-                    },
-                )
-            })
+        same_future(
+            self.spec.config.key,
+            &boundary_of(between, disk),
+            &Boundary {
+                clock: &base.clock,
+                sink_down_until_ms: base.sink_down_until_ms,
+                engine: &snapshot.engine,
+                txlog: &base.txlog,
+                disk: &facts.disk,
+            },
+        )
     }
 
     /// The class remembered at this boundary whose future the run shown by `between` shares
-    /// (see `fork/shared.rs`), if any.
-    fn shares(&self, between: &Between, shared: &SharedFutures) -> Option<Arc<Class>> {
-        let config = &self.spec.config;
-        if config.sink.is_transactional() || !between.world.plan_spent() {
-            return None;
-        }
+    /// (see `fork/shared.rs`), if any; `compared` as for [`Forks::converges`].
+    fn shares<'d>(
+        &self,
+        between: &Between,
+        shared: &SharedFutures,
+        compared: impl FnOnce() -> Option<&'d Disk>,
+    ) -> Option<Rc<Class>> {
         let classes = shared.at(between.index);
-        if classes.is_empty() || between.world.env().disk.unpersisted_bytes() != 0 {
+        if classes.is_empty() {
             return None;
         }
-        let disk = compared_disk(&between.world.env().disk, config.sink).ok()?;
-        let this = boundary_of(between, &disk);
+        let this = boundary_of(between, compared()?);
+        let key = self.spec.config.key;
         classes
             .into_iter()
-            .find(|class| same_future(config.key, &this, &class.state.boundary()))
+            .find(|class| same_future(key, &this, &class.state.boundary()))
+    }
+
+    /// Whether points of this sink may share futures: a file sink read where the oracle
+    /// reads it, through the fault-free run's lines (what [`Forks::finish`] needs).
+    fn shareable(&self) -> bool {
+        let sink = self.spec.config.sink;
+        !sink.is_transactional()
+            && self.known.is_some()
+            && sink.file_name() == documented_sink_file(sink)
     }
 
     /// The observation of a run stopped where it converged ([`Forks::converges`]): its
@@ -284,7 +296,7 @@ impl Forks {
         let snapshot = &self.snapshots[at];
         Rest {
             appended: vec![&self.end.sink_bytes[self.facts[at].sink_len_bytes..]],
-            stats_at: snapshot.engine.stats().clone(),
+            stats_at: snapshot.engine.stats(),
             stats_end: self.end.stats.clone(),
             served_after: self.end.served - snapshot.world.served_requests(SINK_WRITE_OP),
             files: &self.end.files,
@@ -305,9 +317,9 @@ impl Forks {
                 let fault_free = self.rest_after(*snapshot);
                 Rest {
                     appended: vec![&class.appended, fault_free.appended[0]],
-                    stats_at: state.stats().clone(),
+                    stats_at: state.stats(),
                     // The class's run's last incarnation at its end, as `converged` made it.
-                    stats_end: taken_on(stats_then, &fault_free.stats_at, &fault_free.stats_end),
+                    stats_end: taken_on(stats_then, fault_free.stats_at, &fault_free.stats_end),
                     served_after: served_then - state.served() + fault_free.served_after,
                     files: fault_free.files,
                     final_state: fault_free.final_state,
@@ -320,7 +332,7 @@ impl Forks {
                 final_state,
             } => Rest {
                 appended: vec![&class.appended],
-                stats_at: state.stats().clone(),
+                stats_at: state.stats(),
                 stats_end: stats_end.clone(),
                 served_after: served_end - state.served(),
                 files,
@@ -344,7 +356,7 @@ impl Forks {
         }
         let mut incarnations = paused.incarnations.clone();
         incarnations.push(Incarnation {
-            stats: taken_on(paused.engine.stats(), &rest.stats_at, &rest.stats_end),
+            stats: taken_on(paused.engine.stats(), rest.stats_at, &rest.stats_end),
             end: IncarnationEnd::Completed,
         });
         let known = self
@@ -433,24 +445,28 @@ impl Forks {
             return PointRun::of(&run(&spec), &spec, self.known.as_ref());
         };
         let sink = self.spec.config.sink;
+        let shared = shared.filter(|_| self.shareable());
         let mut candidate: Option<Candidate> = None;
-        let mut joined: Option<Arc<Class>> = None;
+        let mut joined: Option<Rc<Class>> = None;
         let driven = resume(&self.spec, paused, &mut |between| {
             if !converge {
                 return Control::Continue;
             }
-            if self.converges(&between) {
+            // Made at most once a boundary, and only where a comparison needs it.
+            let made = OnceCell::new();
+            let compared = || made.get_or_init(|| comparable(&between, sink)).as_ref();
+            if self.converges(&between, compared) {
                 return Control::Stop;
             }
             let Some(shared) = shared else {
                 return Control::Continue;
             };
-            if let Some(class) = self.shares(&between, shared) {
+            if let Some(class) = self.shares(&between, shared, compared) {
                 joined = Some(class);
                 return Control::Stop;
             }
-            if candidate.is_none() && !sink.is_transactional() && between.world.plan_spent() {
-                candidate = Candidate::of(&between, sink);
+            if candidate.is_none() {
+                candidate = compared().and_then(|disk| Candidate::of(&between, sink, disk.clone()));
             }
             Control::Continue
         });
@@ -510,14 +526,14 @@ impl Forks {
 
     /// Remembers the future of a run from its first boundary with its plan spent
     /// (`candidate`), now that it ran to its end (`result`): only if it completed in the
-    /// incarnation it had at the boundary, and its sink is the documented file.
+    /// incarnation it had at the boundary.
     fn remember_finished(&self, candidate: Candidate, result: &RunResult, shared: &SharedFutures) {
-        let sink = self.spec.config.sink;
         let one_more = result.incarnations.len() == candidate.incarnations_ended() + 1;
-        if result.outcome != Outcome::Completed || !one_more || self.known.is_none() {
+        if result.outcome != Outcome::Completed || !one_more {
             return;
         }
-        let Ok(sink_end) = result.world.env().disk.read(documented_sink_file(sink)) else {
+        let file = self.spec.config.sink.file_name();
+        let Ok(sink_end) = result.world.env().disk.read(&file) else {
             return;
         };
         let last = result
@@ -547,7 +563,7 @@ impl Forks {
 /// final windows it ended with.
 struct Rest<'a> {
     appended: Vec<&'a [u8]>,
-    stats_at: IncarnationStats,
+    stats_at: &'a IncarnationStats,
     stats_end: IncarnationStats,
     served_after: u64,
     files: &'a [String],
@@ -557,7 +573,7 @@ struct Rest<'a> {
 /// Whether two runs at the same event boundary go on alike (the rules are in the module's
 /// documentation): the same engine but for its counters, the same compared disk and log, and
 /// the clock equal where it can be observed. Both have their plans spent and nothing
-/// unpersisted: the callers check.
+/// unpersisted ([`comparable`]).
 fn same_future(key: KeyScheme, a: &Boundary, b: &Boundary) -> bool {
     let clock_unobserved = match key {
         KeyScheme::ProcessingTime => {
@@ -568,6 +584,19 @@ fn same_future(key: KeyScheme, a: &Boundary, b: &Boundary) -> bool {
         }
     };
     clock_unobserved && a.engine.same_future_as(b.engine) && a.txlog == b.txlog && a.disk == b.disk
+}
+
+/// The compared disk of the run `between` shows, if it can converge or share a future here:
+/// its plan spent, and no byte a failed fsync left in the page cache (it reads differently
+/// once the cache drops it: an eviction, the end of the run; a future no run without such
+/// bytes can stand for). Checked on the whole disk, as the append sink's file is compared
+/// emptied.
+fn comparable(between: &Between, sink: SinkKind) -> Option<Disk> {
+    let disk = &between.world.env().disk;
+    if !between.world.plan_spent() || disk.unpersisted_bytes() != 0 {
+        return None;
+    }
+    compared_disk(disk, sink).ok()
 }
 
 /// The boundary `between` shows, with `disk` its compared disk.
@@ -738,7 +767,7 @@ mod tests {
 
     #[test]
     fn a_point_that_shares_an_earlier_points_future_observes_what_the_naive_run_observes() {
-        // How many share depends on `SHARED_FUTURES_MAX` (a forgotten class is run again);
+        // How many share depends on `shared::SHARED_FUTURES_MAX` (a forgotten class is run again);
         // what each point observes does not.
         use CheckpointProtocol::{NoFsyncRename, NoTailRepair, Safe};
         let figures = [

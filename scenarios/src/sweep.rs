@@ -417,11 +417,12 @@ pub fn run_chunk(
     forks: Option<&BTreeMap<SinkKind, Forks>>,
     points: &[(u64, &SweepPoint)],
 ) -> Vec<Vec<PointRecord>> {
-    let chunks: BTreeSet<u64> = points
-        .iter()
-        .map(|(index, _)| index / SHARING_CHUNK_POINTS)
-        .collect();
-    assert!(chunks.len() <= 1, "one chunk");
+    assert!(
+        points
+            .windows(2)
+            .all(|pair| pair[0].0 / SHARING_CHUNK_POINTS == pair[1].0 / SHARING_CHUNK_POINTS),
+        "one chunk"
+    );
     let mut tables: BTreeMap<SinkKind, SharedFutures> = BTreeMap::new();
     points
         .iter()
@@ -558,23 +559,14 @@ fn push_json_line(out: &mut String, record: &Record) {
     out.push_str("{\"key\": \"");
     out.push_str(&record.key);
     out.push_str("\", \"window_end\": ");
-    push_integer(out, i128::from(record.window_end));
+    out.push_str(Decimal::signed(i128::from(record.window_end)).as_str());
     out.push_str(", \"sum\": ");
-    push_integer(out, record.sum);
+    out.push_str(Decimal::signed(record.sum).as_str());
     out.push_str(", \"watermark\": ");
-    push_integer(out, i128::from(record.watermark));
+    out.push_str(Decimal::signed(i128::from(record.watermark)).as_str());
     out.push_str(", \"kind\": \"");
     out.push_str(record.kind.as_str());
     out.push_str("\"}");
-}
-
-/// Appends `value` as `Display` writes it.
-fn push_integer(out: &mut String, value: i128) {
-    if value < 0 {
-        out.push('-');
-    }
-    let digits = Decimal::of(value.unsigned_abs());
-    out.push_str(std::str::from_utf8(digits.as_bytes()).expect("ASCII digits"));
 }
 
 impl SweepReport {

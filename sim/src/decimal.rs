@@ -1,15 +1,28 @@
 //! Decimal digits of an integer without `fmt`: for the hot paths that write numbers as text
-//! (a trace line's hash, a checkpoint's windows), where `Display` costs more than the rest.
+//! (a trace line's hash, a checkpoint's windows, a sweep's outcome digest), where `Display`
+//! costs more than the rest.
 
-/// The decimal digits of an unsigned integer, as `Display` writes it (no sign, no padding).
+/// The decimal text of an integer, as `Display` writes it (a '-' for a negative one, no
+/// padding).
 pub struct Decimal {
     digits: [u8; Decimal::DIGITS_MAX],
     start: usize,
 }
 
 impl Decimal {
-    /// u128::MAX has 39 decimal digits.
-    const DIGITS_MAX: usize = 39;
+    /// u128::MAX has 39 decimal digits; one more for the sign of an i128.
+    const DIGITS_MAX: usize = 40;
+
+    /// The text of a signed integer.
+    pub fn signed(value: i128) -> Decimal {
+        let mut decimal = Decimal::of(value.unsigned_abs());
+        if value < 0 {
+            assert!(decimal.start > 0, "an i128 has at most 39 digits");
+            decimal.start -= 1;
+            decimal.digits[decimal.start] = b'-';
+        }
+        decimal
+    }
 
     pub fn of(value: u128) -> Decimal {
         let mut digits = [0u8; Decimal::DIGITS_MAX];
@@ -44,6 +57,10 @@ impl Decimal {
     pub fn as_bytes(&self) -> &[u8] {
         &self.digits[self.start..]
     }
+
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(self.as_bytes()).expect("ASCII digits and a sign")
+    }
 }
 
 #[cfg(test)]
@@ -69,6 +86,9 @@ mod tests {
             u128::MAX,
         ] {
             assert_eq!(Decimal::of(value).as_bytes(), value.to_string().as_bytes());
+        }
+        for value in [0, 1, -1, -10, i128::from(i64::MIN), i128::MAX, i128::MIN] {
+            assert_eq!(Decimal::signed(value).as_str(), value.to_string());
         }
     }
 }

@@ -24,12 +24,12 @@
 //! The table is bounded ([`SHARED_FUTURES_MAX`]): forgetting a class costs time, never a
 //! different observation.
 
-use super::compared_disk;
 use crate::runner::Between;
 use keel_engine::{Engine, IncarnationStats, OperatorState, SinkKind, SINK_WRITE_OP};
 use keel_sim::{Clock, Disk, TxLog};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::rc::Rc;
 
 /// The most futures a sweep keeps at once. Points come in step order, so a class's members
 /// follow each other: the oldest boundaries are forgotten first.
@@ -43,7 +43,7 @@ pub struct Boundary<'a> {
     pub sink_down_until_ms: u64,
     pub engine: &'a Engine,
     pub txlog: &'a TxLog,
-    /// The disk with the append sink's bytes left out ([`compared_disk`]).
+    /// The disk with the append sink's bytes left out (`fork::compared_disk`).
     pub disk: &'a Disk,
 }
 
@@ -65,20 +65,17 @@ pub struct Candidate {
 }
 
 impl Candidate {
-    /// The state of the run `between` shows, if it can stand for others: its plan spent and
-    /// nothing left unpersisted (a cache drop would change it).
-    pub fn of(between: &Between, sink: SinkKind) -> Option<Candidate> {
+    /// The state of the run `between` shows, whose compared disk is `disk` (so it can stand
+    /// for others: `fork::comparable`); None without a sink file.
+    pub fn of(between: &Between, sink: SinkKind, disk: Disk) -> Option<Candidate> {
         let env = between.world.env();
-        if !between.world.plan_spent() || env.disk.unpersisted_bytes() != 0 {
-            return None;
-        }
         Some(Candidate {
             index: between.index,
             clock: env.clock,
             sink_down_until_ms: env.sink_down_until_ms,
             engine: between.engine.clone(),
             txlog: env.txlog.clone(),
-            disk: compared_disk(&env.disk, sink).ok()?,
+            disk,
             sink_bytes: env.disk.read(&sink.file_name()).ok()?,
             stats: between.engine.stats().clone(),
             served: between.world.served_requests(SINK_WRITE_OP),
@@ -165,28 +162,28 @@ impl Class {
 #[derive(Debug, Default)]
 pub struct SharedFutures {
     /// By (boundary, order of arrival).
-    classes: Mutex<BTreeMap<(u64, u64), Arc<Class>>>,
+    classes: RefCell<BTreeMap<(u64, u64), Rc<Class>>>,
 }
 
 impl SharedFutures {
     /// The classes remembered at the boundary `index`, oldest first.
-    pub fn at(&self, index: u64) -> Vec<Arc<Class>> {
-        let classes = self.classes.lock().expect("no thread panics holding it");
-        classes
+    pub fn at(&self, index: u64) -> Vec<Rc<Class>> {
+        self.classes
+            .borrow()
             .range((index, 0)..=(index, u64::MAX))
-            .map(|(_, class)| Arc::clone(class))
+            .map(|(_, class)| Rc::clone(class))
             .collect()
     }
 
     /// Remembers `class`, forgetting the oldest boundary's first if the table is full.
     pub fn remember(&self, class: Class) {
-        let mut classes = self.classes.lock().expect("no thread panics holding it");
+        let mut classes = self.classes.borrow_mut();
         let index = class.state.index;
         let order = classes
             .range((index, 0)..=(index, u64::MAX))
             .next_back()
             .map_or(0, |((_, order), _)| order + 1);
-        classes.insert((index, order), Arc::new(class));
+        classes.insert((index, order), Rc::new(class));
         while classes.len() > SHARED_FUTURES_MAX {
             classes.pop_first();
         }
