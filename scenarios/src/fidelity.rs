@@ -64,7 +64,7 @@ impl Side {
     ) -> Side {
         let view = observation.view(None);
         Side {
-            records: view.records.clone(),
+            records: view.records.to_vec(),
             corrupt_lines: view.corrupt_lines,
             final_windows: observation.final_windows.clone(),
             verdict: judge_one(&baseline.reference, observation, None),

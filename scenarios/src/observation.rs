@@ -12,13 +12,19 @@ use keel_engine::{
 use keel_sim::txlog::{EntryKind, TxnStatus};
 use std::collections::{BTreeMap, BTreeSet};
 
+mod known;
+pub mod records;
+
+pub use known::KnownSink;
+pub use records::Records;
+
 /// What one consumer view of the sink saw, in sink order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ViewObservation {
     /// None for a file sink (one view: the file); read_committed or read_uncommitted for the
     /// transactional sink.
     pub view: Option<View>,
-    pub records: Vec<Record>,
+    pub records: Records,
     /// Lines that are not a whole record (a torn append nothing repaired).
     pub corrupt_lines: u64,
     /// Records this view showed that never committed (read_uncommitted only).
@@ -494,10 +500,19 @@ fn rolled_back(incarnations: &[Incarnation]) -> u64 {
     rolled_back
 }
 
-fn push_line(line: &str, observed: &mut ViewObservation) {
-    match Record::parse_line(line) {
-        Some(record) => observed.records.push(record),
-        None => observed.corrupt_lines += 1,
+/// A consumer's lines, read one at a time: the whole records, and how many lines are not one.
+#[derive(Default)]
+struct LineReader {
+    records: Vec<Record>,
+    corrupt_lines: u64,
+}
+
+impl LineReader {
+    fn push(&mut self, line: &str) {
+        match Record::parse_line(line) {
+            Some(record) => self.records.push(record),
+            None => self.corrupt_lines += 1,
+        }
     }
 }
 
@@ -505,153 +520,28 @@ fn push_line(line: &str, observed: &mut ViewObservation) {
 /// and how many lines are not a whole record (a torn append nothing repaired, bytes that are
 /// not UTF-8). The reader `fuzz/` feeds arbitrary bytes.
 pub fn file_sink_records(bytes: &[u8]) -> (Vec<Record>, u64) {
-    let observed = observe_file(Some(bytes));
-    (observed.records, observed.corrupt_lines)
+    let read = read_file(Some(bytes));
+    (read.records, read.corrupt_lines)
+}
+
+fn read_file(sink_bytes: Option<&[u8]>) -> LineReader {
+    let mut read = LineReader::default();
+    if let Some(bytes) = sink_bytes {
+        for line in String::from_utf8_lossy(bytes).lines() {
+            read.push(line);
+        }
+    }
+    read
 }
 
 /// The file sink's one view: its lines in order (None: the file does not exist).
 fn observe_file(sink_bytes: Option<&[u8]>) -> ViewObservation {
-    let mut observed = ViewObservation::default();
-    if let Some(bytes) = sink_bytes {
-        for line in String::from_utf8_lossy(bytes).lines() {
-            push_line(line, &mut observed);
-        }
+    let read = read_file(sink_bytes);
+    ViewObservation {
+        records: Records::Own(read.records),
+        corrupt_lines: read.corrupt_lines,
+        ..ViewObservation::default()
     }
-    observed
-}
-
-/// A file sink's bytes (a fault-free run's) read once, line by line, so that a file sharing a
-/// line-aligned prefix and suffix with them (a forked point's) is read from these lines and
-/// only the bytes in between are parsed: [`KnownSink::observe`] sees exactly what
-/// [`observe_file`] sees in the whole file.
-///
-/// Why the parts add up: a consumer's lines are the file's bytes split at every '\n' (a last
-/// line without one included, a "\r" before a '\n' dropped), each read as UTF-8 with
-/// invalid bytes replaced; no line, and no replaced sequence ('\n' is ASCII, never inside a
-/// UTF-8 sequence), spans a '\n'. So where a file's bytes are cut at two line starts (offset
-/// 0 or just after a '\n'), its lines are the lines of the three parts, in order, and a part
-/// byte for byte equal to a run of the known file's whole lines has those lines.
-#[derive(Clone, Debug, Default)]
-pub struct KnownSink {
-    bytes: Vec<u8>,
-    /// Per line, in order: the offset where it ends (after its '\n', or the file's end for a
-    /// last line without one) and its record (None: not a whole record).
-    lines: Vec<(usize, Option<Record>)>,
-}
-
-impl KnownSink {
-    /// Reads `bytes` line by line.
-    pub fn new(bytes: Vec<u8>) -> KnownSink {
-        let mut lines = Vec::new();
-        let mut end = 0;
-        for piece in bytes.split_inclusive(|&b| b == b'\n') {
-            end += piece.len();
-            let line = observe_file(Some(piece));
-            assert_eq!(
-                line.records.len() as u64 + line.corrupt_lines,
-                1,
-                "a piece up to a '\\n' is one line"
-            );
-            lines.push((end, line.records.into_iter().next()));
-        }
-        assert_eq!(end, bytes.len());
-        KnownSink { bytes, lines }
-    }
-
-    /// Where line `i` starts.
-    fn start(&self, i: usize) -> usize {
-        i.checked_sub(1).map_or(0, |before| self.lines[before].0)
-    }
-
-    /// Lines `lines` of the known file, as a consumer reads them, appended to `observed`.
-    fn push_lines(&self, lines: std::ops::Range<usize>, observed: &mut ViewObservation) {
-        for (_, record) in &self.lines[lines] {
-            match record {
-                Some(record) => observed.records.push(record.clone()),
-                None => observed.corrupt_lines += 1,
-            }
-        }
-    }
-
-    /// What a consumer sees in a file sink holding `bytes`: what [`observe_file`] sees, with
-    /// the known file's whole lines that `bytes` begins and ends with taken as read.
-    pub fn observe(&self, bytes: &[u8]) -> ViewObservation {
-        let known = &self.bytes;
-        // The whole lines, each ending with a '\n', that both files begin with.
-        let common = common_prefix_len(bytes, known);
-        let terminated = self
-            .lines
-            .len()
-            .saturating_sub(usize::from(!known.ends_with(b"\n")));
-        let prefix_lines = self
-            .lines
-            .partition_point(|&(end, _)| end <= common)
-            .min(terminated);
-        let prefix_bytes = self.start(prefix_lines);
-        // The known file's lines that both end with, from a line start in each: the first
-        // line of the known file after the prefix that starts in the common tail.
-        let tail = common_suffix_len(&bytes[prefix_bytes..], &known[prefix_bytes..]);
-        let tail_start = known.len() - tail;
-        let mut suffix_from = prefix_lines;
-        if self.start(suffix_from) < tail_start {
-            // Past every line that ends before the tail, and the one the tail begins in.
-            suffix_from +=
-                1 + self.lines[prefix_lines..].partition_point(|&(end, _)| end < tail_start);
-        }
-        // Where a line starts after the first byte of the tail, the '\n' before it is in the
-        // tail, so in `bytes` too; where it starts at the tail's first byte, the byte before
-        // it in `bytes` must be checked.
-        let at_line_start = |from: usize| {
-            let start_in_bytes = bytes.len() - (known.len() - self.start(from));
-            start_in_bytes == prefix_bytes || bytes[start_in_bytes - 1] == b'\n'
-        };
-        if suffix_from < self.lines.len() && !at_line_start(suffix_from) {
-            suffix_from += 1;
-        }
-        let middle_end = bytes.len() - (known.len() - self.start(suffix_from));
-        assert!(prefix_bytes <= middle_end && prefix_bytes <= self.start(suffix_from));
-        let mut observed = ViewObservation::default();
-        self.push_lines(0..prefix_lines, &mut observed);
-        let middle = observe_file(Some(&bytes[prefix_bytes..middle_end]));
-        observed.records.extend(middle.records);
-        observed.corrupt_lines += middle.corrupt_lines;
-        self.push_lines(suffix_from..self.lines.len(), &mut observed);
-        observed
-    }
-}
-
-/// How many bytes `a` and `b` begin with alike (compared a block at a time).
-fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
-    const BLOCK_BYTES: usize = 256;
-    let len = a.len().min(b.len());
-    let mut same = 0;
-    while same + BLOCK_BYTES <= len && a[same..same + BLOCK_BYTES] == b[same..same + BLOCK_BYTES] {
-        same += BLOCK_BYTES;
-    }
-    same + a[same..len]
-        .iter()
-        .zip(&b[same..len])
-        .take_while(|(x, y)| x == y)
-        .count()
-}
-
-/// How many bytes `a` and `b` end with alike.
-fn common_suffix_len(a: &[u8], b: &[u8]) -> usize {
-    const BLOCK_BYTES: usize = 256;
-    let len = a.len().min(b.len());
-    let (a, b) = (&a[a.len() - len..], &b[b.len() - len..]);
-    let mut same = 0;
-    while same + BLOCK_BYTES <= len
-        && a[len - same - BLOCK_BYTES..len - same] == b[len - same - BLOCK_BYTES..len - same]
-    {
-        same += BLOCK_BYTES;
-    }
-    same + a[..len - same]
-        .iter()
-        .rev()
-        .zip(b[..len - same].iter().rev())
-        .take_while(|(x, y)| x == y)
-        .count()
 }
 
 fn observe_view(
@@ -664,7 +554,6 @@ fn observe_view(
         view,
         ..ViewObservation::default()
     };
-    let push = push_line;
     match view {
         None => {
             let bytes = result
@@ -684,9 +573,12 @@ fn observe_view(
                 View::ReadCommitted => txlog.read_committed(),
                 View::ReadUncommitted => txlog.read_uncommitted(),
             };
+            let mut read = LineReader::default();
             for record in &records {
-                push(&record.payload, &mut observed);
+                read.push(&record.payload);
             }
+            observed.records = Records::Own(read.records);
+            observed.corrupt_lines = read.corrupt_lines;
             if view == View::ReadUncommitted {
                 observed.dirty_reads = records
                     .iter()
@@ -913,106 +805,5 @@ mod tests {
             sink,
             &["base-8.json"],
         );
-    }
-}
-
-#[cfg(test)]
-mod known_sink_tests {
-    use super::*;
-    use keel_engine::RecordKind;
-
-    /// ch04's fault-free sink file, one record a line.
-    fn ch04_sink() -> Vec<u8> {
-        let record = |key: &str, window_end, sum, watermark, kind| Record {
-            key: key.to_string(),
-            window_end,
-            sum,
-            watermark,
-            kind,
-        };
-        [
-            record("13:10", 10, 55, 10, RecordKind::Fire),
-            record("24:20", 20, 138, 21, RecordKind::Fire),
-            record("25:20", 20, 155, 21, RecordKind::LateUpdate),
-            record("flush:30", 30, 255, 24, RecordKind::Flush),
-        ]
-        .iter()
-        .flat_map(|r| format!("{}\n", r.to_json_line()).into_bytes())
-        .collect()
-    }
-
-    /// Every file made of a cut of `known` at one offset, `insert`, and `known` from another
-    /// offset (prefixes, torn tails, lost and repeated lines, garbage between), read from
-    /// `known`'s lines where they match, is read as the whole file is. Returns the files.
-    fn every_splice_reads_as_the_whole_file(known: &[u8], inserts: &[&[u8]]) -> u64 {
-        let sink = KnownSink::new(known.to_vec());
-        let mut files = 0;
-        for cut in 0..=known.len() {
-            for from in 0..=known.len() {
-                for insert in inserts {
-                    let mut bytes = known[..cut].to_vec();
-                    bytes.extend_from_slice(insert);
-                    bytes.extend_from_slice(&known[from..]);
-                    assert_eq!(
-                        sink.observe(&bytes),
-                        observe_file(Some(&bytes)),
-                        "{:?}",
-                        String::from_utf8_lossy(&bytes)
-                    );
-                    files += 1;
-                }
-            }
-        }
-        files
-    }
-
-    #[test]
-    fn a_known_sink_reads_every_file_as_the_whole_file_is_read() {
-        let clean = ch04_sink();
-        assert_eq!(clean.len(), 330);
-        let inserts: [&[u8]; 5] = [
-            b"",
-            b"\n",
-            b"garbage\n",
-            b"\xff\xfe{\"key\": \"13:10\"\r\n",
-            b"{\"key\": \"13:10\", \"window_end\": 10",
-        ];
-        assert_eq!(
-            every_splice_reads_as_the_whole_file(&clean, &inserts),
-            331 * 331 * 5
-        );
-        // A known file with a torn last line, a garbage line, a "\r\n" and bytes that are not
-        // UTF-8 (a fault-free file has none, but the reader must not care).
-        let mut odd = clean[..100].to_vec();
-        odd.extend_from_slice(b"\xf0\x9f\n\r\n");
-        odd.extend_from_slice(&clean[100..]);
-        odd.extend_from_slice(b"{\"key\": \"26:\r");
-        assert_eq!(odd.len(), 348);
-        assert_eq!(
-            every_splice_reads_as_the_whole_file(&odd, &inserts[..3]),
-            349 * 349 * 3
-        );
-        // No known file, and a known file that is only garbage.
-        assert_eq!(every_splice_reads_as_the_whole_file(b"", &inserts), 5);
-        assert_eq!(
-            every_splice_reads_as_the_whole_file(b"\n\nx\n", &inserts),
-            5 * 5 * 5
-        );
-    }
-
-    #[test]
-    fn a_known_sink_holds_its_lines_and_ends() {
-        let sink = KnownSink::new(b"a\n\nb".to_vec());
-        assert_eq!(
-            sink.lines,
-            [(2, None), (3, None), (4, None)].map(|(end, r): (usize, Option<Record>)| (end, r))
-        );
-        let clean = ch04_sink();
-        let sink = KnownSink::new(clean.clone());
-        assert_eq!(sink.lines.len(), 4);
-        assert!(sink.lines.iter().all(|(_, record)| record.is_some()));
-        assert_eq!(sink.observe(&clean).records.len(), 4);
-        assert_eq!(common_prefix_len(&clean, &clean[..300]), 300);
-        assert_eq!(common_suffix_len(&clean, &clean[1..]), 329);
     }
 }

@@ -452,7 +452,7 @@ fn build(
         .map(|r| r.key.clone())
         .collect();
     let mut key_counts: BTreeMap<&str, u64> = BTreeMap::new();
-    for record in &contents.records {
+    for record in contents.records.iter() {
         *key_counts.entry(record.key.as_str()).or_default() += 1;
     }
     let lost_keys: Vec<String> = baseline_keys
@@ -542,7 +542,7 @@ fn build(
             && final_windows == baseline_final_windows,
         final_windows,
         dropped_late: result.final_state.dropped_late,
-        sink: contents.records,
+        sink: contents.records.to_vec(),
         tally,
         duplicated_keys,
         lost_keys,

@@ -12,11 +12,10 @@ use crate::sites::{sites_from_run, SiteRow};
 use crate::spec::ScenarioSpec;
 use crate::table::{Table, TableFormat};
 use crate::verdict::{judge, Reference, Verdict};
-use keel_engine::{Record, SinkKind};
+use keel_engine::SinkKind;
 use keel_sim::disk::POWER_LOSS_ENUMERATION_BOUND;
 use keel_sim::{
-    CrashPoint, Decimal, Fault, FaultKind, FaultPlan, FingerprintBuilder, PlannedFault, SeedTree,
-    Subsystem,
+    CrashPoint, Fault, FaultKind, FaultPlan, FingerprintBuilder, PlannedFault, SeedTree, Subsystem,
 };
 use rand_core::RngCore;
 use serde::{Deserialize, Serialize};
@@ -509,23 +508,20 @@ pub fn run_point(
 }
 
 /// What every consumer saw, and the verdicts: the same digest means the same outcome. The
-/// FNV-1a 64 of a text: each view's records, a JSON line each, and its corrupt lines; the
-/// final windows; the events dropped as too late when there are any; each verdict's summary.
-/// Hashed as it is written, never kept whole.
+/// FNV-1a 64 of a text: for each view, a line `records=<count> <hash>` (the records'
+/// [`SequenceHash`](crate::observation::records::SequenceHash), 16 hex digits: it composes,
+/// so a forked point's view is hashed from what differs from the fault-free run) and a line
+/// `corrupt=<lines>`; the final windows; the events dropped as too late when there are any;
+/// each verdict's summary. Hashed as it is written, never kept whole.
 fn outcome_digest(
     reference: &Reference,
     observation: &Observation,
     verdicts: &[Verdict],
 ) -> String {
     let mut digest = FingerprintBuilder::default();
-    let mut line = String::new();
     for view in &observation.views {
-        for record in &view.records {
-            line.clear();
-            push_json_line(&mut line, record);
-            line.push('\n');
-            digest.write(line.as_bytes());
-        }
+        let records = view.records.hash();
+        digest.write(format!("records={} {:016x}\n", records.len, records.hash).as_bytes());
         digest.write(format!("corrupt={}\n", view.corrupt_lines).as_bytes());
     }
     digest.write(
@@ -542,31 +538,6 @@ fn outcome_digest(
         digest.write(format!("\n{}", verdict.summary()).as_bytes());
     }
     digest.finish().to_string()
-}
-
-/// Appends `record.to_json_line()` to `out`, without the allocations of building it apart
-/// and without `fmt` where its key needs no escaping in JSON (no '"', no '\\', no control
-/// character): a sweep writes every record of every point's view.
-fn push_json_line(out: &mut String, record: &Record) {
-    let plain = record
-        .key
-        .bytes()
-        .all(|b| b >= 0x20 && b != b'"' && b != b'\\');
-    if !plain {
-        out.push_str(&record.to_json_line());
-        return;
-    }
-    out.push_str("{\"key\": \"");
-    out.push_str(&record.key);
-    out.push_str("\", \"window_end\": ");
-    out.push_str(Decimal::signed(i128::from(record.window_end)).as_str());
-    out.push_str(", \"sum\": ");
-    out.push_str(Decimal::signed(record.sum).as_str());
-    out.push_str(", \"watermark\": ");
-    out.push_str(Decimal::signed(i128::from(record.watermark)).as_str());
-    out.push_str(", \"kind\": \"");
-    out.push_str(record.kind.as_str());
-    out.push_str("\"}");
 }
 
 impl SweepReport {
@@ -757,42 +728,6 @@ pub(crate) fn mode_field(mode: &Option<String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_json_line_pushed_is_the_records_json_line() {
-        let mut checked = 0;
-        for key in [
-            "13:10",
-            "flush:30",
-            "pt4500.000:20",
-            "",
-            "a\"b:1",
-            "back\\slash",
-            "tab\t:2",
-            "\u{1}:3",
-            "\u{7f}é中:4",
-            "\u{1f}",
-        ] {
-            for kind in [
-                keel_engine::RecordKind::Fire,
-                keel_engine::RecordKind::LateUpdate,
-                keel_engine::RecordKind::Flush,
-            ] {
-                let record = Record {
-                    key: key.to_string(),
-                    window_end: -20,
-                    sum: i128::MIN,
-                    watermark: i64::MAX,
-                    kind,
-                };
-                let mut line = "before ".to_string();
-                push_json_line(&mut line, &record);
-                assert_eq!(line, format!("before {}", record.to_json_line()));
-                checked += 1;
-            }
-        }
-        assert_eq!(checked, 30);
-    }
 
     #[test]
     fn a_step_with_at_most_max_states_runs_every_one() {

@@ -21,6 +21,7 @@
 //! reference records = delivered + lost + (wrong records standing in for missing ones).
 
 use crate::model::{self, ModelMismatch};
+use crate::observation::records::{KnownRecords, Records};
 pub use crate::observation::Recovery;
 use crate::observation::{Observation, SinkOutage, SinkWriteCounts, ViewObservation};
 use crate::property::{self, Expectation, Property};
@@ -30,7 +31,9 @@ use keel_engine::{EngineConfig, KeyScheme, Record, RecordKind, SinkKind};
 use keel_sim::{FaultPlan, TraceLine};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
+
+mod splice;
 
 /// What the fault-free run delivered: the reference every faulty run is judged against.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,6 +60,26 @@ struct Prepared {
     event_index: OnceLock<ReferenceTallies>,
     processing_time: OnceLock<ReferenceTallies>,
     final_windows_text: OnceLock<String>,
+    spliced: SpliceBases,
+}
+
+/// The most known files whose judgement a reference keeps (one a sink and key scheme is what
+/// a sweep needs).
+const SPLICE_BASES_MAX: usize = 4;
+
+/// Known files judged against the reference, by key scheme, to judge their splices from
+/// (`verdict/splice.rs`), the oldest dropped beyond [`SPLICE_BASES_MAX`]. A cache: a clone
+/// starts empty.
+#[derive(Debug, Default)]
+struct SpliceBases(Mutex<Vec<SpliceBase>>);
+
+/// A known file, the key scheme it was judged as, and its judgement.
+type SpliceBase = (Arc<KnownRecords>, KeyScheme, Arc<splice::Base>);
+
+impl Clone for SpliceBases {
+    fn clone(&self) -> SpliceBases {
+        SpliceBases::default()
+    }
 }
 
 /// A cache, not part of the reference's value: two references with the same fields are equal
@@ -144,7 +167,7 @@ impl Reference {
             "a fault-free run writes whole records"
         );
         let mut reference = Reference::new(
-            file.records.clone(),
+            file.records.to_vec(),
             observation.final_windows,
             observation.dropped_late,
             &model::expected_output(
@@ -244,6 +267,33 @@ impl Reference {
         } else {
             std::borrow::Cow::Owned(keel_engine::format_windows(windows))
         }
+    }
+
+    /// `known` judged against the reference as a run keyed by `key`, built at the first call.
+    fn splice_base(&self, known: &Arc<KnownRecords>, key: KeyScheme) -> Arc<splice::Base> {
+        let mut bases = self
+            .prepared
+            .spliced
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((_, _, base)) = bases
+            .iter()
+            .find(|(k, scheme, _)| Arc::ptr_eq(k, known) && *scheme == key)
+        {
+            return Arc::clone(base);
+        }
+        let base = Arc::new(splice::Base::of(
+            self.tallies(key),
+            self.records.len() as u64,
+            &known.records,
+            key,
+        ));
+        if bases.len() == SPLICE_BASES_MAX {
+            bases.remove(0);
+        }
+        bases.push((Arc::clone(known), key, Arc::clone(&base)));
+        base
     }
 
     /// The reference side of a judgement of a run keyed by `key`, built at the first call.
@@ -456,69 +506,161 @@ pub fn judge_one(reference: &Reference, observation: &Observation, view: Option<
     judge_view(reference, observation, observation.view(view))
 }
 
-fn judge_view(reference: &Reference, observation: &Observation, seen: &ViewObservation) -> Verdict {
-    let tallies = reference.tallies(observation.key);
+/// The counts of one view's records, or of one slot's, against the reference (the module's
+/// documentation defines them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Tally {
+    delivered: u64,
+    duplicates: u64,
+    wrong: u64,
+    lost: u64,
+    /// Wrong records standing in for missing ones.
+    stand_ins: u64,
+}
+
+impl std::ops::AddAssign for Tally {
+    fn add_assign(&mut self, other: Tally) {
+        self.delivered += other.delivered;
+        self.duplicates += other.duplicates;
+        self.wrong += other.wrong;
+        self.lost += other.lost;
+        self.stand_ins += other.stand_ins;
+    }
+}
+
+impl std::ops::SubAssign for Tally {
+    fn sub_assign(&mut self, other: Tally) {
+        self.delivered -= other.delivered;
+        self.duplicates -= other.duplicates;
+        self.wrong -= other.wrong;
+        self.lost -= other.lost;
+        self.stand_ins -= other.stand_ins;
+    }
+}
+
+/// What judging a view's records comes to: the tally, the place of the first wrong record,
+/// and the stale windows.
+#[derive(Debug, PartialEq, Eq)]
+struct Judged {
+    tally: Tally,
+    first_wrong_at: Option<usize>,
+    stale_windows: u64,
+}
+
+/// One slot's tally: the reference has `total` copies in it, `want` of each content; the
+/// view has `copies` (content, copies, place of the first). Also the place of the view's
+/// first record of a content the reference lacks in the slot.
+fn slot_tally(
+    total: u64,
+    want: Option<&BTreeMap<Content, u64>>,
+    copies: impl Iterator<Item = (Content, u64, usize)>,
+) -> (Tally, Option<usize>) {
+    let (mut delivered, mut duplicates, mut foreign) = (0, 0, 0);
+    let mut first_wrong_at: Option<usize> = None;
+    for (content, got, first_at) in copies {
+        let want = want
+            .and_then(|wanted| wanted.get(&content))
+            .copied()
+            .unwrap_or(0);
+        if want == 0 {
+            foreign += got;
+            first_wrong_at = Some(first_wrong_at.map_or(first_at, |first| first.min(first_at)));
+        } else {
+            delivered += want.min(got);
+            duplicates += got.saturating_sub(want);
+        }
+    }
+    let missing = total - delivered;
+    let tally = Tally {
+        delivered,
+        duplicates,
+        wrong: foreign,
+        lost: missing.saturating_sub(foreign),
+        stand_ins: missing.min(foreign),
+    };
+    (tally, first_wrong_at)
+}
+
+/// Judges `records`, a whole view, against `tallies` (a reference of `reference_len`
+/// records).
+fn judge_records(
+    tallies: &ReferenceTallies,
+    reference_len: u64,
+    records: &[Record],
+    key: KeyScheme,
+) -> Judged {
     // The view's records by slot and content, each with its place in sink order: sorted, so
     // each slot's records, and within it each content's, are one run.
-    let mut keyed: Vec<(Slot, Content, usize)> = seen
-        .records
+    let mut keyed: Vec<(Slot, Content, usize)> = records
         .iter()
         .enumerate()
-        .map(|(at, record)| (slot(record, observation.key), content(record), at))
+        .map(|(at, record)| (slot(record, key), content(record), at))
         .collect();
     keyed.sort_unstable();
-    let (mut delivered, mut duplicates, mut wrong, mut lost) = (0, 0, 0, 0);
-    let mut stand_ins = 0;
-    // The first record, in sink order, of a content the reference lacks in its slot.
+    let mut tally = Tally::default();
     let mut first_wrong_at: Option<usize> = None;
     // The reference's records in slots the view has nothing in: all lost, none stood in for.
-    let mut untouched = reference.records.len() as u64;
-    let mut slot_start = 0;
-    while slot_start < keyed.len() {
-        let slot = &keyed[slot_start].0;
-        let slot_end = slot_start + keyed[slot_start..].partition_point(|(s, _, _)| s == slot);
-        let (slot_total, want_contents) = tallies
+    let mut untouched = reference_len;
+    for slot_run in keyed.chunk_by(|a, b| a.0 == b.0) {
+        let (total, want) = tallies
             .slots
-            .get(slot)
+            .get(&slot_run[0].0)
             .map_or((0, None), |(total, contents)| (*total, Some(contents)));
-        untouched -= slot_total;
-        // Copies of the slot's reference records the view has (delivered), and of records
-        // the reference does not have in the slot (foreign).
-        let (mut slot_delivered, mut foreign) = (0, 0);
-        let mut content_start = slot_start;
-        while content_start < slot_end {
-            let (_, content, at) = keyed[content_start];
-            let content_end = content_start
-                + keyed[content_start..slot_end].partition_point(|(_, c, _)| *c == content);
-            let got = (content_end - content_start) as u64;
-            let want = want_contents
-                .and_then(|wanted| wanted.get(&content))
-                .copied()
-                .unwrap_or(0);
-            if want == 0 {
-                foreign += got;
-                // The run is sorted by place too: `at` is its first.
-                first_wrong_at = Some(first_wrong_at.map_or(at, |first| first.min(at)));
-            } else {
-                slot_delivered += want.min(got);
-                duplicates += got.saturating_sub(want);
-            }
-            content_start = content_end;
+        untouched -= total;
+        // The run is sorted by place too: a content's first is its run's first.
+        let copies = slot_run
+            .chunk_by(|a, b| a.1 == b.1)
+            .map(|run| (run[0].1, run.len() as u64, run[0].2));
+        let (slot_tally, wrong_at) = slot_tally(total, want, copies);
+        tally += slot_tally;
+        if let Some(at) = wrong_at {
+            first_wrong_at = Some(first_wrong_at.map_or(at, |first| first.min(at)));
         }
-        let missing = slot_total - slot_delivered;
-        delivered += slot_delivered;
-        wrong += foreign;
-        lost += missing.saturating_sub(foreign);
-        stand_ins += missing.min(foreign);
-        slot_start = slot_end;
     }
-    let first_wrong = first_wrong_at.map(|at| seen.records[at].to_json_line());
-    lost += untouched;
+    tally.lost += untouched;
+    Judged {
+        tally,
+        first_wrong_at,
+        stale_windows: stale_windows(&tallies.windows, records),
+    }
+}
+
+fn judge_view(reference: &Reference, observation: &Observation, seen: &ViewObservation) -> Verdict {
+    let key = observation.key;
+    let tallies = reference.tallies(key);
+    let reference_len = reference.records.len() as u64;
+    let judged = match &seen.records {
+        Records::Own(records) => judge_records(tallies, reference_len, records, key),
+        Records::Spliced(splice) => {
+            let judged = reference
+                .splice_base(&splice.known, key)
+                .judge(tallies, key, splice);
+            debug_assert_eq!(
+                judged,
+                judge_records(tallies, reference_len, &seen.records.to_vec(), key),
+                "a splice is judged as its whole view is"
+            );
+            judged
+        }
+    };
+    let Tally {
+        delivered,
+        duplicates,
+        wrong,
+        lost,
+        stand_ins,
+    } = judged.tally;
+    let first_wrong = judged.first_wrong_at.map(|at| {
+        seen.records
+            .get(at)
+            .expect("a place in the view")
+            .to_json_line()
+    });
     let records = seen.records.len() as u64;
     assert_eq!(records, delivered + duplicates + wrong);
-    assert_eq!(reference.records.len() as u64, delivered + lost + stand_ins);
+    assert_eq!(reference_len, delivered + lost + stand_ins);
 
-    let stale_windows = stale_windows(&tallies.windows, &seen.records);
+    let stale_windows = judged.stale_windows;
     // The final operator state: its windows and its count of events dropped as too late (a
     // figure the report prints, and state a checkpoint must carry across a restart).
     let final_windows_match = observation.recovery == Recovery::Ok
@@ -645,7 +787,7 @@ mod tests {
         BTreeMap::from([(10, 55), (20, 155), (30, 255)])
     }
 
-    fn reference(records: Vec<Record>) -> Reference {
+    pub(super) fn reference(records: Vec<Record>) -> Reference {
         Reference {
             records,
             final_windows: finals(),
@@ -662,7 +804,7 @@ mod tests {
             key,
             views: vec![ViewObservation {
                 view: None,
-                records,
+                records: records.into(),
                 ..ViewObservation::default()
             }],
             recovery: Recovery::Ok,
@@ -899,13 +1041,15 @@ mod tests {
         assert_eq!((v.delivered, v.duplicates, v.lost, v.wrong), (4, 0, 0, 0));
         // One copy short is one loss; a third copy is one duplicate.
         let mut short = seen_obs.clone();
-        short.views[0].records.remove(2);
+        let mut fewer = seen.clone();
+        fewer.remove(2);
+        short.views[0].records = fewer.into();
         let v = &judge(&reference, &short)[0];
         assert_eq!((v.delivered, v.duplicates, v.lost, v.wrong), (3, 0, 1, 0));
         let mut extra = seen_obs;
-        extra.views[0]
-            .records
-            .push(rec("pt1200:10", 10, 1, 15, RecordKind::LateUpdate));
+        let mut more = seen;
+        more.push(rec("pt1200:10", 10, 1, 15, RecordKind::LateUpdate));
+        extra.views[0].records = more.into();
         let v = &judge(&reference, &extra)[0];
         assert_eq!((v.delivered, v.duplicates, v.lost, v.wrong), (4, 1, 0, 0));
     }

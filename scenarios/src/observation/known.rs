@@ -1,0 +1,261 @@
+//! A fault-free run's sink file read once, so that a forked point's file, which shares a
+//! prefix and a suffix of lines with it, is read as a splice of its records around the lines
+//! in between (`records.rs`): the view [`observe_file`] reads from the whole file.
+
+use super::records::{KnownRecords, Records, Splice};
+use super::{observe_file, ViewObservation};
+use std::sync::Arc;
+
+/// A file sink's bytes (a fault-free run's) read once, line by line, so that a file sharing a
+/// line-aligned prefix and suffix with them (a forked point's) is read from these lines and
+/// only the bytes in between are parsed: [`KnownSink::observe`] sees exactly what
+/// [`observe_file`] sees in the whole file.
+///
+/// Why the parts add up: a consumer's lines are the file's bytes split at every '\n' (a last
+/// line without one included, a "\r" before a '\n' dropped), each read as UTF-8 with
+/// invalid bytes replaced; no line, and no replaced sequence ('\n' is ASCII, never inside a
+/// UTF-8 sequence), spans a '\n'. So where a file's bytes are cut at two line starts (offset
+/// 0 or just after a '\n'), its lines are the lines of the three parts, in order, and a part
+/// byte for byte equal to a run of the known file's whole lines has those lines.
+#[derive(Clone, Debug)]
+pub struct KnownSink {
+    bytes: Vec<u8>,
+    /// Per line, in order: the offset where it ends (after its '\n', or the file's end for a
+    /// last line without one) and whether it is a whole record.
+    lines: Vec<(usize, bool)>,
+    /// `records_before[i]`: how many of lines `..i` are whole records.
+    records_before: Vec<usize>,
+    /// The whole records, in order.
+    records: Arc<KnownRecords>,
+}
+
+impl KnownSink {
+    /// Reads `bytes` line by line.
+    pub fn new(bytes: Vec<u8>) -> KnownSink {
+        let mut lines = Vec::new();
+        let mut records = Vec::new();
+        let mut records_before = vec![0];
+        let mut end = 0;
+        for piece in bytes.split_inclusive(|&b| b == b'\n') {
+            end += piece.len();
+            let line = observe_file(Some(piece));
+            assert_eq!(
+                line.records.len() as u64 + line.corrupt_lines,
+                1,
+                "a piece up to a '\\n' is one line"
+            );
+            let whole = line.corrupt_lines == 0;
+            lines.push((end, whole));
+            records.extend(line.records.iter().cloned());
+            records_before.push(records.len());
+        }
+        assert_eq!(end, bytes.len());
+        KnownSink {
+            bytes,
+            lines,
+            records_before,
+            records: Arc::new(KnownRecords::new(records)),
+        }
+    }
+
+    /// How many of lines `lines` are not whole records.
+    fn corrupt_in(&self, lines: std::ops::Range<usize>) -> u64 {
+        let records = self.records_before[lines.end] - self.records_before[lines.start];
+        (lines.len() - records) as u64
+    }
+
+    /// Where line `i` starts.
+    fn start(&self, i: usize) -> usize {
+        i.checked_sub(1).map_or(0, |before| self.lines[before].0)
+    }
+
+    /// What a consumer sees in a file sink holding `bytes`: what [`observe_file`] sees, with
+    /// the known file's whole lines that `bytes` begins and ends with taken as read.
+    pub fn observe(&self, bytes: &[u8]) -> ViewObservation {
+        let known = &self.bytes;
+        // The whole lines, each ending with a '\n', that both files begin with.
+        let common = common_prefix_len(bytes, known);
+        let terminated = self
+            .lines
+            .len()
+            .saturating_sub(usize::from(!known.ends_with(b"\n")));
+        let prefix_lines = self
+            .lines
+            .partition_point(|&(end, _)| end <= common)
+            .min(terminated);
+        let prefix_bytes = self.start(prefix_lines);
+        // The known file's lines that both end with, from a line start in each: the first
+        // line of the known file after the prefix that starts in the common tail.
+        let tail = common_suffix_len(&bytes[prefix_bytes..], &known[prefix_bytes..]);
+        let tail_start = known.len() - tail;
+        let mut suffix_from = prefix_lines;
+        if self.start(suffix_from) < tail_start {
+            // Past every line that ends before the tail, and the one the tail begins in.
+            suffix_from +=
+                1 + self.lines[prefix_lines..].partition_point(|&(end, _)| end < tail_start);
+        }
+        // Where a line starts after the first byte of the tail, the '\n' before it is in the
+        // tail, so in `bytes` too; where it starts at the tail's first byte, the byte before
+        // it in `bytes` must be checked.
+        let at_line_start = |from: usize| {
+            let start_in_bytes = bytes.len() - (known.len() - self.start(from));
+            start_in_bytes == prefix_bytes || bytes[start_in_bytes - 1] == b'\n'
+        };
+        if suffix_from < self.lines.len() && !at_line_start(suffix_from) {
+            suffix_from += 1;
+        }
+        let middle_end = bytes.len() - (known.len() - self.start(suffix_from));
+        assert!(prefix_bytes <= middle_end && prefix_bytes <= self.start(suffix_from));
+        let middle = observe_file(Some(&bytes[prefix_bytes..middle_end]));
+        let Records::Own(middle_records) = middle.records else {
+            unreachable!("a file read whole holds its own records")
+        };
+        ViewObservation {
+            records: Records::Spliced(Splice {
+                known: Arc::clone(&self.records),
+                head: self.records_before[prefix_lines],
+                middle: middle_records,
+                tail_from: self.records_before[suffix_from],
+            }),
+            corrupt_lines: self.corrupt_in(0..prefix_lines)
+                + middle.corrupt_lines
+                + self.corrupt_in(suffix_from..self.lines.len()),
+            ..ViewObservation::default()
+        }
+    }
+}
+
+/// How many bytes `a` and `b` begin with alike (compared a block at a time).
+fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK_BYTES: usize = 256;
+    let len = a.len().min(b.len());
+    let mut same = 0;
+    while same + BLOCK_BYTES <= len && a[same..same + BLOCK_BYTES] == b[same..same + BLOCK_BYTES] {
+        same += BLOCK_BYTES;
+    }
+    same + a[same..len]
+        .iter()
+        .zip(&b[same..len])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+/// How many bytes `a` and `b` end with alike.
+fn common_suffix_len(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK_BYTES: usize = 256;
+    let len = a.len().min(b.len());
+    let (a, b) = (&a[a.len() - len..], &b[b.len() - len..]);
+    let mut same = 0;
+    while same + BLOCK_BYTES <= len
+        && a[len - same - BLOCK_BYTES..len - same] == b[len - same - BLOCK_BYTES..len - same]
+    {
+        same += BLOCK_BYTES;
+    }
+    same + a[..len - same]
+        .iter()
+        .rev()
+        .zip(b[..len - same].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use keel_engine::Record;
+    use keel_engine::RecordKind;
+
+    /// ch04's fault-free sink file, one record a line.
+    fn ch04_sink() -> Vec<u8> {
+        let record = |key: &str, window_end, sum, watermark, kind| Record {
+            key: key.to_string(),
+            window_end,
+            sum,
+            watermark,
+            kind,
+        };
+        [
+            record("13:10", 10, 55, 10, RecordKind::Fire),
+            record("24:20", 20, 138, 21, RecordKind::Fire),
+            record("25:20", 20, 155, 21, RecordKind::LateUpdate),
+            record("flush:30", 30, 255, 24, RecordKind::Flush),
+        ]
+        .iter()
+        .flat_map(|r| format!("{}\n", r.to_json_line()).into_bytes())
+        .collect()
+    }
+
+    /// Every file made of a cut of `known` at one offset, `insert`, and `known` from another
+    /// offset (prefixes, torn tails, lost and repeated lines, garbage between), read from
+    /// `known`'s lines where they match, is read as the whole file is. Returns the files.
+    fn every_splice_reads_as_the_whole_file(known: &[u8], inserts: &[&[u8]]) -> u64 {
+        let sink = KnownSink::new(known.to_vec());
+        let mut files = 0;
+        for cut in 0..=known.len() {
+            for from in 0..=known.len() {
+                for insert in inserts {
+                    let mut bytes = known[..cut].to_vec();
+                    bytes.extend_from_slice(insert);
+                    bytes.extend_from_slice(&known[from..]);
+                    assert_eq!(
+                        sink.observe(&bytes),
+                        observe_file(Some(&bytes)),
+                        "{:?}",
+                        String::from_utf8_lossy(&bytes)
+                    );
+                    files += 1;
+                }
+            }
+        }
+        files
+    }
+
+    #[test]
+    fn a_known_sink_reads_every_file_as_the_whole_file_is_read() {
+        let clean = ch04_sink();
+        assert_eq!(clean.len(), 330);
+        let inserts: [&[u8]; 5] = [
+            b"",
+            b"\n",
+            b"garbage\n",
+            b"\xff\xfe{\"key\": \"13:10\"\r\n",
+            b"{\"key\": \"13:10\", \"window_end\": 10",
+        ];
+        assert_eq!(
+            every_splice_reads_as_the_whole_file(&clean, &inserts),
+            331 * 331 * 5
+        );
+        // A known file with a torn last line, a garbage line, a "\r\n" and bytes that are not
+        // UTF-8 (a fault-free file has none, but the reader must not care).
+        let mut odd = clean[..100].to_vec();
+        odd.extend_from_slice(b"\xf0\x9f\n\r\n");
+        odd.extend_from_slice(&clean[100..]);
+        odd.extend_from_slice(b"{\"key\": \"26:\r");
+        assert_eq!(odd.len(), 348);
+        assert_eq!(
+            every_splice_reads_as_the_whole_file(&odd, &inserts[..3]),
+            349 * 349 * 3
+        );
+        // No known file, and a known file that is only garbage.
+        assert_eq!(every_splice_reads_as_the_whole_file(b"", &inserts), 5);
+        assert_eq!(
+            every_splice_reads_as_the_whole_file(b"\n\nx\n", &inserts),
+            5 * 5 * 5
+        );
+    }
+
+    #[test]
+    fn a_known_sink_holds_its_lines_and_ends() {
+        let sink = KnownSink::new(b"a\n\nb".to_vec());
+        assert_eq!(sink.lines, [(2, false), (3, false), (4, false)]);
+        assert_eq!(sink.records_before, [0, 0, 0, 0]);
+        let clean = ch04_sink();
+        let sink = KnownSink::new(clean.clone());
+        assert_eq!(sink.lines.len(), 4);
+        assert!(sink.lines.iter().all(|&(_, whole)| whole));
+        assert_eq!(sink.records_before, [0, 1, 2, 3, 4]);
+        assert_eq!(sink.observe(&clean).records.len(), 4);
+        assert_eq!(common_prefix_len(&clean, &clean[..300]), 300);
+        assert_eq!(common_suffix_len(&clean, &clean[1..]), 329);
+    }
+}

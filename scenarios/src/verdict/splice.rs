@@ -1,0 +1,306 @@
+//! The judgement of a spliced view (`observation/records.rs`: a known file's records with a
+//! run of them replaced by a middle of the view's own) from what differs: the known file is
+//! judged once, slot by slot and window by window ([`Base`]), and each splice re-judges only
+//! the slots and windows that its replaced run and its middle touch. The tally of a slot
+//! depends on nothing but the slot's own records, and a window's staleness on nothing but its
+//! own, so the rest stand as the base judged them. Equal to judging the whole view
+//! (`judge_records`): checked on every judgement of a debug build, and by the test below.
+
+use super::{
+    content, slot, slot_tally, stale_windows, Content, Judged, ReferenceTallies, Slot, Tally,
+};
+use crate::observation::records::Splice;
+use keel_engine::{KeyScheme, Record};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A known file's records judged against a reference, kept to judge its splices.
+#[derive(Debug)]
+pub(super) struct Base {
+    slots: BTreeMap<Slot, BaseSlot>,
+    tally: Tally,
+    /// For each slot with a content the reference lacks there: the place of its first such
+    /// record, by place.
+    wrong_firsts: BTreeMap<usize, Slot>,
+    /// The places of each window's records, in order.
+    windows: BTreeMap<i64, Vec<usize>>,
+    stale_windows: u64,
+}
+
+/// One slot of the known file: the places of each content's copies, and its tally.
+#[derive(Debug)]
+struct BaseSlot {
+    contents: BTreeMap<Content, Vec<usize>>,
+    tally: Tally,
+}
+
+/// The reference's copies in `slot`, and how many of each content.
+fn reference_slot<'t>(
+    tallies: &'t ReferenceTallies,
+    slot: &Slot,
+) -> (u64, Option<&'t BTreeMap<Content, u64>>) {
+    tallies
+        .slots
+        .get(slot)
+        .map_or((0, None), |(total, contents)| (*total, Some(contents)))
+}
+
+/// 1 where a window whose last value is `last` (None: the view has none) is stale against
+/// the reference's `want`.
+fn stale(last: Option<i128>, want: Option<&i128>) -> u64 {
+    match (last, want) {
+        (None, None) => 0,
+        (Some(last), Some(&want)) if last == want => 0,
+        _ => 1,
+    }
+}
+
+fn earlier(a: Option<usize>, b: Option<usize>) -> Option<usize> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        _ => a.or(b),
+    }
+}
+
+impl Base {
+    /// `known` judged against `tallies` (a reference of `reference_len` records).
+    pub(super) fn of(
+        tallies: &ReferenceTallies,
+        reference_len: u64,
+        known: &[Record],
+        key: KeyScheme,
+    ) -> Base {
+        let mut slots: BTreeMap<Slot, BaseSlot> = BTreeMap::new();
+        let mut windows: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
+        for (at, record) in known.iter().enumerate() {
+            slots
+                .entry(slot(record, key))
+                .or_insert_with(|| BaseSlot {
+                    contents: BTreeMap::new(),
+                    tally: Tally::default(),
+                })
+                .contents
+                .entry(content(record))
+                .or_default()
+                .push(at);
+            windows.entry(record.window_end).or_default().push(at);
+        }
+        let mut tally = Tally::default();
+        let mut untouched = reference_len;
+        let mut wrong_firsts = BTreeMap::new();
+        for (slot, base) in &mut slots {
+            let (total, want) = reference_slot(tallies, slot);
+            untouched -= total;
+            let copies = base
+                .contents
+                .iter()
+                .map(|(content, places)| (*content, places.len() as u64, places[0]));
+            let (slot_tally, wrong_at) = slot_tally(total, want, copies);
+            base.tally = slot_tally;
+            tally += slot_tally;
+            if let Some(at) = wrong_at {
+                wrong_firsts.insert(at, slot.clone());
+            }
+        }
+        tally.lost += untouched;
+        Base {
+            slots,
+            tally,
+            wrong_firsts,
+            windows,
+            stale_windows: stale_windows(&tallies.windows, known),
+        }
+    }
+
+    /// The judgement of `splice` (of this base's known file).
+    pub(super) fn judge(
+        &self,
+        tallies: &ReferenceTallies,
+        key: KeyScheme,
+        splice: &Splice,
+    ) -> Judged {
+        let known = &splice.known.records;
+        let (head, tail_from) = (splice.head, splice.tail_from);
+        assert!(head <= tail_from);
+        assert!(tail_from <= known.len());
+        // Every slot the splice touches, with its view's copies of each content and the
+        // place of the first: the middle's first, then the known copies it kept.
+        let mut touched: BTreeMap<Slot, BTreeMap<Content, (u64, usize)>> = BTreeMap::new();
+        for record in &known[head..tail_from] {
+            touched.entry(slot(record, key)).or_default();
+        }
+        for (i, record) in splice.middle.iter().enumerate() {
+            let copies = touched
+                .entry(slot(record, key))
+                .or_default()
+                .entry(content(record))
+                .or_insert((0, head + i));
+            copies.0 += 1;
+        }
+        let mut tally = self.tally;
+        let mut first_wrong_at = None;
+        for (slot, contents) in &mut touched {
+            let (total, want) = reference_slot(tallies, slot);
+            match self.slots.get(slot) {
+                Some(base) => {
+                    tally -= base.tally;
+                    for (content, places) in &base.contents {
+                        let replaced_from = places.partition_point(|&at| at < head);
+                        let replaced_to = places.partition_point(|&at| at < tail_from);
+                        let kept = places.len() - (replaced_to - replaced_from);
+                        if kept == 0 {
+                            continue;
+                        }
+                        let first = if replaced_from > 0 {
+                            places[0]
+                        } else {
+                            places[replaced_to]
+                        };
+                        let first = splice.place_of_known(first);
+                        let copies = contents.entry(*content).or_insert((0, first));
+                        copies.0 += kept as u64;
+                        copies.1 = copies.1.min(first);
+                    }
+                }
+                None => {
+                    tally -= Tally {
+                        lost: total,
+                        ..Tally::default()
+                    }
+                }
+            }
+            let copies = contents.iter().map(|(content, &(n, at))| (*content, n, at));
+            let (slot_tally, wrong_at) = slot_tally(total, want, copies);
+            tally += slot_tally;
+            first_wrong_at = earlier(first_wrong_at, wrong_at);
+        }
+        // The slots the splice left alone keep their first wrong record, at its new place;
+        // places keep their order, so the first such slot's is the earliest.
+        let untouched_wrong = self
+            .wrong_firsts
+            .iter()
+            .find(|(_, slot)| !touched.contains_key(*slot))
+            .map(|(&at, _)| splice.place_of_known(at));
+        first_wrong_at = earlier(first_wrong_at, untouched_wrong);
+
+        // Each touched window's last value: the known file's after the middle, else the
+        // middle's, else the known file's before it.
+        let mut middle_last: BTreeMap<i64, i128> = BTreeMap::new();
+        for record in &splice.middle {
+            middle_last.insert(record.window_end, record.sum);
+        }
+        let mut windows: BTreeSet<i64> = known[head..tail_from]
+            .iter()
+            .map(|record| record.window_end)
+            .collect();
+        windows.extend(middle_last.keys());
+        let mut stale_windows = self.stale_windows;
+        for end in windows {
+            let places = self.windows.get(&end).map_or(&[][..], Vec::as_slice);
+            let sum_at = |at: usize| known[at].sum;
+            let before = places.last().map(|&at| sum_at(at));
+            let after = match places.last() {
+                Some(&last) if last >= tail_from => Some(sum_at(last)),
+                _ => middle_last.get(&end).copied().or_else(|| {
+                    let kept = places.partition_point(|&at| at < head);
+                    kept.checked_sub(1).map(|i| sum_at(places[i]))
+                }),
+            };
+            let want = tallies.windows.get(&end);
+            stale_windows = stale_windows - stale(before, want) + stale(after, want);
+        }
+        Judged {
+            tally,
+            first_wrong_at,
+            stale_windows,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{judge_records, Reference};
+    use crate::observation::records::{KnownRecords, Splice};
+    use keel_engine::{KeyScheme, Record, RecordKind};
+    use std::sync::Arc;
+
+    fn rec(key: &str, window_end: i64, sum: i128, kind: RecordKind) -> Record {
+        Record {
+            key: key.to_string(),
+            window_end,
+            sum,
+            watermark: 24,
+            kind,
+        }
+    }
+
+    /// Every splice of `known` (replaced runs at every place, with each of `middles`) is
+    /// judged against `reference` as its whole view is, under both key schemes. Returns how
+    /// many splices were judged.
+    fn check(reference: &Reference, known: &[Record], middles: &[Vec<Record>]) -> u64 {
+        let shared = Arc::new(KnownRecords::new(known.to_vec()));
+        let mut judged = 0;
+        for key in [KeyScheme::EventIndex, KeyScheme::ProcessingTime] {
+            let tallies = reference.tallies(key);
+            let reference_len = reference.records.len() as u64;
+            let base = reference.splice_base(&shared, key);
+            for head in 0..=known.len() {
+                for tail_from in head..=known.len() {
+                    for middle in middles {
+                        let splice = Splice {
+                            known: Arc::clone(&shared),
+                            head,
+                            middle: middle.clone(),
+                            tail_from,
+                        };
+                        let mut whole = known[..head].to_vec();
+                        whole.extend(middle.iter().cloned());
+                        whole.extend(known[tail_from..].iter().cloned());
+                        assert_eq!(
+                            base.judge(tallies, key, &splice),
+                            judge_records(tallies, reference_len, &whole, key),
+                            "{key:?}: {head}..{tail_from} replaced by {middle:?}"
+                        );
+                        judged += 1;
+                    }
+                }
+            }
+        }
+        judged
+    }
+
+    #[test]
+    fn a_splice_is_judged_as_its_whole_view() {
+        use RecordKind::{Fire, Flush, LateUpdate};
+        // The chapter's output, one of its records twice.
+        let mut want = vec![
+            rec("13:10", 10, 55, Fire),
+            rec("24:20", 20, 138, Fire),
+            rec("25:20", 20, 155, LateUpdate),
+            rec("flush:30", 30, 255, Flush),
+            rec("flush:30", 30, 255, Flush),
+        ];
+        let reference = crate::verdict::tests::reference(want.clone());
+        // A known file that is not the reference: a duplicate, a wrong sum, a loss, a record
+        // in a slot the reference lacks, and a stale window.
+        want[2].sum = 999;
+        want.insert(1, want[0].clone());
+        want.remove(4);
+        want.push(rec("7:40", 40, 1, Fire));
+        let known = want;
+        let middles = [
+            vec![],
+            vec![known[0].clone()],
+            vec![rec("25:20", 20, 155, LateUpdate)],
+            vec![rec("25:20", 20, 1, LateUpdate), rec("13:10", 10, 55, Fire)],
+            vec![
+                rec("flush:30", 30, 255, Flush),
+                rec("flush:30", 30, 255, Flush),
+            ],
+            vec![rec("9:50", 50, 3, Fire), rec("24:20", 20, 138, Fire)],
+            // Another copy of the known file's wrong record: its first place moves.
+            vec![rec("25:20", 20, 999, LateUpdate)],
+        ];
+        assert_eq!(check(&reference, &known, &middles), 2 * 28 * 7);
+        assert_eq!(check(&reference, &[], &middles), 2 * 7);
+    }
+}
