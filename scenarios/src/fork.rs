@@ -615,13 +615,7 @@ fn boundary_of<'a>(between: &'a Between, disk: &'a Disk) -> Boundary<'a> {
 /// are the one thing the future does not read); every other disk as it is.
 fn compared_disk(disk: &Disk, sink: SinkKind) -> Result<Disk, DiskError> {
     match sink {
-        SinkKind::Append => {
-            let file = sink.file_name();
-            let mut compared = disk.clone();
-            compared.truncate(&file, 0)?;
-            compared.fsync(&file)?;
-            Ok(compared)
-        }
+        SinkKind::Append => disk.with_file_emptied(&sink.file_name()),
         SinkKind::Idempotent | SinkKind::Transactional => Ok(disk.clone()),
     }
 }

@@ -76,6 +76,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 mod fs_model;
 mod power_loss;
@@ -164,11 +165,12 @@ enum DirOp {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct Inode {
     /// The contents as of the last successful fsync of this file.
-    durable: Vec<u8>,
+    durable: Contents,
     /// Data operations since that fsync, in the order the process issued them.
-    pending: Vec<DataOp>,
+    /// Shared between clones until one of them changes it, as the contents are.
+    pending: Arc<Vec<DataOp>>,
     /// What the process reads: `durable` with `pending` applied, except on `unpersisted`.
-    current: Vec<u8>,
+    current: Contents,
     /// Byte ranges `[start, end)`, sorted and disjoint, whose bytes in `current` a failed
     /// fsync did not write (clean pages the disk does not hold): `durable` holds what the
     /// disk reads there. Always within both `current` and `durable`.
@@ -195,13 +197,13 @@ impl Inode {
             ),
             DataOp::SetLen { len_bytes } => ranges_clip(&mut self.unpersisted, *len_bytes),
         }
-        self.pending.push(op);
+        Arc::make_mut(&mut self.pending).push(op);
     }
 
     /// A successful fsync: every pending operation reaches the disk; unpersisted bytes stay
     /// unpersisted (their pages are clean, nothing writes them).
     fn sync(&mut self) {
-        for op in std::mem::take(&mut self.pending) {
+        for op in Arc::unwrap_or_clone(std::mem::take(&mut self.pending)) {
             // A completed write moves the on-disk size to its end; a truncate sets it.
             self.failed_len_bytes = match (&op, self.failed_len_bytes) {
                 (_, None) | (DataOp::SetLen { .. }, _) => None,
@@ -229,7 +231,7 @@ impl Inode {
     /// the disk either: a power loss may find the file at its size before the fsync.
     fn sync_failed(&mut self, size_may_stay: bool) {
         let mut stay = self.failed_len_bytes.unwrap_or(self.durable.len() as u64);
-        for op in std::mem::take(&mut self.pending) {
+        for op in Arc::unwrap_or_clone(std::mem::take(&mut self.pending)) {
             if let DataOp::SetLen { len_bytes } = op {
                 stay = len_bytes;
             }
@@ -241,7 +243,7 @@ impl Inode {
                     let end_bytes = offset_bytes + bytes.len() as u64;
                     let end = usize::try_from(end_bytes).expect("fits in memory");
                     if self.durable.len() < end {
-                        self.durable.resize(end, 0);
+                        Arc::make_mut(&mut self.durable).resize(end, 0);
                     }
                     ranges_add(&mut self.unpersisted, offset_bytes, end_bytes);
                 }
@@ -264,7 +266,7 @@ impl Inode {
             let (start, end) = (start as usize, end as usize);
             assert!(end <= self.current.len());
             assert!(end <= self.durable.len());
-            self.current[start..end].copy_from_slice(&self.durable[start..end]);
+            Arc::make_mut(&mut self.current)[start..end].copy_from_slice(&self.durable[start..end]);
             dropped_bytes += (end - start) as u64;
         }
         dropped_bytes
@@ -324,7 +326,25 @@ fn ranges_clip(ranges: &mut Vec<(u64, u64)>, len_bytes: u64) {
     ranges_remove(ranges, len_bytes, u64::MAX);
 }
 
-fn apply_data_op(contents: &mut Vec<u8>, op: &DataOp) {
+/// A file's bytes, shared between clones of a disk until one of them changes them: a fork of
+/// a run copies the files it writes, not the whole disk, and two disks compare a file they
+/// still share without reading it (`Arc`'s equality of an `Eq` value tries the pointer first).
+type Contents = Arc<Vec<u8>>;
+
+fn apply_data_op(contents: &mut Contents, op: &DataOp) {
+    match op {
+        DataOp::SetLen { len_bytes }
+            if *len_bytes <= contents.len() as u64 && Arc::strong_count(contents) > 1 =>
+        {
+            // Shared: copy only what stays.
+            let len = usize::try_from(*len_bytes).expect("length fits in memory");
+            *contents = Arc::new(contents[..len].to_vec());
+        }
+        _ => apply_to_bytes(Arc::make_mut(contents), op),
+    }
+}
+
+fn apply_to_bytes(contents: &mut Vec<u8>, op: &DataOp) {
     match op {
         DataOp::Write {
             offset_bytes,
@@ -585,9 +605,27 @@ impl Disk {
         Ok(())
     }
 
+    /// A copy of the disk with `name` truncated to nothing and synced: what `truncate(name,
+    /// 0)` then `fsync(name)` leave on a copy, without copying or replaying the file's
+    /// pending writes (a comparison of two disks that must not see one file's bytes: an
+    /// append sink's). The same result: a truncate to 0 after the pending operations leaves
+    /// nothing of them, and a completed truncate settles the size a failed fsync left in
+    /// doubt; the fsync finds data to write either way.
+    pub fn with_file_emptied(&self, name: &str) -> Result<Disk, DiskError> {
+        let mut disk = self.clone();
+        disk.inode(name)?;
+        disk.injected("truncate", name)?;
+        let inode = disk.inode_mut(name)?;
+        inode.current = Arc::default();
+        inode.unpersisted.clear();
+        inode.pending = Arc::new(vec![DataOp::SetLen { len_bytes: 0 }]);
+        disk.fsync(name)?;
+        Ok(disk)
+    }
+
     /// The file's contents as the process sees them.
     pub fn read(&self, name: &str) -> Result<Vec<u8>, DiskError> {
-        Ok(self.inode(name)?.current.clone())
+        Ok(self.inode(name)?.current.to_vec())
     }
 
     /// The file's contents from `offset_bytes` to its end (empty past the end).
@@ -811,6 +849,74 @@ fn not_found(name: &str) -> DiskError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every disk `states` builds, on every file-system profile: `with_file_emptied("s")`
+    /// equals a copy truncated to 0 and synced, errors included. Returns the disks checked.
+    fn check(states: &[fn(&mut Disk)]) -> u64 {
+        let mut checked = 0;
+        for model in FsModel::ALL {
+            for build in states {
+                let mut disk = Disk::with_model(4, model);
+                build(&mut disk);
+                let mut replayed = disk.clone();
+                let replayed = replayed
+                    .truncate("s", 0)
+                    .and_then(|()| replayed.fsync("s"))
+                    .map(|()| replayed);
+                assert_eq!(disk.with_file_emptied("s"), replayed, "{model:?}");
+                checked += 1;
+            }
+        }
+        checked
+    }
+
+    #[test]
+    fn a_file_emptied_on_a_copy_is_the_file_truncated_and_synced() {
+        let states: [fn(&mut Disk); 6] = [
+            // Appends synced and pending, a pending rename beside.
+            |disk| {
+                disk.create("s").unwrap();
+                disk.append("s", b"synced\n").unwrap();
+                disk.fsync("s").unwrap();
+                disk.append("s", b"pending\n").unwrap();
+                disk.create("t").unwrap();
+                disk.rename("t", "u").unwrap();
+            },
+            // A failed fsync left unpersisted bytes and a size in doubt.
+            |disk| {
+                disk.create("s").unwrap();
+                disk.fsync_dir().unwrap();
+                disk.append("s", b"0123456789").unwrap();
+                disk.fsync_fail("s").unwrap();
+                // btrfs is read-only now: the append fails, and so does the truncate.
+                let appended = disk.append("s", b"ab");
+                assert_eq!(appended.is_err(), disk.model.read_only_on_fsync_error());
+            },
+            // Nothing pending at all.
+            |disk| {
+                disk.create("s").unwrap();
+                disk.fsync("s").unwrap();
+                disk.fsync_dir().unwrap();
+            },
+            // An armed error: the truncate fails, on both.
+            |disk| {
+                disk.create("s").unwrap();
+                disk.append("s", b"x").unwrap();
+                disk.inject_error();
+            },
+            // No such file.
+            |disk| disk.create("t").unwrap(),
+            // A write in the middle and a truncate pending.
+            |disk| {
+                disk.create("s").unwrap();
+                disk.append("s", b"abcdef").unwrap();
+                disk.fsync("s").unwrap();
+                disk.write("s", 2, b"ZZ").unwrap();
+                disk.truncate("s", 3).unwrap();
+            },
+        ];
+        assert_eq!(check(&states), 24);
+    }
 
     #[test]
     fn writes_appends_and_truncates_are_visible_at_once() {

@@ -80,11 +80,12 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 
-use super::{write_at, DataOp, DirOp, Disk, FsModel, InodeId, STALE_BYTE};
+use super::{write_at, Contents, DataOp, DirOp, Disk, FsModel, InodeId, STALE_BYTE};
 
 /// Up to this many crash states (65,536), a state number is an index a test can enumerate;
 /// above it, a seed. A sweep runs at most this many states a step.
@@ -625,7 +626,7 @@ impl Disk {
         }
 
         let mut files = Vec::new();
-        let mut resolved: BTreeMap<InodeId, Vec<u8>> = BTreeMap::new();
+        let mut resolved: BTreeMap<InodeId, Contents> = BTreeMap::new();
         for &inode in self.inodes.keys() {
             let reachable = names.values().any(|id| *id == inode);
             let made = file_digits.get(&inode).map(Vec::as_slice).unwrap_or(&[]);
@@ -647,7 +648,7 @@ impl Disk {
                 .expect("resolved from a live inode");
             file.durable = contents.clone();
             file.current = contents;
-            file.pending.clear();
+            file.pending = Arc::default();
             file.unpersisted.clear();
             file.failed_len_bytes = None;
         }
@@ -674,7 +675,7 @@ impl Disk {
         made: &[(Choice, u64)],
         labels: &BTreeMap<InodeId, String>,
         reachable: bool,
-    ) -> (Vec<u8>, Option<FileOutcome>) {
+    ) -> (Contents, Option<FileOutcome>) {
         let file = &self.inodes[&inode];
         let unpersisted_lost_bytes = file.unpersisted_bytes();
         if file.pending.is_empty() && unpersisted_lost_bytes == 0 && file.failed_len_bytes.is_none()
@@ -692,7 +693,7 @@ impl Disk {
             .filter(|(choice, _)| !matches!(choice, Choice::FailedSize { .. }))
             .copied()
             .collect();
-        let mut contents = file.durable.clone();
+        let mut contents = file.durable.to_vec();
         let failed_fsync_size = match (failed_size, file.failed_len_bytes) {
             (Some(1), Some(stay)) => {
                 contents.truncate(usize::try_from(stay).expect("fits in memory"));
@@ -775,7 +776,7 @@ impl Disk {
                     outcome.truncates_total += 1;
                     if *digit == 1 {
                         outcome.truncates_kept += 1;
-                        super::apply_data_op(&mut contents, op);
+                        super::apply_to_bytes(&mut contents, op);
                         // A hole a truncate makes reads as zeros on every file system.
                         unwritten.resize(contents.len(), false);
                     }
@@ -798,7 +799,7 @@ impl Disk {
             if *digit == 1 {
                 // Only blocks a lost write had: a hole no write covered reads as zeros.
                 let mut covered = Vec::new();
-                for op in &file.pending {
+                for op in file.pending.iter() {
                     if let DataOp::Write {
                         offset_bytes,
                         bytes,
@@ -825,7 +826,7 @@ impl Disk {
         }
         assert!(made.next().is_none(), "every choice of the file was used");
         outcome.len_bytes = contents.len() as u64;
-        (contents, Some(outcome))
+        (Arc::new(contents), Some(outcome))
     }
 
     /// A name for each inode in descriptions: the process's name for it, else its durable
