@@ -57,6 +57,26 @@ impl Record {
     pub fn parse_line(line: &str) -> Option<Record> {
         parse_canonical(line.as_bytes()).or_else(|| serde_json::from_str(line).ok())
     }
+
+    /// Whether `line` (bytes, without its '\n') reads as a record: `parse_line` of it as
+    /// UTF-8 is Some. A line in the engine's own form is checked without building the record
+    /// (recovery checks every line of the sink).
+    pub fn is_record_line(line: &[u8]) -> bool {
+        canonical_parts(line).is_some()
+            || std::str::from_utf8(line)
+                .ok()
+                .and_then(Record::parse_line)
+                .is_some()
+    }
+}
+
+/// The fields of a line in exactly [`Record::to_json_line`]'s form, the key borrowed.
+struct CanonicalParts<'a> {
+    key: &'a str,
+    window_end: i64,
+    sum: i128,
+    watermark: i64,
+    kind: RecordKind,
 }
 
 /// A line exactly as [`Record::to_json_line`] writes it, with a key that needs no escape and
@@ -65,6 +85,19 @@ impl Record {
 /// gives a record, serde_json gives the same one (tested on every one-byte edit of such
 /// lines).
 fn parse_canonical(line: &[u8]) -> Option<Record> {
+    let parts = canonical_parts(line)?;
+    Some(Record {
+        key: parts.key.to_string(),
+        window_end: parts.window_end,
+        sum: parts.sum,
+        watermark: parts.watermark,
+        kind: parts.kind,
+    })
+}
+
+/// [`parse_canonical`]'s checks, nothing built: Some exactly where it gives a record (a line
+/// it accepts is UTF-8 throughout: ASCII but for the key, which is checked).
+fn canonical_parts(line: &[u8]) -> Option<CanonicalParts<'_>> {
     let rest = line.strip_prefix(b"{\"key\": \"")?;
     let key_len_bytes = rest.iter().position(|&b| b == b'"')?;
     let (key, rest) = rest.split_at(key_len_bytes);
@@ -81,9 +114,8 @@ fn parse_canonical(line: &[u8]) -> Option<Record> {
     let kind = [RecordKind::Fire, RecordKind::LateUpdate, RecordKind::Flush]
         .into_iter()
         .find(|kind| rest.strip_prefix(kind.as_str().as_bytes()) == Some(b"\"}"))?;
-    Some(Record {
-        // The key ends at an ASCII '"' of a &str: whole characters.
-        key: std::str::from_utf8(key).ok()?.to_string(),
+    Some(CanonicalParts {
+        key: std::str::from_utf8(key).ok()?,
         window_end: i64::try_from(window_end).ok()?,
         sum,
         watermark: i64::try_from(watermark).ok()?,
@@ -178,6 +210,11 @@ mod tests {
                 }
             }
             for variant in variants {
+                // The check recovery makes agrees with parsing, on every edit, UTF-8 or not.
+                let parsed = std::str::from_utf8(&variant)
+                    .ok()
+                    .and_then(Record::parse_line);
+                assert_eq!(Record::is_record_line(&variant), parsed.is_some());
                 let Ok(text) = std::str::from_utf8(&variant) else {
                     continue;
                 };

@@ -119,12 +119,7 @@ impl KeyIndex {
 pub fn readable_prefix_len_bytes(contents: &[u8]) -> usize {
     let mut offset = 0;
     while let Some(newline) = contents[offset..].iter().position(|&b| b == b'\n') {
-        let line = &contents[offset..offset + newline];
-        if std::str::from_utf8(line)
-            .ok()
-            .and_then(Record::parse_line)
-            .is_none()
-        {
+        if !Record::is_record_line(&contents[offset..offset + newline]) {
             break;
         }
         offset += newline + 1;
