@@ -169,8 +169,19 @@ const SEQUENCE_MODULUS: u64 = (1 << 61) - 1;
 /// ratio's fraction), part of every outcome digest's definition.
 const SEQUENCE_BASE: u64 = 0x9e37_79b9_7f4a_7c15 >> 3;
 
+/// `a · b` modulo 2^61 - 1, for `a` and `b` below it: as 2^61 is 1 modulo the prime, the
+/// product's bits above the 61st fold onto its low ones (no division).
 fn mul_mod(a: u64, b: u64) -> u64 {
-    ((a as u128 * b as u128) % SEQUENCE_MODULUS as u128) as u64
+    debug_assert!(a < SEQUENCE_MODULUS);
+    debug_assert!(b < SEQUENCE_MODULUS);
+    let product = a as u128 * b as u128;
+    let folded = (product as u64 & SEQUENCE_MODULUS) + (product >> 61) as u64;
+    let folded = (folded & SEQUENCE_MODULUS) + (folded >> 61);
+    if folded >= SEQUENCE_MODULUS {
+        folded - SEQUENCE_MODULUS
+    } else {
+        folded
+    }
 }
 
 fn pow_mod(mut base: u64, mut exponent: u64) -> u64 {
@@ -378,5 +389,17 @@ mod tests {
             pow_mod(SEQUENCE_BASE, 2),
             mul_mod(SEQUENCE_BASE, SEQUENCE_BASE)
         );
+        // The folded product is the product modulo the prime, at the edges too.
+        let m = SEQUENCE_MODULUS;
+        for (a, b) in [
+            (m - 1, m - 1),
+            (m - 1, 2),
+            (1 << 60, 4),
+            (0, m - 1),
+            (SEQUENCE_BASE, 12345),
+        ] {
+            let want = ((a as u128 * b as u128) % m as u128) as u64;
+            assert_eq!(mul_mod(a, b), want, "{a} * {b}");
+        }
     }
 }
