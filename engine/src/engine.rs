@@ -15,6 +15,7 @@ use crate::window::OperatorState;
 use keel_sim::{Crash, Storage, World};
 use std::collections::BTreeSet;
 use std::fmt;
+use std::sync::Arc;
 
 /// The engine's knobs. `validate` says which one is impossible.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -179,8 +180,9 @@ impl From<Crash> for Interrupt {
 /// What one incarnation did, readable by the runner even after it crashed.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct IncarnationStats {
-    /// The checkpoint recovery restored, if any.
-    pub restored: Option<Checkpoint>,
+    /// The checkpoint recovery restored, if any. Shared (`Arc`): stats are copied with every
+    /// fork of a run, and a checkpoint holds every window.
+    pub restored: Option<Arc<Checkpoint>>,
     /// The first event this incarnation reads.
     pub resume_from_index: u64,
     /// Records that reached the sink.
@@ -192,7 +194,7 @@ pub struct IncarnationStats {
     /// Whether recovery chose where to resume (false if the process died before it did).
     pub resume_decided: bool,
     /// The newest checkpoint this incarnation committed.
-    pub last_committed: Option<Checkpoint>,
+    pub last_committed: Option<Arc<Checkpoint>>,
     /// Events consumed so far (the next index to read).
     pub processed_upto_index: u64,
 }
@@ -355,7 +357,7 @@ impl Engine {
             self.state = checkpoint.state.clone();
             self.stats.resume_from_index = checkpoint.index;
             self.stats.processed_upto_index = checkpoint.index;
-            self.stats.restored = Some(checkpoint);
+            self.stats.restored = Some(Arc::new(checkpoint));
             break;
         }
         Ok(())
@@ -440,7 +442,7 @@ impl Engine {
             self.state = restored.checkpoint.state.clone();
             self.stats.resume_from_index = restored.checkpoint.index;
             self.stats.processed_upto_index = restored.checkpoint.index;
-            self.stats.restored = Some(restored.checkpoint);
+            self.stats.restored = Some(Arc::new(restored.checkpoint));
             break;
         }
         Ok(())
@@ -706,7 +708,7 @@ impl Engine {
         if !protocol.sink_sync_before_commit() {
             self.sync_file_sink(world)?;
         }
-        self.stats.last_committed = Some(checkpoint);
+        self.stats.last_committed = Some(Arc::new(checkpoint));
         // Phase two: the checkpoint is committed, so its transaction may be.
         if let Some(Sink::Log(log)) = self.sink.as_mut() {
             log.commit(world, index, !last)?;
@@ -780,7 +782,7 @@ impl Engine {
         // Committed: the last committed checkpoint moves by the delta, not by a copy of
         // every window (a copy per checkpoint would make a run quadratic again).
         let dirty = std::mem::take(&mut self.incremental.dirty);
-        match self.stats.last_committed.as_mut() {
+        match self.stats.last_committed.as_mut().map(Arc::make_mut) {
             Some(committed) => {
                 for end in dirty {
                     match self.state.windows.get(&end) {
@@ -794,11 +796,11 @@ impl Engine {
                 committed.transactions = transactions;
             }
             None => {
-                self.stats.last_committed = Some(Checkpoint {
+                self.stats.last_committed = Some(Arc::new(Checkpoint {
                     index,
                     state: self.state.clone(),
                     transactions,
-                });
+                }));
             }
         }
         debug_assert_eq!(

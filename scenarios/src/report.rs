@@ -494,8 +494,8 @@ fn build(
         checkpoint: first
             .stats
             .last_committed
-            .as_ref()
-            .or(first.stats.restored.as_ref())
+            .as_deref()
+            .or(first.stats.restored.as_deref())
             .map(CheckpointReport::from),
     });
     let recovery = result.incarnations.get(1).map(|second| RecoveryReport {
