@@ -27,13 +27,16 @@ use crate::observation::{Observation, SinkOutage, SinkWriteCounts, ViewObservati
 use crate::property::{self, Expectation, Property};
 use crate::recipe;
 use crate::runner::{run, Outcome, RunResult, RunSpec, View};
-use keel_engine::{EngineConfig, KeyScheme, Record, RecordKind, SinkKind};
+use keel_engine::{EngineConfig, KeyScheme, Record, SinkKind};
 use keel_sim::{FaultPlan, TraceLine};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
+mod identity;
 mod splice;
+
+use identity::{judge_records, ReferenceTallies, Tally};
 
 /// What the fault-free run delivered: the reference every faulty run is judged against.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,30 +94,6 @@ impl PartialEq for Prepared {
 }
 
 impl Eq for Prepared {}
-
-/// The reference's records by slot and content, and their windows' last values.
-#[derive(Clone, Debug)]
-struct ReferenceTallies {
-    /// Slot -> (copies of the slot's records, content -> copies).
-    slots: BTreeMap<Slot, (u64, BTreeMap<Content, u64>)>,
-    /// The records applied in order as an upsert by window end.
-    windows: BTreeMap<i64, i128>,
-}
-
-impl ReferenceTallies {
-    fn of(records: &[Record], key: KeyScheme) -> ReferenceTallies {
-        let mut slots: BTreeMap<Slot, (u64, BTreeMap<Content, u64>)> = BTreeMap::new();
-        for record in records {
-            let (total, contents) = slots.entry(slot(record, key)).or_default();
-            *total += 1;
-            *contents.entry(content(record)).or_default() += 1;
-        }
-        ReferenceTallies {
-            slots,
-            windows: upsert(records),
-        }
-    }
-}
 
 impl Reference {
     /// What the engine emits for `spec`'s input and knobs when nothing fails: the records of
@@ -437,61 +416,6 @@ impl Verdict {
     }
 }
 
-/// Where a record sits: window end, kind, and the triggering event when the key names one.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Slot {
-    window_end: i64,
-    kind: RecordKind,
-    /// The key's event index or "flush"; None when the run's keys name no event.
-    trigger: Option<Trigger>,
-}
-
-/// The part of a key before its last ':': an event index written in plain decimal (no sign,
-/// no leading zero) as its number, so that a record's slot costs no allocation; any other
-/// text ("flush", or what a wrong engine wrote) as it is. Two keys have equal triggers
-/// exactly when their texts are equal.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Trigger {
-    Index(u64),
-    Text(String),
-}
-
-impl Trigger {
-    fn of(text: &str) -> Trigger {
-        let plain = !text.is_empty()
-            && text.bytes().all(|b| b.is_ascii_digit())
-            && (text == "0" || !text.starts_with('0'));
-        match text.parse() {
-            Ok(index) if plain => Trigger::Index(index),
-            _ => Trigger::Text(text.to_string()),
-        }
-    }
-}
-
-fn slot(record: &Record, key: KeyScheme) -> Slot {
-    let trigger = match key {
-        KeyScheme::EventIndex => Some(Trigger::of(
-            record
-                .key
-                .rsplit_once(':')
-                .map_or(record.key.as_str(), |(prefix, _)| prefix),
-        )),
-        KeyScheme::ProcessingTime => None,
-    };
-    Slot {
-        window_end: record.window_end,
-        kind: record.kind,
-        trigger,
-    }
-}
-
-/// A record's content within its slot: every field the slot does not hold, the key aside.
-type Content = (i128, i64);
-
-fn content(record: &Record) -> Content {
-    (record.sum, record.watermark)
-}
-
 /// Judges every view of `observation` against `reference`.
 pub fn judge(reference: &Reference, observation: &Observation) -> Vec<Verdict> {
     observation
@@ -504,125 +428,6 @@ pub fn judge(reference: &Reference, observation: &Observation) -> Vec<Verdict> {
 /// Judges the view `view` of `observation` (None: a file sink's only view).
 pub fn judge_one(reference: &Reference, observation: &Observation, view: Option<View>) -> Verdict {
     judge_view(reference, observation, observation.view(view))
-}
-
-/// The counts of one view's records, or of one slot's, against the reference (the module's
-/// documentation defines them).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Tally {
-    delivered: u64,
-    duplicates: u64,
-    wrong: u64,
-    lost: u64,
-    /// Wrong records standing in for missing ones.
-    stand_ins: u64,
-}
-
-impl std::ops::AddAssign for Tally {
-    fn add_assign(&mut self, other: Tally) {
-        self.delivered += other.delivered;
-        self.duplicates += other.duplicates;
-        self.wrong += other.wrong;
-        self.lost += other.lost;
-        self.stand_ins += other.stand_ins;
-    }
-}
-
-impl std::ops::SubAssign for Tally {
-    fn sub_assign(&mut self, other: Tally) {
-        self.delivered -= other.delivered;
-        self.duplicates -= other.duplicates;
-        self.wrong -= other.wrong;
-        self.lost -= other.lost;
-        self.stand_ins -= other.stand_ins;
-    }
-}
-
-/// What judging a view's records comes to: the tally, the place of the first wrong record,
-/// and the stale windows.
-#[derive(Debug, PartialEq, Eq)]
-struct Judged {
-    tally: Tally,
-    first_wrong_at: Option<usize>,
-    stale_windows: u64,
-}
-
-/// One slot's tally: the reference has `total` copies in it, `want` of each content; the
-/// view has `copies` (content, copies, place of the first). Also the place of the view's
-/// first record of a content the reference lacks in the slot.
-fn slot_tally(
-    total: u64,
-    want: Option<&BTreeMap<Content, u64>>,
-    copies: impl Iterator<Item = (Content, u64, usize)>,
-) -> (Tally, Option<usize>) {
-    let (mut delivered, mut duplicates, mut foreign) = (0, 0, 0);
-    let mut first_wrong_at: Option<usize> = None;
-    for (content, got, first_at) in copies {
-        let want = want
-            .and_then(|wanted| wanted.get(&content))
-            .copied()
-            .unwrap_or(0);
-        if want == 0 {
-            foreign += got;
-            first_wrong_at = Some(first_wrong_at.map_or(first_at, |first| first.min(first_at)));
-        } else {
-            delivered += want.min(got);
-            duplicates += got.saturating_sub(want);
-        }
-    }
-    let missing = total - delivered;
-    let tally = Tally {
-        delivered,
-        duplicates,
-        wrong: foreign,
-        lost: missing.saturating_sub(foreign),
-        stand_ins: missing.min(foreign),
-    };
-    (tally, first_wrong_at)
-}
-
-/// Judges `records`, a whole view, against `tallies` (a reference of `reference_len`
-/// records).
-fn judge_records(
-    tallies: &ReferenceTallies,
-    reference_len: u64,
-    records: &[Record],
-    key: KeyScheme,
-) -> Judged {
-    // The view's records by slot and content, each with its place in sink order: sorted, so
-    // each slot's records, and within it each content's, are one run.
-    let mut keyed: Vec<(Slot, Content, usize)> = records
-        .iter()
-        .enumerate()
-        .map(|(at, record)| (slot(record, key), content(record), at))
-        .collect();
-    keyed.sort_unstable();
-    let mut tally = Tally::default();
-    let mut first_wrong_at: Option<usize> = None;
-    // The reference's records in slots the view has nothing in: all lost, none stood in for.
-    let mut untouched = reference_len;
-    for slot_run in keyed.chunk_by(|a, b| a.0 == b.0) {
-        let (total, want) = tallies
-            .slots
-            .get(&slot_run[0].0)
-            .map_or((0, None), |(total, contents)| (*total, Some(contents)));
-        untouched -= total;
-        // The run is sorted by place too: a content's first is its run's first.
-        let copies = slot_run
-            .chunk_by(|a, b| a.1 == b.1)
-            .map(|run| (run[0].1, run.len() as u64, run[0].2));
-        let (slot_tally, wrong_at) = slot_tally(total, want, copies);
-        tally += slot_tally;
-        if let Some(at) = wrong_at {
-            first_wrong_at = Some(first_wrong_at.map_or(at, |first| first.min(at)));
-        }
-    }
-    tally.lost += untouched;
-    Judged {
-        tally,
-        first_wrong_at,
-        stale_windows: stale_windows(&tallies.windows, records),
-    }
 }
 
 fn judge_view(reference: &Reference, observation: &Observation, seen: &ViewObservation) -> Verdict {
@@ -708,41 +513,6 @@ fn judge_view(reference: &Reference, observation: &Observation, seen: &ViewObser
     verdict
 }
 
-/// `records` applied in sink order as an upsert by window end: each window's last value.
-fn upsert(records: &[Record]) -> BTreeMap<i64, i128> {
-    records.iter().map(|r| (r.window_end, r.sum)).collect()
-}
-
-/// The consumer view: records applied in sink order as an upsert by window end. Counts the
-/// windows whose last value differs from the reference's (`want`, the reference's upsert):
-/// missing and extra windows too.
-fn stale_windows(want: &BTreeMap<i64, i128>, seen: &[Record]) -> u64 {
-    // Each window's records in sink order, windows in order: a window's last value is its
-    // run's last.
-    let mut places: Vec<(i64, usize)> = seen
-        .iter()
-        .enumerate()
-        .map(|(at, record)| (record.window_end, at))
-        .collect();
-    places.sort_unstable();
-    let mut stale = 0;
-    let mut wanted = want.iter().peekable();
-    for (i, &(end, at)) in places.iter().enumerate() {
-        if places.get(i + 1).is_some_and(|&(next, _)| next == end) {
-            continue;
-        }
-        // Windows the reference has before this one and the view has not.
-        while wanted.next_if(|&(&want_end, _)| want_end < end).is_some() {
-            stale += 1;
-        }
-        match wanted.next_if(|&(&want_end, _)| want_end == end) {
-            Some((_, &sum)) if sum == seen[at].sum => {}
-            _ => stale += 1,
-        }
-    }
-    stale + wanted.count() as u64
-}
-
 /// Every view of a run, judged, with why each fails what was asked (empty when it holds).
 pub fn judge_against(
     reference: &Reference,
@@ -760,8 +530,10 @@ pub fn judge_against(
 
 #[cfg(test)]
 mod tests {
+    use super::identity::{content, slot, upsert, Content, Slot, Trigger};
     use super::*;
     use crate::observation::ViewObservation;
+    use keel_engine::RecordKind;
 
     fn rec(key: &str, window_end: i64, sum: i128, watermark: i64, kind: RecordKind) -> Record {
         Record {

@@ -1,15 +1,15 @@
 //! A fault-free run's sink file read once, so that a forked point's file, which shares a
 //! prefix and a suffix of lines with it, is read as a splice of its records around the lines
-//! in between (`records.rs`): the view [`observe_file`] reads from the whole file.
+//! in between (`records.rs`): the view `observe_file` reads from the whole file.
 
 use super::records::{KnownRecords, Records, Splice};
-use super::{observe_file, ViewObservation};
+use super::{read_file, ViewObservation};
 use std::sync::Arc;
 
 /// A file sink's bytes (a fault-free run's) read once, line by line, so that a file sharing a
 /// line-aligned prefix and suffix with them (a forked point's) is read from these lines and
 /// only the bytes in between are parsed: [`KnownSink::observe`] sees exactly what
-/// [`observe_file`] sees in the whole file.
+/// `observe_file` sees in the whole file.
 ///
 /// Why the parts add up: a consumer's lines are the file's bytes split at every '\n' (a last
 /// line without one included, a "\r" before a '\n' dropped), each read as UTF-8 with
@@ -38,15 +38,14 @@ impl KnownSink {
         let mut end = 0;
         for piece in bytes.split_inclusive(|&b| b == b'\n') {
             end += piece.len();
-            let line = observe_file(Some(piece));
+            let line = read_file(Some(piece));
             assert_eq!(
                 line.records.len() as u64 + line.corrupt_lines,
                 1,
                 "a piece up to a '\\n' is one line"
             );
-            let whole = line.corrupt_lines == 0;
-            lines.push((end, whole));
-            records.extend(line.records.iter().cloned());
+            lines.push((end, line.corrupt_lines == 0));
+            records.extend(line.records);
             records_before.push(records.len());
         }
         assert_eq!(end, bytes.len());
@@ -69,7 +68,7 @@ impl KnownSink {
         i.checked_sub(1).map_or(0, |before| self.lines[before].0)
     }
 
-    /// What a consumer sees in a file sink holding `bytes`: what [`observe_file`] sees, with
+    /// What a consumer sees in a file sink holding `bytes`: what `observe_file` sees, with
     /// the known file's whole lines that `bytes` begins and ends with taken as read.
     pub fn observe(&self, bytes: &[u8]) -> ViewObservation {
         let known = &self.bytes;
@@ -106,15 +105,12 @@ impl KnownSink {
         }
         let middle_end = bytes.len() - (known.len() - self.start(suffix_from));
         assert!(prefix_bytes <= middle_end && prefix_bytes <= self.start(suffix_from));
-        let middle = observe_file(Some(&bytes[prefix_bytes..middle_end]));
-        let Records::Own(middle_records) = middle.records else {
-            unreachable!("a file read whole holds its own records")
-        };
+        let middle = read_file(Some(&bytes[prefix_bytes..middle_end]));
         ViewObservation {
             records: Records::Spliced(Splice {
                 known: Arc::clone(&self.records),
                 head: self.records_before[prefix_lines],
-                middle: middle_records,
+                middle: middle.records,
                 tail_from: self.records_before[suffix_from],
             }),
             corrupt_lines: self.corrupt_in(0..prefix_lines)
@@ -161,6 +157,7 @@ fn common_suffix_len(a: &[u8], b: &[u8]) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use super::super::observe_file;
     use super::*;
     use keel_engine::Record;
     use keel_engine::RecordKind;

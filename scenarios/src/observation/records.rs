@@ -140,7 +140,7 @@ impl KnownRecords {
         let mut hash = SequenceHash::EMPTY;
         prefix_hashes.push(hash.hash);
         for record in &records {
-            hash = hash.then(SequenceHash::of_record(record));
+            hash = hash.then(SequenceHash::of(std::slice::from_ref(record)));
             prefix_hashes.push(hash.hash);
         }
         KnownRecords {
@@ -211,24 +211,14 @@ pub struct SequenceHash {
 impl SequenceHash {
     pub const EMPTY: SequenceHash = SequenceHash { hash: 0, len: 0 };
 
-    pub fn of_record(record: &Record) -> SequenceHash {
-        let mut line = String::new();
-        push_json_line(&mut line, record);
-        SequenceHash {
-            hash: Fingerprint::of(line.as_bytes()).0 % SEQUENCE_MODULUS,
-            len: 1,
-        }
-    }
-
     pub fn of(records: &[Record]) -> SequenceHash {
         let mut line = String::new();
         let mut hash = 0;
         for record in records {
             line.clear();
             push_json_line(&mut line, record);
-            hash = (mul_mod(hash, SEQUENCE_BASE)
-                + Fingerprint::of(line.as_bytes()).0 % SEQUENCE_MODULUS)
-                % SEQUENCE_MODULUS;
+            let value = Fingerprint::of(line.as_bytes()).0 % SEQUENCE_MODULUS;
+            hash = (mul_mod(hash, SEQUENCE_BASE) + value) % SEQUENCE_MODULUS;
         }
         SequenceHash {
             hash,

@@ -6,8 +6,9 @@
 //! own, so the rest stand as the base judged them. Equal to judging the whole view
 //! (`judge_records`): checked on every judgement of a debug build, and by the test below.
 
-use super::{
-    content, slot, slot_tally, stale_windows, Content, Judged, ReferenceTallies, Slot, Tally,
+use super::identity::{
+    content, earlier, slot, slot_tally, stale_windows, Content, Judged, ReferenceTallies, Slot,
+    Tally,
 };
 use crate::observation::records::Splice;
 use keel_engine::{KeyScheme, Record};
@@ -33,17 +34,6 @@ struct BaseSlot {
     tally: Tally,
 }
 
-/// The reference's copies in `slot`, and how many of each content.
-fn reference_slot<'t>(
-    tallies: &'t ReferenceTallies,
-    slot: &Slot,
-) -> (u64, Option<&'t BTreeMap<Content, u64>>) {
-    tallies
-        .slots
-        .get(slot)
-        .map_or((0, None), |(total, contents)| (*total, Some(contents)))
-}
-
 /// 1 where a window whose last value is `last` (None: the view has none) is stale against
 /// the reference's `want`.
 fn stale(last: Option<i128>, want: Option<&i128>) -> u64 {
@@ -51,13 +41,6 @@ fn stale(last: Option<i128>, want: Option<&i128>) -> u64 {
         (None, None) => 0,
         (Some(last), Some(&want)) if last == want => 0,
         _ => 1,
-    }
-}
-
-fn earlier(a: Option<usize>, b: Option<usize>) -> Option<usize> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        _ => a.or(b),
     }
 }
 
@@ -88,7 +71,7 @@ impl Base {
         let mut untouched = reference_len;
         let mut wrong_firsts = BTreeMap::new();
         for (slot, base) in &mut slots {
-            let (total, want) = reference_slot(tallies, slot);
+            let (total, want) = tallies.slot(slot);
             untouched -= total;
             let copies = base
                 .contents
@@ -139,7 +122,7 @@ impl Base {
         let mut tally = self.tally;
         let mut first_wrong_at = None;
         for (slot, contents) in &mut touched {
-            let (total, want) = reference_slot(tallies, slot);
+            let (total, want) = tallies.slot(slot);
             match self.slots.get(slot) {
                 Some(base) => {
                     tally -= base.tally;
@@ -218,7 +201,8 @@ impl Base {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{judge_records, Reference};
+    use super::super::identity::judge_records;
+    use super::super::Reference;
     use crate::observation::records::{KnownRecords, Splice};
     use keel_engine::{KeyScheme, Record, RecordKind};
     use std::sync::Arc;

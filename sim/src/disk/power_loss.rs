@@ -85,7 +85,8 @@ use std::sync::Arc;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 
-use super::{write_at, Contents, DataOp, DirOp, Disk, FsModel, InodeId, STALE_BYTE};
+use super::inode::{apply_to_bytes, ranges_add, write_at};
+use super::{Contents, DataOp, DirOp, Disk, FsModel, InodeId, STALE_BYTE};
 
 /// Up to this many crash states (65,536), a state number is an index a test can enumerate;
 /// above it, a seed. A sweep runs at most this many states a step.
@@ -776,7 +777,7 @@ impl Disk {
                     outcome.truncates_total += 1;
                     if *digit == 1 {
                         outcome.truncates_kept += 1;
-                        super::apply_to_bytes(&mut contents, op);
+                        apply_to_bytes(&mut contents, op);
                         // A hole a truncate makes reads as zeros on every file system.
                         unwritten.resize(contents.len(), false);
                     }
@@ -805,7 +806,7 @@ impl Disk {
                         bytes,
                     } = op
                     {
-                        super::ranges_add(
+                        ranges_add(
                             &mut covered,
                             *offset_bytes,
                             offset_bytes + bytes.len() as u64,
@@ -1230,22 +1231,6 @@ mod tests {
         assert!(whole.is_all_durable());
         assert!(whole.evict_clean_pages().is_empty());
         assert_eq!(whole.read("f").unwrap(), b"0123456789");
-    }
-
-    #[test]
-    fn ranges_merge_split_and_clip() {
-        let mut ranges = Vec::new();
-        super::super::ranges_add(&mut ranges, 5, 8);
-        super::super::ranges_add(&mut ranges, 0, 2);
-        super::super::ranges_add(&mut ranges, 2, 5);
-        assert_eq!(ranges, vec![(0, 8)]);
-        super::super::ranges_remove(&mut ranges, 3, 4);
-        assert_eq!(ranges, vec![(0, 3), (4, 8)]);
-        super::super::ranges_add(&mut ranges, 10, 12);
-        super::super::ranges_clip(&mut ranges, 5);
-        assert_eq!(ranges, vec![(0, 3), (4, 5)]);
-        super::super::ranges_add(&mut ranges, 7, 7);
-        assert_eq!(ranges, vec![(0, 3), (4, 5)]);
     }
 
     #[test]

@@ -1,0 +1,240 @@
+//! A file of the simulated disk (`Inode`): durable bytes, the pending data operations since
+//! its last fsync, what the process reads, and the byte ranges a failed fsync left
+//! unpersisted; how an fsync, a failed fsync and a page eviction move them. The crash model
+//! they serve is stated at the top of `disk.rs`.
+
+use std::sync::Arc;
+
+/// A change to a file's data or size that no fsync has covered yet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum DataOp {
+    Write { offset_bytes: u64, bytes: Vec<u8> },
+    SetLen { len_bytes: u64 },
+}
+
+/// A file: its durable bytes, what the process reads, and what lies between.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct Inode {
+    /// The contents as of the last successful fsync of this file.
+    pub(super) durable: Contents,
+    /// Data operations since that fsync, in the order the process issued them.
+    /// Shared between clones until one of them changes it, as the contents are.
+    pub(super) pending: Arc<Vec<DataOp>>,
+    /// What the process reads: `durable` with `pending` applied, except on `unpersisted`.
+    pub(super) current: Contents,
+    /// Byte ranges `[start, end)`, sorted and disjoint, whose bytes in `current` a failed
+    /// fsync did not write (clean pages the disk does not hold): `durable` holds what the
+    /// disk reads there. Always within both `current` and `durable`.
+    pub(super) unpersisted: Vec<(u64, u64)>,
+    /// xfs (and posix): the length the disk may still hold because a failed fsync's writes
+    /// never completed (xfs moves the on-disk size only when a write completes), below
+    /// `durable`'s length; a power loss chooses between the two. `None` when no failed
+    /// fsync left the size in doubt, or a later completed write or truncate settled it.
+    pub(super) failed_len_bytes: Option<u64>,
+}
+
+impl Inode {
+    pub(super) fn apply(&mut self, op: DataOp) {
+        apply_data_op(&mut self.current, &op);
+        match &op {
+            // New bytes are dirty: the next fsync writes them.
+            DataOp::Write {
+                offset_bytes,
+                bytes,
+            } => ranges_remove(
+                &mut self.unpersisted,
+                *offset_bytes,
+                offset_bytes + bytes.len() as u64,
+            ),
+            DataOp::SetLen { len_bytes } => ranges_clip(&mut self.unpersisted, *len_bytes),
+        }
+        Arc::make_mut(&mut self.pending).push(op);
+    }
+
+    /// A successful fsync: every pending operation reaches the disk; unpersisted bytes stay
+    /// unpersisted (their pages are clean, nothing writes them).
+    pub(super) fn sync(&mut self) {
+        for op in Arc::unwrap_or_clone(std::mem::take(&mut self.pending)) {
+            // A completed write moves the on-disk size to its end; a truncate sets it.
+            self.failed_len_bytes = match (&op, self.failed_len_bytes) {
+                (_, None) | (DataOp::SetLen { .. }, _) => None,
+                (
+                    DataOp::Write {
+                        offset_bytes,
+                        bytes,
+                    },
+                    Some(stay),
+                ) => Some(stay.max(offset_bytes + bytes.len() as u64)),
+            };
+            apply_data_op(&mut self.durable, &op);
+        }
+        if self
+            .failed_len_bytes
+            .is_some_and(|stay| stay >= self.durable.len() as u64)
+        {
+            self.failed_len_bytes = None;
+        }
+        assert_eq!(self.durable.len(), self.current.len());
+    }
+
+    /// A failed fsync: sizes and truncates reach the disk, written bytes do not (they become
+    /// unpersisted). With `size_may_stay` (xfs, posix) the size the writes gave may not reach
+    /// the disk either: a power loss may find the file at its size before the fsync.
+    pub(super) fn sync_failed(&mut self, size_may_stay: bool) {
+        let mut stay = self.failed_len_bytes.unwrap_or(self.durable.len() as u64);
+        for op in Arc::unwrap_or_clone(std::mem::take(&mut self.pending)) {
+            if let DataOp::SetLen { len_bytes } = op {
+                stay = len_bytes;
+            }
+            match op {
+                DataOp::Write {
+                    offset_bytes,
+                    bytes,
+                } => {
+                    let end_bytes = offset_bytes + bytes.len() as u64;
+                    let end = usize::try_from(end_bytes).expect("fits in memory");
+                    if self.durable.len() < end {
+                        Arc::make_mut(&mut self.durable).resize(end, 0);
+                    }
+                    ranges_add(&mut self.unpersisted, offset_bytes, end_bytes);
+                }
+                DataOp::SetLen { len_bytes } => {
+                    apply_data_op(&mut self.durable, &op);
+                    ranges_clip(&mut self.unpersisted, len_bytes);
+                }
+            }
+        }
+        self.failed_len_bytes =
+            Some(stay).filter(|&stay| size_may_stay && stay < self.durable.len() as u64);
+        assert_eq!(self.durable.len(), self.current.len());
+    }
+
+    /// Drops the clean pages that hold unpersisted bytes: the process reads what the disk
+    /// holds there. Returns how many bytes it dropped.
+    pub(super) fn evict(&mut self) -> u64 {
+        let mut dropped_bytes = 0;
+        for (start, end) in std::mem::take(&mut self.unpersisted) {
+            let (start, end) = (start as usize, end as usize);
+            assert!(end <= self.current.len());
+            assert!(end <= self.durable.len());
+            Arc::make_mut(&mut self.current)[start..end].copy_from_slice(&self.durable[start..end]);
+            dropped_bytes += (end - start) as u64;
+        }
+        dropped_bytes
+    }
+
+    pub(super) fn unpersisted_bytes(&self) -> u64 {
+        self.unpersisted
+            .iter()
+            .map(|(start, end)| end - start)
+            .sum()
+    }
+}
+
+/// Adds `[start, end)` to sorted disjoint `ranges`, merging what touches it.
+pub(super) fn ranges_add(ranges: &mut Vec<(u64, u64)>, start: u64, end: u64) {
+    if start >= end {
+        return;
+    }
+    let (mut start, mut end) = (start, end);
+    let mut kept = Vec::with_capacity(ranges.len() + 1);
+    for &(s, e) in ranges.iter() {
+        if e < start || s > end {
+            kept.push((s, e));
+        } else {
+            start = start.min(s);
+            end = end.max(e);
+        }
+    }
+    kept.push((start, end));
+    kept.sort_unstable();
+    *ranges = kept;
+}
+
+/// Removes `[start, end)` from sorted disjoint `ranges`.
+pub(super) fn ranges_remove(ranges: &mut Vec<(u64, u64)>, start: u64, end: u64) {
+    if start >= end || ranges.is_empty() {
+        return;
+    }
+    let mut kept = Vec::with_capacity(ranges.len() + 1);
+    for &(s, e) in ranges.iter() {
+        if e <= start || s >= end {
+            kept.push((s, e));
+            continue;
+        }
+        if s < start {
+            kept.push((s, start));
+        }
+        if e > end {
+            kept.push((end, e));
+        }
+    }
+    *ranges = kept;
+}
+
+/// Cuts sorted disjoint `ranges` at `len_bytes`.
+pub(super) fn ranges_clip(ranges: &mut Vec<(u64, u64)>, len_bytes: u64) {
+    ranges_remove(ranges, len_bytes, u64::MAX);
+}
+
+/// A file's bytes, shared between clones of a disk until one of them changes them: a fork of
+/// a run copies the files it writes, not the whole disk, and two disks compare a file they
+/// still share without reading it (`Arc`'s equality of an `Eq` value tries the pointer first).
+pub(super) type Contents = Arc<Vec<u8>>;
+
+pub(super) fn apply_data_op(contents: &mut Contents, op: &DataOp) {
+    match op {
+        DataOp::SetLen { len_bytes }
+            if *len_bytes <= contents.len() as u64 && Arc::strong_count(contents) > 1 =>
+        {
+            // Shared: copy only what stays.
+            let len = usize::try_from(*len_bytes).expect("length fits in memory");
+            *contents = Arc::new(contents[..len].to_vec());
+        }
+        _ => apply_to_bytes(Arc::make_mut(contents), op),
+    }
+}
+
+pub(super) fn apply_to_bytes(contents: &mut Vec<u8>, op: &DataOp) {
+    match op {
+        DataOp::Write {
+            offset_bytes,
+            bytes,
+        } => write_at(contents, *offset_bytes, bytes),
+        DataOp::SetLen { len_bytes } => {
+            contents.resize(
+                usize::try_from(*len_bytes).expect("length fits in memory"),
+                0,
+            );
+        }
+    }
+}
+
+/// Writes `bytes` at `offset_bytes`, extending `contents` with zeros if needed.
+pub(super) fn write_at(contents: &mut Vec<u8>, offset_bytes: u64, bytes: &[u8]) {
+    let offset = usize::try_from(offset_bytes).expect("offset fits in memory");
+    let end = offset + bytes.len();
+    if contents.len() < end {
+        contents.resize(end, 0);
+    }
+    contents[offset..end].copy_from_slice(bytes);
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ranges_merge_split_and_clip() {
+        let mut ranges = Vec::new();
+        super::ranges_add(&mut ranges, 5, 8);
+        super::ranges_add(&mut ranges, 0, 2);
+        super::ranges_add(&mut ranges, 2, 5);
+        assert_eq!(ranges, vec![(0, 8)]);
+        super::ranges_remove(&mut ranges, 3, 4);
+        assert_eq!(ranges, vec![(0, 3), (4, 8)]);
+        super::ranges_add(&mut ranges, 10, 12);
+        super::ranges_clip(&mut ranges, 5);
+        assert_eq!(ranges, vec![(0, 3), (4, 5)]);
+        super::ranges_add(&mut ranges, 7, 7);
+        assert_eq!(ranges, vec![(0, 3), (4, 5)]);
+    }
+}
