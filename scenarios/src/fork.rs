@@ -44,15 +44,18 @@ use crate::observation::{
 };
 use crate::runner::{
     resume, run, run_between, run_recording_crash_states, Between, Control, Driven, Incarnation,
-    IncarnationEnd, Outcome, Paused, RunResult, RunSpec,
+    IncarnationEnd, Moment, Outcome, Paused, RunResult, RunSpec,
 };
+use keel_engine::sink::readable_prefix_len_bytes;
 use keel_engine::{IncarnationStats, KeyScheme, OperatorState, SinkKind, SINK_WRITE_OP};
 use keel_sim::{Disk, DiskError, FaultPlan, Fingerprint};
+use restart::{RestartCandidate, RestartClass};
 pub use shared::SharedFutures;
-use shared::{After, Boundary, Candidate, Class};
+use shared::{After, Boundary, Candidate, Class, Surroundings};
 use std::cell::OnceCell;
 use std::rc::Rc;
 
+mod restart;
 mod shared;
 
 /// The most snapshots a fault-free run keeps: one every `ceil((events + 1) / SNAPSHOTS_MAX)`
@@ -74,6 +77,8 @@ pub struct Forks {
     /// The fault-free run's file sink, where the oracle reads it, line by line: a point's
     /// file is mostly its bytes, and only the rest is parsed (None: the log, or no file).
     known: Option<KnownSink>,
+    /// How much of the known file the sink connector's open reads as records.
+    known_readable_len_bytes: usize,
 }
 
 /// What converging at a snapshot compares and takes from the fault-free run.
@@ -104,8 +109,17 @@ struct End {
 pub struct PointRun {
     pub observation: Observation,
     pub fingerprint: Option<Fingerprint>,
-    /// Whether it stopped where an earlier point's run stood for it (`fork/shared.rs`).
-    pub shared: bool,
+    /// Where it stopped because an earlier point's run stood for it (`fork/shared.rs`).
+    pub shared: Option<SharedAt>,
+}
+
+/// Where a point's run stopped to take on an earlier point's future.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SharedAt {
+    /// At an event boundary with its plan spent.
+    Boundary,
+    /// At a restart with its plan spent, before its recovery.
+    Restart,
 }
 
 impl PointRun {
@@ -118,7 +132,7 @@ impl PointRun {
         PointRun {
             observation: Observation::of_known(result, &spec.config, known),
             fingerprint: Some(result.world.fingerprint()),
-            shared: false,
+            shared: None,
         }
     }
 }
@@ -138,7 +152,10 @@ impl Forks {
             .div_ceil(snapshots_max)
             .max(1);
         let mut snapshots = Vec::new();
-        let driven = run_between(spec, &mut |between| {
+        let driven = run_between(spec, &mut |moment| {
+            let Moment::Between(between) = moment else {
+                return Control::Continue;
+            };
             // A fault-free run may still restart (a transaction the log timed out aborts
             // it): only its first incarnation, which no fault and no restart touched, forks.
             if between.incarnations.is_empty() && between.index % every_events == 0 {
@@ -210,6 +227,9 @@ impl Forks {
                 stats: result.incarnations[0].stats.clone(),
                 final_state: result.final_state,
             },
+            known_readable_len_bytes: known
+                .as_ref()
+                .map_or(0, |known| readable_prefix_len_bytes(known.bytes())),
             known,
         }
     }
@@ -278,17 +298,18 @@ impl Forks {
             && sink.file_name() == documented_sink_file(sink)
     }
 
-    /// The observation of a run stopped where it converged ([`Forks::converges`]): its
-    /// incarnations, the last one's counters taken on by what the fault-free run counted
-    /// after the boundary; its sink file, followed by what the fault-free run appended; the
-    /// files and the final windows the fault-free run ended with (the disks had the same
-    /// names at the boundary, and the same operations follow).
-    fn converged(&self, paused: &Paused) -> Observation {
+    /// What the fault-free run did after the snapshot where a run stopped because it
+    /// converged ([`Forks::converges`]), as the run takes it on: its last incarnation's
+    /// counters moved as the fault-free run's moved after the boundary; its sink file
+    /// followed by what the fault-free run appended; the files and the final windows the
+    /// fault-free run ended with (the disks had the same names at the boundary, and the
+    /// same operations follow).
+    fn converged(&self, paused: &Paused) -> Rest<'_> {
         let at = (paused.index / self.every_events) as usize;
         let snapshot = &self.snapshots[at];
         assert_eq!(snapshot.index, paused.index);
         assert!(self.facts[at].sink_appended_only);
-        self.finish(paused, &self.rest_after(at))
+        self.rest_after(at)
     }
 
     /// What the fault-free run did after its snapshot `at`.
@@ -304,11 +325,11 @@ impl Forks {
         }
     }
 
-    /// The observation of a run stopped where it shares the future of `class`: as if it had
-    /// gone on as the class's run did.
-    fn shared(&self, paused: &Paused, class: &Class) -> Observation {
+    /// What the run of `class` did after its boundary, as a run stopped there because it
+    /// shares the class's future takes it on.
+    fn shared<'a>(&'a self, class: &'a Class) -> Rest<'a> {
         let state = &class.state;
-        let rest = match &class.after {
+        match &class.after {
             After::Converged {
                 snapshot,
                 stats_then,
@@ -338,13 +359,12 @@ impl Forks {
                 files,
                 final_state,
             },
-        };
-        self.finish(paused, &rest)
+        }
     }
 
-    /// The observation of a run stopped at an event boundary, with `rest` what a run that
-    /// went on from the same state did after it.
-    fn finish(&self, paused: &Paused, rest: &Rest) -> Observation {
+    /// How a run stopped at an event boundary ends, with `rest` what a run that went on from
+    /// the same state did after it.
+    fn ending<'r>(&self, paused: &Paused, rest: &Rest<'r>) -> Ending<'r> {
         let mut sink_bytes = paused
             .world
             .env()
@@ -359,28 +379,46 @@ impl Forks {
             stats: taken_on(paused.engine.stats(), rest.stats_at, &rest.stats_end),
             end: IncarnationEnd::Completed,
         });
+        Ending {
+            sink_bytes,
+            incarnations,
+            // The sink served the point's requests up to the boundary, then those the other
+            // run sent after it (the same requests follow).
+            served: paused.world.served_requests(SINK_WRITE_OP) + rest.served_after,
+            files: rest.files.to_vec(),
+            final_state: rest.final_state,
+        }
+    }
+
+    /// The observation of a completed run that ended as `ending` says, whose world had
+    /// seen every sink outage it was to see by `world` (its end, or where it stopped), and
+    /// whose recovery after a kill went as `restart` says.
+    fn observe(
+        &self,
+        ending: &Ending,
+        world: &keel_sim::World,
+        restart: Option<RestartSteps>,
+    ) -> Observation {
         let known = self
             .known
             .as_ref()
             .expect("a converging run's sink is the documented file");
         let mut observation = Observation::of_file_view(
             &self.spec.config,
-            known.observe(&sink_bytes),
-            rest.files,
-            &incarnations,
+            known.observe(&ending.sink_bytes),
+            &ending.files,
+            &ending.incarnations,
             &Outcome::Completed,
-            rest.final_state,
+            ending.final_state,
         );
-        // The sink served the point's requests up to the boundary, then those the other run
-        // sent after it (the same requests follow).
-        let stats = incarnations.iter().map(|i| &i.stats);
+        let stats = ending.incarnations.iter().map(|i| &i.stats);
         observation.sink_writes = Some(SinkWriteCounts {
-            served: paused.world.served_requests(SINK_WRITE_OP) + rest.served_after,
+            served: ending.served,
             written: stats.clone().map(|s| s.written).sum(),
             skipped: stats.map(|s| s.skipped).sum(),
         });
-        observation.sink_outage = SinkOutage::of(&paused.world, observation.restarts);
-        observation.restart = RestartSteps::of(&paused.world, &self.spec.config);
+        observation.sink_outage = SinkOutage::of(world, observation.restarts);
+        observation.restart = restart;
         observation
     }
 
@@ -423,7 +461,7 @@ impl Forks {
         };
         match resume(&self.spec, paused, &mut |_| Control::Continue) {
             Driven::Finished(result) => *result,
-            Driven::Stopped(_) => unreachable!("never told to stop"),
+            Driven::Stopped(_) | Driven::Restarting(_) => unreachable!("never told to stop"),
         }
     }
 
@@ -446,12 +484,34 @@ impl Forks {
         };
         let sink = self.spec.config.sink;
         let shared = shared.filter(|_| self.shareable());
+        let key = self.spec.config.key;
         let mut candidate: Option<Candidate> = None;
         let mut joined: Option<Rc<Class>> = None;
-        let driven = resume(&self.spec, paused, &mut |between| {
+        let mut restart_candidate: Option<RestartCandidate> = None;
+        let mut restart_joined: Option<Rc<RestartClass>> = None;
+        let driven = resume(&self.spec, paused, &mut |moment| {
             if !converge {
                 return Control::Continue;
             }
+            let between = match moment {
+                Moment::Between(between) => between,
+                Moment::Restarting(restarting) => {
+                    let Some(shared) = shared else {
+                        return Control::Continue;
+                    };
+                    let Some(state) = self.restart_state(&restarting) else {
+                        return Control::Continue;
+                    };
+                    if let Some(class) = shared.at_restart(key, &state) {
+                        restart_joined = Some(class);
+                        return Control::Stop;
+                    }
+                    // The first such restart; a later one ends the candidate's chance of being
+                    // remembered (its future must be one incarnation).
+                    restart_candidate.get_or_insert(state);
+                    return Control::Continue;
+                }
+            };
             // Made at most once a boundary, and only where a comparison needs it.
             let made = OnceCell::new();
             let compared = || made.get_or_init(|| comparable(&between, sink)).as_ref();
@@ -470,16 +530,24 @@ impl Forks {
             }
             Control::Continue
         });
+        let config = &self.spec.config;
         match driven {
             Driven::Finished(result) => {
-                if let (Some(candidate), Some(shared)) = (candidate, shared) {
-                    self.remember_finished(candidate, &result, shared);
+                if let Some(shared) = shared {
+                    if let Some(candidate) = candidate {
+                        self.remember_finished(candidate, &result, shared);
+                    }
+                    if let (Some(candidate), Some(ending)) =
+                        (restart_candidate, self.ending_of(&result))
+                    {
+                        self.remember_restart(candidate, &ending, &result.world, shared);
+                    }
                 }
                 PointRun::of(&result, &spec, self.known.as_ref())
             }
             Driven::Stopped(paused) => {
-                let observation = match &joined {
-                    Some(class) => self.shared(&paused, class),
+                let rest = match &joined {
+                    Some(class) => self.shared(class),
                     None => {
                         if let (Some(candidate), Some(shared)) = (candidate, shared) {
                             self.remember(candidate, &paused, shared);
@@ -487,13 +555,48 @@ impl Forks {
                         self.converged(&paused)
                     }
                 };
+                let ending = self.ending(&paused, &rest);
+                if let (Some(candidate), Some(shared)) = (restart_candidate, shared) {
+                    self.remember_restart(candidate, &ending, &paused.world, shared);
+                }
+                let restart = RestartSteps::of(&paused.world, config);
                 PointRun {
-                    observation,
+                    observation: self.observe(&ending, &paused.world, restart),
                     fingerprint: None,
-                    shared: joined.is_some(),
+                    shared: joined.is_some().then_some(SharedAt::Boundary),
+                }
+            }
+            Driven::Restarting(stopped) => {
+                let (world, incarnations) = *stopped;
+                let class = restart_joined.expect("stopped at a restart it shares");
+                PointRun {
+                    observation: self.restarted(&world, &incarnations, &class),
+                    fingerprint: None,
+                    shared: Some(SharedAt::Restart),
                 }
             }
         }
+    }
+
+    /// How a run that went to its end ended, if it completed, with its sink file where the
+    /// oracle reads it.
+    fn ending_of<'r>(&self, result: &'r RunResult) -> Option<Ending<'r>> {
+        if result.outcome != Outcome::Completed {
+            return None;
+        }
+        let sink_bytes = result
+            .world
+            .env()
+            .disk
+            .read(&self.spec.config.sink.file_name())
+            .ok()?;
+        Some(Ending {
+            sink_bytes,
+            incarnations: result.incarnations.clone(),
+            served: result.world.served_requests(SINK_WRITE_OP),
+            files: result.disk_files(),
+            final_state: &result.final_state,
+        })
     }
 
     /// Remembers the future of a run from its first boundary with its plan spent
@@ -557,6 +660,17 @@ impl Forks {
     }
 }
 
+/// How a completed run ended, in the parts its observation is made of: its sink file, its
+/// incarnations, the sink writes the simulated sink served, the files and the final windows
+/// it left.
+struct Ending<'a> {
+    sink_bytes: Vec<u8>,
+    incarnations: Vec<Incarnation>,
+    served: u64,
+    files: Vec<String>,
+    final_state: &'a OperatorState,
+}
+
 /// What a run that goes on from an event boundary does after it, as a stopped run takes it
 /// on: the bytes it appends to its sink (in pieces), its last incarnation's stats at the
 /// boundary and at its end, the sink writes served after the boundary, and the files and
@@ -575,6 +689,14 @@ struct Rest<'a> {
 /// the clock equal where it can be observed. Both have their plans spent and nothing
 /// unpersisted ([`comparable`]).
 fn same_future(key: KeyScheme, a: &Boundary, b: &Boundary) -> bool {
+    same_surroundings(key, &a.surroundings(), &b.surroundings())
+        && a.engine.same_future_as(b.engine)
+}
+
+/// Whether two runs' worlds, at the same event boundary or both at a restart, leave their
+/// futures alike: the same compared disk and log, and the clock equal where it can be
+/// observed (the rules are in the module's documentation).
+fn same_surroundings(key: KeyScheme, a: &Surroundings, b: &Surroundings) -> bool {
     let clock_unobserved = match key {
         KeyScheme::ProcessingTime => {
             a.clock == b.clock && a.sink_down_until_ms == b.sink_down_until_ms
@@ -583,7 +705,7 @@ fn same_future(key: KeyScheme, a: &Boundary, b: &Boundary) -> bool {
             a.sink_down_until_ms <= a.clock.now_ms() && b.sink_down_until_ms <= b.clock.now_ms()
         }
     };
-    clock_unobserved && a.engine.same_future_as(b.engine) && a.txlog == b.txlog && a.disk == b.disk
+    clock_unobserved && a.txlog == b.txlog && a.disk == b.disk
 }
 
 /// The compared disk of the run `between` shows, if it can converge or share a future here:
@@ -674,11 +796,12 @@ mod tests {
     /// one table of shared futures, observes what its run from scratch observes: records,
     /// files, counters, the sink writes the simulated sink served (written plus skipped),
     /// everything. Returns (points, points that stopped early: converged, or sharing an
-    /// earlier point's future, points that shared).
-    fn check(fault_free: &RunSpec, forks: &Forks, faults: &[Fault]) -> (u64, u64, u64) {
+    /// earlier point's future, points that shared at a boundary, at a restart).
+    fn check(fault_free: &RunSpec, forks: &Forks, faults: &[Fault]) -> (u64, u64, u64, u64) {
         let shared = SharedFutures::default();
         let steps = run(fault_free).world.steps_taken();
-        let (mut points, mut stopped_early, mut shared_points) = (0, 0, 0);
+        let (mut points, mut stopped_early) = (0, 0);
+        let (mut shared_at_boundary, mut shared_at_restart) = (0, 0);
         for step in 0..steps {
             for &fault in faults {
                 let plan = FaultPlan::new([PlannedFault { step, fault }]).unwrap();
@@ -691,10 +814,11 @@ mod tests {
                 assert!(naive.observation.sink_writes.is_some());
                 points += 1;
                 stopped_early += u64::from(forked.fingerprint.is_none());
-                shared_points += u64::from(forked.shared);
+                shared_at_boundary += u64::from(forked.shared == Some(SharedAt::Boundary));
+                shared_at_restart += u64::from(forked.shared == Some(SharedAt::Restart));
             }
         }
-        (points, stopped_early, shared_points)
+        (points, stopped_early, shared_at_boundary, shared_at_restart)
     }
 
     /// ch04's points, with a snapshot at every event: (points, stopped early).
@@ -713,17 +837,18 @@ mod tests {
             Fault::SinkError,
             Fault::Zombie,
         ];
-        let (points, stopped_early, _) = check(&fault_free, &Forks::new(&fault_free), &faults);
+        let (points, stopped_early, ..) = check(&fault_free, &Forks::new(&fault_free), &faults);
         (points, stopped_early)
     }
 
     /// The points of a generated stream with only 4 snapshots, so that points run long
-    /// before they converge and share futures on the way: (points, shared points).
+    /// before they converge and share futures on the way: (points, points shared at a
+    /// boundary, at a restart).
     fn shared_equals_naive(
         sink: SinkKind,
         checkpoint_mode: CheckpointMode,
         protocol: CheckpointProtocol,
-    ) -> (u64, u64) {
+    ) -> (u64, u64, u64) {
         let spec = ScenarioSpec {
             checkpoint_every: 20,
             checkpoint_mode,
@@ -751,12 +876,17 @@ mod tests {
                 at: CrashPoint::After,
                 state: 0,
             },
+            // A state that may tear the sink's last line (the planned state wraps).
+            Fault::PowerLoss {
+                at: CrashPoint::After,
+                state: 5,
+            },
             Fault::DiskError,
             Fault::AckLost,
         ];
         let forks = Forks::with_snapshots_max(&fault_free, 4);
-        let (points, _, shared_points) = check(&fault_free, &forks, &faults);
-        (points, shared_points)
+        let (points, _, at_boundary, at_restart) = check(&fault_free, &forks, &faults);
+        (points, at_boundary, at_restart)
     }
 
     #[test]
@@ -772,15 +902,18 @@ mod tests {
             // fault-free run are shared from their ends.
             shared_equals_naive(SinkKind::Append, CheckpointMode::Full, NoFsyncRename),
             shared_equals_naive(SinkKind::Idempotent, CheckpointMode::Full, NoTailRepair),
+            // Torn tails: a restart that finds one is not remembered nor shared.
+            shared_equals_naive(SinkKind::Append, CheckpointMode::Full, NoTailRepair),
         ];
         assert_eq!(
             figures,
             [
-                (1275, 988),
-                (1275, 939),
-                (1460, 1160),
-                (1235, 736),
-                (1275, 939)
+                (1530, 442, 855),
+                (1530, 309, 892),
+                (1752, 535, 973),
+                (1482, 289, 815),
+                (1530, 308, 892),
+                (1530, 442, 855),
             ]
         );
     }

@@ -204,10 +204,97 @@ pub struct RestartSteps {
     pub steps: Vec<(&'static str, String)>,
 }
 
+/// A restarted process's steps up to its first read of an event (or of the end of input):
+/// its recovery, as the trace has it after the restart.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecoverySteps {
+    /// The first of them, by number (or counted from the restart, where so stated).
+    pub first_step: u64,
+    pub steps: Vec<(&'static str, String)>,
+}
+
+impl RecoverySteps {
+    /// The recovery after the first restart in `lines` (None: no restart, or no step after
+    /// it).
+    pub fn first_in<'a>(
+        lines: impl Iterator<Item = &'a keel_sim::TraceLine>,
+    ) -> Option<RecoverySteps> {
+        RecoverySteps::of_steps(lines.skip_while(|line| !is_restart(line)))
+    }
+
+    /// The recovery after the last restart in `trace`, its first step counted from
+    /// `steps_before` (the steps taken before that restart).
+    pub fn after_last_restart(trace: &keel_sim::Trace, steps_before: u64) -> Option<RecoverySteps> {
+        let lines: Vec<&keel_sim::TraceLine> = trace.lines().collect();
+        let restart = lines.iter().rposition(|line| is_restart(line))?;
+        let mut recovery = RecoverySteps::of_steps(lines[restart..].iter().copied())?;
+        recovery.first_step = recovery
+            .first_step
+            .checked_sub(steps_before)
+            .expect("a step after the restart");
+        Some(recovery)
+    }
+
+    /// The steps of `lines` up to the first read of the input.
+    fn of_steps<'a>(lines: impl Iterator<Item = &'a keel_sim::TraceLine>) -> Option<RecoverySteps> {
+        let mut steps = lines
+            .filter_map(|line| match line {
+                keel_sim::TraceLine::Step {
+                    step, op, target, ..
+                } => Some((*step, *op, target)),
+                _ => None,
+            })
+            .take_while(|(_, op, _)| *op != "source.read")
+            .peekable();
+        let first_step = steps.peek().map(|(step, _, _)| *step)?;
+        Some(RecoverySteps {
+            first_step,
+            steps: steps.map(|(_, op, target)| (op, target.clone())).collect(),
+        })
+    }
+}
+
+fn is_restart(line: &keel_sim::TraceLine) -> bool {
+    matches!(line, keel_sim::TraceLine::Restart { .. })
+}
+
 impl RestartSteps {
     /// The recovery of a run on a file sink whose only fault was a kill -9 at a step (as
     /// `world` ran it), if the process restarted.
     pub fn of(world: &keel_sim::World, config: &EngineConfig) -> Option<RestartSteps> {
+        let (crash_step, steps_done) = RestartSteps::single_kill(world, config)?;
+        let recovery = RecoverySteps::first_in(world.trace().lines())?;
+        Some(RestartSteps {
+            protocol: config.protocol,
+            sink: config.sink,
+            crash_step,
+            steps_done,
+            first_step: recovery.first_step,
+            steps: recovery.steps,
+        })
+    }
+
+    /// [`RestartSteps::of`] a run stopped at its restart (`world`), whose recovery went as
+    /// another run's from the same restart (`recovery`, counted from that restart).
+    pub fn of_restarted(
+        world: &keel_sim::World,
+        config: &EngineConfig,
+        recovery: &RecoverySteps,
+    ) -> Option<RestartSteps> {
+        let (crash_step, steps_done) = RestartSteps::single_kill(world, config)?;
+        Some(RestartSteps {
+            protocol: config.protocol,
+            sink: config.sink,
+            crash_step,
+            steps_done,
+            first_step: world.steps_taken() + recovery.first_step,
+            steps: recovery.steps.clone(),
+        })
+    }
+
+    /// The step of the run's only fault and the steps done by then, if it was one kill -9
+    /// at a step of a file sink's run.
+    fn single_kill(world: &keel_sim::World, config: &EngineConfig) -> Option<(u64, u64)> {
         if config.sink.is_transactional() {
             return None;
         }
@@ -227,27 +314,7 @@ impl RestartSteps {
             keel_sim::CrashPoint::After => crash_step + 1,
             keel_sim::CrashPoint::Before => *crash_step,
         };
-        let mut lines = world
-            .trace()
-            .lines()
-            .skip_while(|line| !matches!(line, keel_sim::TraceLine::Restart { .. }))
-            .filter_map(|line| match line {
-                keel_sim::TraceLine::Step {
-                    step, op, target, ..
-                } => Some((*step, *op, target)),
-                _ => None,
-            })
-            .take_while(|(_, op, _)| *op != "source.read")
-            .peekable();
-        let first_step = lines.peek().map(|(step, _, _)| *step)?;
-        Some(RestartSteps {
-            protocol: config.protocol,
-            sink: config.sink,
-            crash_step: *crash_step,
-            steps_done,
-            first_step,
-            steps: lines.map(|(_, op, target)| (op, target.clone())).collect(),
-        })
+        Some((*crash_step, steps_done))
     }
 
     /// Where the recovery departs from the protocol's recipe for what the fault-free run

@@ -191,7 +191,9 @@ fn new_world(spec: &RunSpec, plan: FaultPlan) -> World {
 fn run_world(spec: &RunSpec, world: World) -> RunResult {
     match drive(spec, world, None, &mut |_| Control::Continue) {
         Driven::Finished(result) => *result,
-        Driven::Stopped(_) => unreachable!("a run that is never told to stop runs to its end"),
+        Driven::Stopped(_) | Driven::Restarting(_) => {
+            unreachable!("a run that is never told to stop runs to its end")
+        }
     }
 }
 
@@ -219,11 +221,31 @@ pub struct Between<'a> {
     pub index: u64,
 }
 
-/// Whether a run goes on after an event boundary.
+/// What a run looks like at a restart, before the new process recovers, as [`drive`] shows
+/// it to its caller: only the world survives a crash, so only the world (and the runner's
+/// record of the incarnations so far) can make what follows differ.
+pub struct Restarting<'a> {
+    pub world: &'a World,
+    /// The incarnations that ended before this restart.
+    pub incarnations: &'a [Incarnation],
+}
+
+/// Where [`drive`] asks its caller whether to go on.
+pub enum Moment<'a> {
+    /// Between two events of an incarnation's input.
+    Between(Between<'a>),
+    /// After a crash or an abort, before the new process's recovery; never while a zombie
+    /// waits to wake up (it wakes after the recovery, so the world alone does not decide
+    /// what follows).
+    Restarting(Restarting<'a>),
+}
+
+/// Whether a run goes on at a [`Moment`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Control {
     Continue,
-    /// Pause here: [`drive`] returns the run as [`Driven::Stopped`].
+    /// Pause here: [`drive`] returns the run as [`Driven::Stopped`] between two events, as
+    /// [`Driven::Restarting`] at a restart.
     Stop,
 }
 
@@ -232,11 +254,13 @@ pub enum Control {
 pub enum Driven {
     Finished(Box<RunResult>),
     Stopped(Box<Paused>),
+    /// Stopped at a restart, before recovery: the world and the incarnations that ended.
+    Restarting(Box<(World, Vec<Incarnation>)>),
 }
 
-/// Runs `spec` from the start like [`run`], asking `between` at every event boundary
-/// whether to go on (what a sweep's snapshots of a fault-free run are taken with).
-pub fn run_between(spec: &RunSpec, between: &mut dyn FnMut(Between) -> Control) -> Driven {
+/// Runs `spec` from the start like [`run`], asking `between` at every event boundary and
+/// restart whether to go on (what a sweep's snapshots of a fault-free run are taken with).
+pub fn run_between(spec: &RunSpec, between: &mut dyn FnMut(Moment) -> Control) -> Driven {
     drive(spec, new_world(spec, spec.plan.clone()), None, between)
 }
 
@@ -244,7 +268,7 @@ pub fn run_between(spec: &RunSpec, between: &mut dyn FnMut(Between) -> Control) 
 pub fn resume(
     spec: &RunSpec,
     paused: Paused,
-    between: &mut dyn FnMut(Between) -> Control,
+    between: &mut dyn FnMut(Moment) -> Control,
 ) -> Driven {
     let Paused {
         world,
@@ -270,16 +294,16 @@ fn run_input(
     engine: &mut Engine,
     incarnations: &[Incarnation],
     from: u64,
-    between: &mut dyn FnMut(Between) -> Control,
+    between: &mut dyn FnMut(Moment) -> Control,
 ) -> Result<Option<u64>, Interrupt> {
     let len = spec.events.len() as u64;
     for index in from..=len {
-        let control = between(Between {
+        let control = between(Moment::Between(Between {
             world,
             engine,
             incarnations,
             index,
-        });
+        }));
         if control == Control::Stop {
             return Ok(Some(index));
         }
@@ -336,13 +360,13 @@ fn start_incarnation(
 }
 
 /// The runner's loop: crash, restart after the delay, recover, until the input is done or
-/// `between` says stop at an event boundary. `midway`: a paused run's process, the
+/// `between` says stop at an event boundary or a restart. `midway`: a paused run's process, the
 /// incarnations before it, its restarts and its next event (None: a fresh start).
 fn drive(
     spec: &RunSpec,
     mut world: World,
     midway: Option<(Engine, Vec<Incarnation>, u32, u64)>,
-    between: &mut dyn FnMut(Between) -> Control,
+    between: &mut dyn FnMut(Moment) -> Control,
 ) -> Driven {
     let (mut midway, mut incarnations, restarts_first) = match midway {
         Some((engine, incarnations, restarts, index)) => {
@@ -362,6 +386,15 @@ fn drive(
             None => {
                 if restarts > 0 {
                     world.restart(spec.restart_delay_ms);
+                    if zombie.is_none() {
+                        let moment = Moment::Restarting(Restarting {
+                            world: &world,
+                            incarnations: &incarnations,
+                        });
+                        if between(moment) == Control::Stop {
+                            return Driven::Restarting(Box::new((world, incarnations)));
+                        }
+                    }
                 }
                 let mut engine = Engine::new(spec.config);
                 let result =

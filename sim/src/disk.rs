@@ -417,6 +417,12 @@ impl Disk {
         Ok(self.inode(name)?.current.to_vec())
     }
 
+    /// The file's contents as the process sees them, shared with the disk instead of copied
+    /// (a later write to the file copies them on the disk's side).
+    pub fn read_shared(&self, name: &str) -> Result<Arc<Vec<u8>>, DiskError> {
+        Ok(Arc::clone(&self.inode(name)?.current))
+    }
+
     /// The file's contents from `offset_bytes` to its end (empty past the end).
     pub fn read_from(&self, name: &str, offset_bytes: u64) -> Result<Vec<u8>, DiskError> {
         let current = &self.inode(name)?.current;

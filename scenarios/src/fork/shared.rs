@@ -15,6 +15,18 @@
 //! final windows and counters at the end), and only when it only appended to its sink after
 //! the boundary. Power-loss crash states that leave the same disk share this way too.
 //!
+//! At a restart the rule is the same without the engine: a crash leaves only the world, so
+//! two runs restarting in equal surroundings (the compared disk, the log, the clock where
+//! observed, nothing unpersisted, no fault to come) recover alike and go on alike. A run is
+//! remembered at its first restart with its plan spent ([`RestartCandidate`]) when what
+//! followed was one incarnation that completed and only appended to its sink; a later point
+//! restarting in equal surroundings stops before its recovery (so the recovery, not only
+//! the replay, runs once per class of kills between two checkpoints). The append sink's
+//! bytes are left out as at a boundary, and read by the connector's open only to cut a torn
+//! tail: a restart with one is neither remembered nor shared. A run whose first sink outage
+//! has not yet seen its next served request is not either (when it does depends on the
+//! clock).
+//!
 //! A table serves one run of points in point order on one thread (a sweep hands each
 //! thread chunks of consecutive points, the same chunks whatever the thread count:
 //! `sweep::SHARING_CHUNK_POINTS`), so which point of a class runs and which takes the rest
@@ -24,16 +36,32 @@
 //! The table is bounded ([`SHARED_FUTURES_MAX`]): forgetting a class costs time, never a
 //! different observation.
 
+use super::restart::{RestartCandidate, RestartClass};
 use crate::runner::Between;
-use keel_engine::{Engine, IncarnationStats, OperatorState, SinkKind, SINK_WRITE_OP};
+use keel_engine::{Engine, IncarnationStats, KeyScheme, OperatorState, SinkKind, SINK_WRITE_OP};
 use keel_sim::{Clock, Disk, TxLog};
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
 
 /// The most futures a sweep keeps at once. Points come in step order, so a class's members
 /// follow each other: the oldest boundaries are forgotten first.
 pub const SHARED_FUTURES_MAX: usize = 32;
+
+/// The most restarts a sweep remembers at once (newest kept): the points of one class, every
+/// crash between two checkpoints, come one after another.
+pub const RESTART_FUTURES_MAX: usize = 8;
+
+/// What the future of a run depends on in its world, at an event boundary or a restart, as
+/// [`super::same_surroundings`] compares it.
+#[derive(Clone, Copy, Debug)]
+pub struct Surroundings<'a> {
+    pub clock: &'a Clock,
+    pub sink_down_until_ms: u64,
+    pub txlog: &'a TxLog,
+    /// The disk with the append sink's bytes left out (`fork::compared_disk`).
+    pub disk: &'a Disk,
+}
 
 /// What the future of a run depends on at an event boundary, as [`super::same_future`]
 /// compares it.
@@ -62,6 +90,18 @@ pub struct Candidate {
     served: u64,
     /// The incarnations that had ended by then.
     incarnations_ended: usize,
+}
+
+impl Boundary<'_> {
+    /// All but the engine.
+    pub fn surroundings(&self) -> Surroundings<'_> {
+        Surroundings {
+            clock: self.clock,
+            sink_down_until_ms: self.sink_down_until_ms,
+            txlog: self.txlog,
+            disk: self.disk,
+        }
+    }
 }
 
 impl Candidate {
@@ -158,11 +198,14 @@ impl Class {
     }
 }
 
-/// The futures of one sink's points, by boundary, as one thread runs them in order.
+/// The futures of one sink's points, by boundary and by restart, as one thread runs them in
+/// order.
 #[derive(Debug, Default)]
 pub struct SharedFutures {
     /// By (boundary, order of arrival).
     classes: RefCell<BTreeMap<(u64, u64), Rc<Class>>>,
+    /// Newest last.
+    restarts: RefCell<VecDeque<Rc<RestartClass>>>,
 }
 
 impl SharedFutures {
@@ -173,6 +216,27 @@ impl SharedFutures {
             .range((index, 0)..=(index, u64::MAX))
             .map(|(_, class)| Rc::clone(class))
             .collect()
+    }
+
+    /// The remembered restart, newest first, whose surroundings are `state`'s.
+    pub fn at_restart(&self, key: KeyScheme, state: &RestartCandidate) -> Option<Rc<RestartClass>> {
+        let this = state.surroundings();
+        self.restarts
+            .borrow()
+            .iter()
+            .rev()
+            .find(|class| super::same_surroundings(key, &this, &class.state.surroundings()))
+            .cloned()
+    }
+
+    /// Remembers the restart `class`, forgetting the oldest if the table is full.
+    pub fn remember_restart(&self, class: RestartClass) {
+        let mut restarts = self.restarts.borrow_mut();
+        restarts.push_back(Rc::new(class));
+        while restarts.len() > RESTART_FUTURES_MAX {
+            restarts.pop_front();
+        }
+        assert!(restarts.len() <= RESTART_FUTURES_MAX);
     }
 
     /// Remembers `class`, forgetting the oldest boundary's first if the table is full.

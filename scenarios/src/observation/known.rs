@@ -57,6 +57,11 @@ impl KnownSink {
         }
     }
 
+    /// The file's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
     /// How many of lines `lines` are not whole records.
     fn corrupt_in(&self, lines: std::ops::Range<usize>) -> u64 {
         let records = self.records_before[lines.end] - self.records_before[lines.start];

@@ -1,0 +1,176 @@
+//! Sharing at a restart: a point whose world, at a restart with its plan spent, is one an
+//! earlier point restarted in stops before its recovery and takes the rest of its run from
+//! that point's (the rule is in `fork/shared.rs`; the table is [`SharedFutures`]).
+
+use super::shared::{SharedFutures, Surroundings};
+use super::{compared_disk, Ending, Forks};
+use crate::observation::{KnownSink, Observation, RecoverySteps, RestartSteps};
+use crate::runner::{Incarnation, IncarnationEnd, Restarting};
+use keel_engine::sink::readable_prefix_len_bytes;
+use keel_engine::{OperatorState, SinkKind, SINK_WRITE_OP};
+use keel_sim::{Clock, Disk, TxLog, World};
+use std::sync::Arc;
+
+/// A run's world at a restart with its plan spent, before the new process's recovery, kept
+/// until the run ends. Only the world survives a crash, so two runs at restarts whose
+/// surroundings are the same ([`super::same_surroundings`]) recover alike and go on alike
+/// (an append sink's bytes left out, as at a boundary: the connector reads them once, at
+/// its open, only to cut a torn tail, and a restart is remembered only without one).
+#[derive(Clone, Debug)]
+pub struct RestartCandidate {
+    pub clock: Clock,
+    pub sink_down_until_ms: u64,
+    pub txlog: TxLog,
+    /// The compared disk (`fork::compared_disk`).
+    pub disk: Disk,
+    /// The sink file then, whole.
+    pub sink_bytes: Arc<Vec<u8>>,
+    /// The steps taken by then (the next step's number).
+    pub steps_taken: u64,
+    /// The sink writes served by then.
+    pub served: u64,
+    /// The incarnations that had ended by then.
+    pub incarnations_ended: usize,
+}
+
+impl RestartCandidate {
+    pub fn surroundings(&self) -> Surroundings<'_> {
+        Surroundings {
+            clock: &self.clock,
+            sink_down_until_ms: self.sink_down_until_ms,
+            txlog: &self.txlog,
+            disk: &self.disk,
+        }
+    }
+}
+
+/// A remembered restart and what its run did after it: one incarnation, completed.
+#[derive(Debug)]
+pub struct RestartClass {
+    pub state: RestartCandidate,
+    /// The bytes the run appended to its sink from the restart to its end.
+    pub appended: Vec<u8>,
+    /// The incarnation the restart began, as it ended.
+    pub incarnation: Incarnation,
+    /// The sink writes served after the restart.
+    pub served_after: u64,
+    pub files: Vec<String>,
+    pub final_state: OperatorState,
+    /// Its recovery, the first step counted from the restart.
+    pub recovery: Option<RecoverySteps>,
+}
+
+impl Forks {
+    /// The observation of a run stopped at a restart (its world and the incarnations that
+    /// had ended) whose surroundings were those of `class`: as if it had gone on as the
+    /// class's run did.
+    pub(super) fn restarted(
+        &self,
+        world: &World,
+        incarnations: &[Incarnation],
+        class: &RestartClass,
+    ) -> Observation {
+        let mut sink_bytes = world
+            .env()
+            .disk
+            .read(&self.spec.config.sink.file_name())
+            .expect("compared: the sink file exists");
+        sink_bytes.extend_from_slice(&class.appended);
+        let mut incarnations = incarnations.to_vec();
+        incarnations.push(class.incarnation.clone());
+        let ending = Ending {
+            sink_bytes,
+            incarnations,
+            served: world.served_requests(SINK_WRITE_OP) + class.served_after,
+            files: class.files.clone(),
+            final_state: &class.final_state,
+        };
+        let restart = class
+            .recovery
+            .as_ref()
+            .and_then(|recovery| RestartSteps::of_restarted(world, &self.spec.config, recovery));
+        self.observe(&ending, world, restart)
+    }
+
+    /// The run at the restart `restarting` shows as a restart to remember or to share, if it
+    /// can be one: its plan spent, no byte a failed fsync left unpersisted, no sink outage
+    /// still waiting for its first served request, and an append sink's file whole lines
+    /// the connector reads as records (no tail to cut: what the class's run did after its
+    /// restart is then an append).
+    pub(super) fn restart_state(&self, restarting: &Restarting) -> Option<RestartCandidate> {
+        let world = restarting.world;
+        let sink = self.spec.config.sink;
+        let disk = &world.env().disk;
+        if !world.plan_spent()
+            || disk.unpersisted_bytes() != 0
+            || world
+                .first_outage_ms()
+                .is_some_and(|(_, served_ms)| served_ms.is_none())
+        {
+            return None;
+        }
+        let sink_bytes = disk.read_shared(&sink.file_name()).ok()?;
+        if sink == SinkKind::Append && !self.all_records(&sink_bytes) {
+            return None;
+        }
+        let env = world.env();
+        Some(RestartCandidate {
+            clock: env.clock,
+            sink_down_until_ms: env.sink_down_until_ms,
+            txlog: env.txlog.clone(),
+            disk: compared_disk(disk, sink).ok()?,
+            sink_bytes,
+            steps_taken: world.steps_taken(),
+            served: world.served_requests(SINK_WRITE_OP),
+            incarnations_ended: restarting.incarnations.len(),
+        })
+    }
+
+    /// Whether the sink connector's open reads all of `bytes` as records (nothing to cut):
+    /// at once for a line-aligned prefix of the fault-free file's readable lines, else by
+    /// reading them.
+    pub(super) fn all_records(&self, bytes: &[u8]) -> bool {
+        let known = self.known.as_ref().map_or(&[][..], KnownSink::bytes);
+        let line_aligned = bytes.last().is_none_or(|&b| b == b'\n');
+        if line_aligned && bytes.len() <= self.known_readable_len_bytes && known.starts_with(bytes)
+        {
+            return true;
+        }
+        readable_prefix_len_bytes(bytes) == bytes.len()
+    }
+
+    /// Remembers the future of a run from its first restart with its plan spent
+    /// (`candidate`), now that it ended as `ending` with its world `world` (its end, or
+    /// where it stopped): only if it completed in the incarnation the restart began, and
+    /// only appended to its sink after it.
+    pub(super) fn remember_restart(
+        &self,
+        candidate: RestartCandidate,
+        ending: &Ending,
+        world: &World,
+        shared: &SharedFutures,
+    ) {
+        if ending.incarnations.len() != candidate.incarnations_ended + 1 {
+            return;
+        }
+        let Some(appended) = ending
+            .sink_bytes
+            .strip_prefix(candidate.sink_bytes.as_slice())
+        else {
+            return;
+        };
+        let incarnation = ending.incarnations.last().expect("one after the restart");
+        assert_eq!(incarnation.end, IncarnationEnd::Completed);
+        let served_end = ending.served;
+        let recovery = RecoverySteps::after_last_restart(world.trace(), candidate.steps_taken);
+        shared.remember_restart(RestartClass {
+            appended: appended.to_vec(),
+            incarnation: incarnation.clone(),
+            served_after: served_end - candidate.served,
+            files: ending.files.clone(),
+            final_state: ending.final_state.clone(),
+            recovery,
+            state: candidate,
+        });
+    }
+}
