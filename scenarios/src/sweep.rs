@@ -404,8 +404,10 @@ pub fn sweep_points(
 
 /// How many consecutive points (by index in the whole sweep) one thread runs in order with
 /// one table of shared futures (`fork/shared.rs`): chunks are the same whatever the thread
-/// count, so every record is too. Sharing stops at a chunk's end; a chunk is never cut.
-pub const SHARING_CHUNK_POINTS: u64 = 64;
+/// count, so every record is too. Sharing stops at a chunk's end; a chunk is never cut. Long
+/// enough that a class's first point (which recovers and replays) is rare, short enough
+/// that a sweep of a few thousand points still has a chunk for each thread.
+pub const SHARING_CHUNK_POINTS: u64 = 1024;
 
 /// Runs `points` (consecutive, in point order, `(index, point)`, from one chunk of
 /// [`SHARING_CHUNK_POINTS`]) one after the other, each as [`run_point`] does, later ones

@@ -45,7 +45,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
 
 /// The most futures a sweep keeps at once. Points come in step order, so a class's members
-/// follow each other: the oldest boundaries are forgotten first.
+/// follow each other: the oldest classes are forgotten first.
 pub const SHARED_FUTURES_MAX: usize = 32;
 
 /// The most restarts a sweep remembers at once (newest kept): the points of one class, every
@@ -204,6 +204,11 @@ impl Class {
 pub struct SharedFutures {
     /// By (boundary, order of arrival).
     classes: RefCell<BTreeMap<(u64, u64), Rc<Class>>>,
+    /// The keys of `classes`, oldest first: the order they are forgotten in (a sweep's next
+    /// row starts again from the first step, so the lowest boundary is not the oldest).
+    arrivals: RefCell<VecDeque<(u64, u64)>>,
+    /// Classes remembered so far: the next one's order of arrival.
+    remembered: std::cell::Cell<u64>,
     /// Newest last.
     restarts: RefCell<VecDeque<Rc<RestartClass>>>,
 }
@@ -239,18 +244,20 @@ impl SharedFutures {
         assert!(restarts.len() <= RESTART_FUTURES_MAX);
     }
 
-    /// Remembers `class`, forgetting the oldest boundary's first if the table is full.
+    /// Remembers `class`, forgetting the oldest class if the table is full.
     pub fn remember(&self, class: Class) {
         let mut classes = self.classes.borrow_mut();
-        let index = class.state.index;
-        let order = classes
-            .range((index, 0)..=(index, u64::MAX))
-            .next_back()
-            .map_or(0, |((_, order), _)| order + 1);
-        classes.insert((index, order), Rc::new(class));
+        let mut arrivals = self.arrivals.borrow_mut();
+        let order = self.remembered.get();
+        self.remembered.set(order + 1);
+        let key = (class.state.index, order);
+        classes.insert(key, Rc::new(class));
+        arrivals.push_back(key);
         while classes.len() > SHARED_FUTURES_MAX {
-            classes.pop_first();
+            let oldest = arrivals.pop_front().expect("one arrival per class");
+            classes.remove(&oldest).expect("remembered");
         }
         assert!(classes.len() <= SHARED_FUTURES_MAX);
+        assert_eq!(classes.len(), arrivals.len());
     }
 }
