@@ -55,6 +55,7 @@ use shared::{After, Boundary, Candidate, Class, Surroundings};
 use std::cell::OnceCell;
 use std::rc::Rc;
 
+mod cursor;
 mod restart;
 mod shared;
 
@@ -465,7 +466,8 @@ impl Forks {
         }
     }
 
-    /// One point of a sweep under `plan`, forked, and stopped where it converges if asked:
+    /// One point of a sweep under `plan`, forked (given `shared`, a point of two faults from
+    /// the run of its first, `fork/cursor.rs`), and stopped where it converges if asked:
     /// on the fault-free run at a snapshot, or, given `shared`, on an earlier point's run
     /// remembered there, at the first boundary with its plan spent (`fork/shared.rs`); its
     /// own run is remembered there in turn.
@@ -479,7 +481,9 @@ impl Forks {
             plan: plan.clone(),
             ..self.spec.clone()
         };
-        let Some(paused) = self.fork(plan, false) else {
+        let from_first_faults =
+            shared.and_then(|shared| self.before_last_fault(plan, shared.first_faults()));
+        let Some(paused) = from_first_faults.or_else(|| self.fork(plan, false)) else {
             return PointRun::of(&run(&spec), &spec, self.known.as_ref());
         };
         let sink = self.spec.config.sink;
@@ -916,6 +920,91 @@ mod tests {
                 (1530, 442, 855),
             ]
         );
+    }
+
+    /// Depth-2 points in sweep order (by first fault, then second step), so that each
+    /// starts from the run of its first fault (`fork/cursor.rs`): each observes what its
+    /// naive run observes, and one that ran to its end has its naive run's trace
+    /// fingerprint. Returns (points, points started from the run of their first fault,
+    /// points that ran to their end).
+    fn pairs_equal_naive(sink: SinkKind) -> (u64, u64, u64) {
+        let spec = ScenarioSpec {
+            checkpoint_every: 20,
+            ..ScenarioSpec::ch04(0)
+        };
+        let text = crate::gen::generate(&crate::gen::GenSpec {
+            events: 120,
+            seed: 5,
+            out_of_orderness: 5,
+            late_fraction: 0.1,
+            late_by_max: 30,
+            value_max: 9,
+        });
+        let events = keel_engine::parse_events(&text).unwrap();
+        let fault_free = spec.run_spec(&events, sink, FaultPlan::none()).unwrap();
+        let forks = Forks::with_snapshots_max(&fault_free, 4);
+        let shared = SharedFutures::default();
+        let steps = run(&fault_free).world.steps_taken();
+        let crash = Fault::ProcessCrash {
+            at: CrashPoint::After,
+        };
+        let power_loss = Fault::PowerLoss {
+            at: CrashPoint::After,
+            state: 2,
+        };
+        let (mut points, mut from_first, mut ran_to_end) = (0, 0, 0);
+        for first_step in (3..steps).step_by(41) {
+            for first in [crash, power_loss] {
+                let first = PlannedFault {
+                    step: first_step,
+                    fault: first,
+                };
+                let after_first = run(&RunSpec {
+                    plan: FaultPlan::new([first]).unwrap(),
+                    ..fault_free.clone()
+                });
+                for step in (first_step + 1..after_first.world.steps_taken()).step_by(3) {
+                    for second in [crash, power_loss] {
+                        let plan = FaultPlan::new([
+                            first,
+                            PlannedFault {
+                                step,
+                                fault: second,
+                            },
+                        ])
+                        .unwrap();
+                        let cursor = shared.first_faults();
+                        let started = forks.before_last_fault(&plan, cursor).is_some_and(|p| {
+                            p.world.steps_taken()
+                                > forks.before(first_step).unwrap().world.steps_taken()
+                        });
+                        let forked = forks.run_point(&plan, true, Some(&shared));
+                        let naive = PointRun::naive(&RunSpec {
+                            plan,
+                            ..fault_free.clone()
+                        });
+                        let at = format!("{first:?} then {second} at {step}");
+                        assert_eq!(forked.observation, naive.observation, "{at}");
+                        if forked.fingerprint.is_some() {
+                            assert_eq!(forked.fingerprint, naive.fingerprint, "{at}");
+                            ran_to_end += 1;
+                        }
+                        points += 1;
+                        from_first += u64::from(started);
+                    }
+                }
+            }
+        }
+        (points, from_first, ran_to_end)
+    }
+
+    #[test]
+    fn a_second_fault_forked_from_the_run_of_the_first_observes_what_the_naive_run_observes() {
+        let figures = [
+            pairs_equal_naive(SinkKind::Append),
+            pairs_equal_naive(SinkKind::Idempotent),
+        ];
+        assert_eq!(figures, [(788, 784, 19), (788, 784, 141)]);
     }
 
     #[test]

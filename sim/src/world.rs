@@ -264,6 +264,33 @@ impl<S: Storage> World<S> {
         world
     }
 
+    /// A fork of this run, some of whose faults may have happened, that goes on under `plan`
+    /// instead: `plan` aims the same faults at the steps already taken (so the run so far is
+    /// its run too) and any others at steps still to come. What a sweep's second faults
+    /// start from: the run of their first fault, paused before the second.
+    pub fn fork_later(&self, plan: FaultPlan) -> Self
+    where
+        S: Clone,
+    {
+        let taken = |plan: &FaultPlan| -> Vec<PlannedFault> {
+            plan.faults()
+                .into_iter()
+                .filter(|f| f.step < self.step_next)
+                .collect()
+        };
+        assert_eq!(taken(&plan), taken(&self.plan), "the same faults so far");
+        assert_eq!(plan.kill_time_ms(), None, "no kill by the clock");
+        assert_eq!(self.plan.kill_time_ms(), None, "no kill by the clock");
+        assert!(self.zombie.is_none(), "no fork while a zombie runs");
+        assert!(
+            self.crash_state_counts.is_none(),
+            "a recording run is not forked later"
+        );
+        let mut world = self.clone();
+        world.plan = plan;
+        world
+    }
+
     /// Folds the trace so far into its fingerprint state (see [`Trace::forget`]): what a
     /// run keeps before it is forked many times.
     pub fn forget_trace(&mut self) {
@@ -725,6 +752,49 @@ mod tests {
             fault: Fault::ProcessCrash { at },
         }])
         .unwrap()
+    }
+
+    /// A run forked after its first fault under a plan that adds a second one goes on as
+    /// the run of both faults from the start; a plan that rewrites a fault already taken is
+    /// refused.
+    #[test]
+    fn a_run_forked_after_its_first_fault_goes_on_as_the_run_of_both() {
+        let second = PlannedFault {
+            step: 4,
+            fault: Fault::ProcessCrash {
+                at: CrashPoint::Before,
+            },
+        };
+        let first = PlannedFault {
+            step: 0,
+            fault: Fault::ProcessCrash {
+                at: CrashPoint::After,
+            },
+        };
+        let both = FaultPlan::new([first, second]).unwrap();
+        let mut whole = World::new(0, both.clone());
+        let mut forked = World::new(0, FaultPlan::new([first]).unwrap());
+        assert!(write_three(&mut whole).is_err());
+        assert!(write_three(&mut forked).is_err());
+        whole.restart(500);
+        forked.restart(500);
+        let mut forked = forked.fork_later(both);
+        let third = |world: &mut World| {
+            world.effect("disk.append", "f", |env| {
+                env.disk.append("f", b"c").unwrap()
+            })
+        };
+        for world in [&mut whole, &mut forked] {
+            assert!(third(world).is_ok()); // step 1
+            assert!(third(world).is_ok()); // step 2
+            assert!(third(world).is_ok()); // step 3
+            assert!(third(world).is_err()); // step 4: the second fault
+        }
+        assert_eq!(whole.fingerprint(), forked.fingerprint());
+        assert_eq!(whole.env().disk.read("f"), forked.env().disk.read("f"));
+        let rewritten = FaultPlan::new([second]).unwrap();
+        let refused = std::panic::catch_unwind(|| whole.fork_later(rewritten));
+        assert!(refused.is_err(), "the first fault is gone from the plan");
     }
 
     #[test]

@@ -36,6 +36,7 @@
 //! The table is bounded ([`SHARED_FUTURES_MAX`]): forgetting a class costs time, never a
 //! different observation.
 
+use super::cursor::FirstFaults;
 use super::restart::{RestartCandidate, RestartClass};
 use crate::runner::Between;
 use keel_engine::{Engine, IncarnationStats, KeyScheme, OperatorState, SinkKind, SINK_WRITE_OP};
@@ -211,6 +212,9 @@ pub struct SharedFutures {
     remembered: std::cell::Cell<u64>,
     /// Newest last.
     restarts: RefCell<VecDeque<Rc<RestartClass>>>,
+    /// The run of the last depth-2 point's first fault, where the next one starts if it
+    /// has the same first fault (`fork/cursor.rs`).
+    first_faults: RefCell<Option<FirstFaults>>,
 }
 
 impl SharedFutures {
@@ -221,6 +225,11 @@ impl SharedFutures {
             .range((index, 0)..=(index, u64::MAX))
             .map(|(_, class)| Rc::clone(class))
             .collect()
+    }
+
+    /// The run of the last depth-2 point's first fault, kept for the next point.
+    pub fn first_faults(&self) -> &RefCell<Option<FirstFaults>> {
+        &self.first_faults
     }
 
     /// The remembered restart, newest first, whose surroundings are `state`'s.
