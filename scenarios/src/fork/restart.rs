@@ -7,7 +7,7 @@ use super::{compared_disk, Ending, Forks};
 use crate::observation::{KnownSink, Observation, RecoverySteps, RestartSteps};
 use crate::runner::{Incarnation, IncarnationEnd, Restarting};
 use keel_engine::sink::readable_prefix_len_bytes;
-use keel_engine::{OperatorState, SinkKind, SINK_WRITE_OP};
+use keel_engine::{OperatorState, SINK_WRITE_OP};
 use keel_sim::{Clock, Disk, TxLog, World};
 use std::sync::Arc;
 
@@ -25,6 +25,12 @@ pub struct RestartCandidate {
     pub disk: Disk,
     /// The sink file then, whole.
     pub sink_bytes: Arc<Vec<u8>>,
+    /// How much of it the sink connector's open keeps: all, or what is left once it cuts
+    /// a torn tail (with the protocol's tail repair).
+    pub sink_kept_len_bytes: usize,
+    /// Whether its tail is torn (not whole records): the open then takes the steps that
+    /// cut it (or leaves it), so only runs with a torn tail stand for each other.
+    pub sink_torn: bool,
     /// The steps taken by then (the next step's number).
     pub steps_taken: u64,
     /// The sink writes served by then.
@@ -64,17 +70,15 @@ impl Forks {
     /// The observation of a run stopped at a restart (its world and the incarnations that
     /// had ended) whose surroundings were those of `class`: as if it had gone on as the
     /// class's run did.
+    /// `state`: the run's own restart.
     pub(super) fn restarted(
         &self,
         world: &World,
         incarnations: &[Incarnation],
+        state: &RestartCandidate,
         class: &RestartClass,
     ) -> Observation {
-        let mut sink_bytes = world
-            .env()
-            .disk
-            .read(&self.spec.config.sink.file_name())
-            .expect("compared: the sink file exists");
+        let mut sink_bytes = state.sink_bytes[..state.sink_kept_len_bytes].to_vec();
         sink_bytes.extend_from_slice(&class.appended);
         let mut incarnations = incarnations.to_vec();
         incarnations.push(class.incarnation.clone());
@@ -93,10 +97,10 @@ impl Forks {
     }
 
     /// The run at the restart `restarting` shows as a restart to remember or to share, if it
-    /// can be one: its plan spent, no byte a failed fsync left unpersisted, no sink outage
-    /// still waiting for its first served request, and an append sink's file whole lines
-    /// the connector reads as records (no tail to cut: what the class's run did after its
-    /// restart is then an append).
+    /// can be one: its plan spent, no byte a failed fsync left unpersisted, and no sink
+    /// outage still waiting for its first served request. Its sink file is what the
+    /// connector's open keeps of it (a torn tail cut with the protocol's tail repair),
+    /// followed by what the run appends after.
     pub(super) fn restart_state(&self, restarting: &Restarting) -> Option<RestartCandidate> {
         let world = restarting.world;
         let sink = self.spec.config.sink;
@@ -110,9 +114,13 @@ impl Forks {
             return None;
         }
         let sink_bytes = disk.read_shared(&sink.file_name()).ok()?;
-        if sink == SinkKind::Append && !self.all_records(&sink_bytes) {
-            return None;
-        }
+        let readable_len_bytes = self.readable_len(&sink_bytes);
+        let sink_torn = readable_len_bytes < sink_bytes.len();
+        let sink_kept_len_bytes = if sink_torn && self.spec.config.protocol.tail_repair() {
+            readable_len_bytes
+        } else {
+            sink_bytes.len()
+        };
         let env = world.env();
         Some(RestartCandidate {
             clock: env.clock,
@@ -120,23 +128,25 @@ impl Forks {
             txlog: env.txlog.clone(),
             disk: compared_disk(disk, sink).ok()?,
             sink_bytes,
+            sink_kept_len_bytes,
+            sink_torn,
             steps_taken: world.steps_taken(),
             served: world.served_requests(SINK_WRITE_OP),
             incarnations_ended: restarting.incarnations.len(),
         })
     }
 
-    /// Whether the sink connector's open reads all of `bytes` as records (nothing to cut):
-    /// at once for a line-aligned prefix of the fault-free file's readable lines, else by
-    /// reading them.
-    pub(super) fn all_records(&self, bytes: &[u8]) -> bool {
+    /// How much of `bytes` the sink connector's open reads as records
+    /// ([`readable_prefix_len_bytes`]): at once for a line-aligned prefix of the fault-free
+    /// file's readable lines (all of it), else by reading them.
+    pub(super) fn readable_len(&self, bytes: &[u8]) -> usize {
         let known = self.known.as_ref().map_or(&[][..], KnownSink::bytes);
         let line_aligned = bytes.last().is_none_or(|&b| b == b'\n');
         if line_aligned && bytes.len() <= self.known_readable_len_bytes && known.starts_with(bytes)
         {
-            return true;
+            return bytes.len();
         }
-        readable_prefix_len_bytes(bytes) == bytes.len()
+        readable_prefix_len_bytes(bytes)
     }
 
     /// Remembers the future of a run from its first restart with its plan spent
@@ -153,10 +163,8 @@ impl Forks {
         if ending.incarnations.len() != candidate.incarnations_ended + 1 {
             return;
         }
-        let Some(appended) = ending
-            .sink_bytes
-            .strip_prefix(candidate.sink_bytes.as_slice())
-        else {
+        let kept = &candidate.sink_bytes[..candidate.sink_kept_len_bytes];
+        let Some(appended) = ending.sink_bytes.strip_prefix(kept) else {
             return;
         };
         let incarnation = ending.incarnations.last().expect("one after the restart");

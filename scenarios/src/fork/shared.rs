@@ -22,10 +22,12 @@
 //! followed was one incarnation that completed and only appended to its sink; a later point
 //! restarting in equal surroundings stops before its recovery (so the recovery, not only
 //! the replay, runs once per class of kills between two checkpoints). The append sink's
-//! bytes are left out as at a boundary, and read by the connector's open only to cut a torn
-//! tail: a restart with one is neither remembered nor shared. A run whose first sink outage
-//! has not yet seen its next served request is not either (when it does depends on the
-//! clock).
+//! bytes are left out as at a boundary: the connector's open reads them only to cut a torn
+//! tail (or leave it, without tail repair), and then only appends, so a run's file ends as
+//! what the open kept of its own followed by what the other run appended; a restart with a
+//! torn tail shares only with another that has one (the open takes its cutting steps). A
+//! run whose first sink outage has not yet seen its next served request is neither
+//! remembered nor shared at a restart (when it does depends on the clock).
 //!
 //! A table serves one run of points in point order on one thread (a sweep hands each
 //! thread chunks of consecutive points, the same chunks whatever the thread count:
@@ -239,7 +241,10 @@ impl SharedFutures {
             .borrow()
             .iter()
             .rev()
-            .find(|class| super::same_surroundings(key, &this, &class.state.surroundings()))
+            .find(|class| {
+                class.state.sink_torn == state.sink_torn
+                    && super::same_surroundings(key, &this, &class.state.surroundings())
+            })
             .cloned()
     }
 
