@@ -21,7 +21,7 @@ pub use disk::{Disk, DiskError};
 pub use fault::{CrashPoint, Fault, FaultKind, FaultPlan, PlanError, PlannedFault};
 pub use rng::{SeedTree, Subsystem};
 pub use storage::Storage;
-pub use trace::{Fingerprint, FingerprintBuilder, Trace, TraceLine};
+pub use trace::{Fingerprint, FingerprintBuilder, NoteText, Trace, TraceLine};
 pub use txlog::{
     AbortReason, EntryKind, LogEntry, LogError, LogRecord, OpenTransaction, Producer,
     ResumeOutcome, TxLog, TxnStatus,

@@ -4,8 +4,10 @@
 //! std's `DefaultHasher`), so the same run has the same fingerprint on every machine and
 //! every Rust version.
 
+use crate::disk::PowerLossOutcome;
 use crate::fault::{CrashPoint, Fault};
 use std::fmt;
+use std::sync::Arc;
 
 /// One line of the trace.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,8 +36,46 @@ pub enum TraceLine {
     Note {
         time_ms: u64,
         incarnation: u32,
-        text: String,
+        text: NoteText,
     },
+}
+
+/// A note's text, written out only when the line is shown or hashed: a power loss's
+/// outcome is long to write, and most forked runs of a sweep never show nor hash theirs (a
+/// point that stops to share an earlier point's future has no fingerprint). Equal when the
+/// texts are.
+#[derive(Clone, Debug)]
+pub enum NoteText {
+    Text(String),
+    /// "power loss: <outcome>".
+    PowerLoss(Arc<PowerLossOutcome>),
+}
+
+impl fmt::Display for NoteText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NoteText::Text(text) => f.write_str(text),
+            NoteText::PowerLoss(outcome) => write!(f, "power loss: {outcome}"),
+        }
+    }
+}
+
+impl PartialEq for NoteText {
+    fn eq(&self, other: &NoteText) -> bool {
+        match (self, other) {
+            (NoteText::Text(a), NoteText::Text(b)) => a == b,
+            (NoteText::PowerLoss(a), NoteText::PowerLoss(b)) => a == b,
+            _ => self.to_string() == other.to_string(),
+        }
+    }
+}
+
+impl Eq for NoteText {}
+
+impl From<String> for NoteText {
+    fn from(text: String) -> NoteText {
+        NoteText::Text(text)
+    }
 }
 
 impl fmt::Display for TraceLine {
@@ -347,6 +387,32 @@ impl Fnv1a64 {
 mod tests {
     use super::*;
 
+    /// A power loss's note, written out only when needed, shows, equals and hashes as the
+    /// note of its text.
+    #[test]
+    fn a_power_loss_note_is_its_text() {
+        let mut disk = crate::Disk::new();
+        disk.create("f").unwrap();
+        disk.append("f", b"abc").unwrap();
+        let outcome = disk.power_loss(1);
+        let note = |text| TraceLine::Note {
+            time_ms: 7,
+            incarnation: 1,
+            text,
+        };
+        let written = note(NoteText::Text(format!("power loss: {outcome}")));
+        let lazy = note(NoteText::PowerLoss(Arc::new(outcome)));
+        assert_eq!(lazy.to_string(), written.to_string());
+        assert!(lazy
+            .to_string()
+            .starts_with("note t=7ms p1 power loss: state 1/"));
+        assert_eq!(lazy, written);
+        let (mut a, mut b) = (Trace::default(), Trace::default());
+        a.push(lazy);
+        b.push(written);
+        assert_eq!(a.fingerprint(), b.fingerprint());
+    }
+
     fn fnv(bytes: &[u8]) -> u64 {
         let mut hash = Fnv1a64::new();
         hash.write(bytes);
@@ -389,7 +455,7 @@ mod tests {
             lines.push(TraceLine::Note {
                 time_ms,
                 incarnation,
-                text: "recovery: é".to_string(),
+                text: "recovery: é".to_string().into(),
             });
         }
         for line in &lines {

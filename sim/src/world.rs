@@ -12,7 +12,7 @@ use crate::disk::POWER_LOSS_ENUMERATION_BOUND;
 use crate::fault::{CrashPoint, Fault, FaultPlan, PlannedFault};
 use crate::rng::SeedTree;
 use crate::storage::Storage;
-use crate::trace::{Fingerprint, Trace, TraceLine};
+use crate::trace::{Fingerprint, NoteText, Trace, TraceLine};
 use crate::txlog::TxLog;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -559,7 +559,11 @@ impl<S: Storage> World<S> {
                 let disk = self.env.disk.simulated_mut().expect(SIMULATION_ONLY);
                 let outcome = disk.power_loss(state);
                 self.injected_at(step, Fault::PowerLoss { at, state });
-                self.note(format!("power loss: {outcome}"));
+                self.trace_push(TraceLine::Note {
+                    time_ms: self.now_ms(),
+                    incarnation: self.incarnation,
+                    text: NoteText::PowerLoss(std::sync::Arc::new(outcome)),
+                });
                 Err(self.crash(step, at, CrashKind::PowerLoss { state }))
             }
             _ => Ok(()),
@@ -571,7 +575,7 @@ impl<S: Storage> World<S> {
         self.trace_push(TraceLine::Note {
             time_ms: self.now_ms(),
             incarnation: self.incarnation,
-            text: text.into(),
+            text: NoteText::Text(text.into()),
         });
     }
 
