@@ -845,6 +845,26 @@ mod tests {
         (points, stopped_early)
     }
 
+    /// The fault-free run of `spec` on `sink` over a generated stream of `events` events
+    /// (some out of order, a tenth late).
+    fn generated_fault_free(
+        spec: &ScenarioSpec,
+        events: u64,
+        seed: u64,
+        sink: SinkKind,
+    ) -> RunSpec {
+        let text = crate::gen::generate(&crate::gen::GenSpec {
+            events,
+            seed,
+            out_of_orderness: 5,
+            late_fraction: 0.1,
+            late_by_max: 30,
+            value_max: 9,
+        });
+        let events = keel_engine::parse_events(&text).unwrap();
+        spec.run_spec(&events, sink, FaultPlan::none()).unwrap()
+    }
+
     /// The points of a generated stream with only 4 snapshots, so that points run long
     /// before they converge and share futures on the way: (points, points shared at a
     /// boundary, at a restart).
@@ -859,16 +879,7 @@ mod tests {
             protocol,
             ..ScenarioSpec::ch04(0)
         };
-        let text = crate::gen::generate(&crate::gen::GenSpec {
-            events: 160,
-            seed: 3,
-            out_of_orderness: 5,
-            late_fraction: 0.1,
-            late_by_max: 30,
-            value_max: 9,
-        });
-        let events = keel_engine::parse_events(&text).unwrap();
-        let fault_free = spec.run_spec(&events, sink, FaultPlan::none()).unwrap();
+        let fault_free = generated_fault_free(&spec, 160, 3, sink);
         let faults = [
             Fault::ProcessCrash {
                 at: CrashPoint::Before,
@@ -933,16 +944,7 @@ mod tests {
             checkpoint_every: 20,
             ..ScenarioSpec::ch04(0)
         };
-        let text = crate::gen::generate(&crate::gen::GenSpec {
-            events: 120,
-            seed: 5,
-            out_of_orderness: 5,
-            late_fraction: 0.1,
-            late_by_max: 30,
-            value_max: 9,
-        });
-        let events = keel_engine::parse_events(&text).unwrap();
-        let fault_free = spec.run_spec(&events, sink, FaultPlan::none()).unwrap();
+        let fault_free = generated_fault_free(&spec, 120, 5, sink);
         let forks = Forks::with_snapshots_max(&fault_free, 4);
         let shared = SharedFutures::default();
         let steps = run(&fault_free).world.steps_taken();
