@@ -38,6 +38,10 @@
 //! point's faults and outcome digest (see `tally::SweepTally`). `keel sweep --naive` runs
 //! every point from scratch to its end instead: the reference the default is checked
 //! against, report for report (`scenarios/tests/fork.rs`).
+//!
+//! A point also stops where an earlier point's run stands for it: at an event boundary
+//! (`fork/shared.rs`) or at a restart, before its recovery (`fork/restart.rs`). A point of
+//! two faults starts from the run of its first (`fork/cursor.rs`).
 
 use crate::observation::{
     documented_sink_file, KnownSink, Observation, RestartSteps, SinkOutage, SinkWriteCounts,
