@@ -67,10 +67,9 @@ pub struct RestartClass {
 }
 
 impl Forks {
-    /// The observation of a run stopped at a restart (its world and the incarnations that
-    /// had ended) whose surroundings were those of `class`: as if it had gone on as the
-    /// class's run did.
-    /// `state`: the run's own restart.
+    /// The observation of a run stopped at a restart (its world, the incarnations that had
+    /// ended, and `state`, its surroundings there) whose surroundings were those of
+    /// `class`: as if it had gone on as the class's run did.
     pub(super) fn restarted(
         &self,
         world: &World,
@@ -104,7 +103,8 @@ impl Forks {
     pub(super) fn restart_state(&self, restarting: &Restarting) -> Option<RestartCandidate> {
         let world = restarting.world;
         let sink = self.spec.config.sink;
-        let disk = &world.env().disk;
+        let env = world.env();
+        let disk = &env.disk;
         if !world.plan_spent()
             || disk.unpersisted_bytes() != 0
             || world
@@ -121,7 +121,6 @@ impl Forks {
         } else {
             sink_bytes.len()
         };
-        let env = world.env();
         Some(RestartCandidate {
             clock: env.clock,
             sink_down_until_ms: env.sink_down_until_ms,

@@ -1,0 +1,226 @@
+//! Forked, converged and shared points against their naive runs, point by point.
+
+use super::*;
+use crate::catalogue::Scenario;
+use crate::spec::ScenarioSpec;
+use keel_engine::{CheckpointMode, CheckpointProtocol};
+use keel_sim::{CrashPoint, Fault, PlannedFault};
+
+/// Every single fault of `faults` at every step of `fault_free`, forked from `forks` with
+/// one table of shared futures, observes what its run from scratch observes: records,
+/// files, counters, the sink writes the simulated sink served (written plus skipped),
+/// everything. Returns (points, points that stopped early: converged, or sharing an
+/// earlier point's future, points that shared at a boundary, at a restart).
+fn check(fault_free: &RunSpec, forks: &Forks, faults: &[Fault]) -> (u64, u64, u64, u64) {
+    let shared = SharedFutures::default();
+    let steps = run(fault_free).world.steps_taken();
+    let (mut points, mut stopped_early) = (0, 0);
+    let (mut shared_at_boundary, mut shared_at_restart) = (0, 0);
+    for step in 0..steps {
+        for &fault in faults {
+            let plan = FaultPlan::new([PlannedFault { step, fault }]).unwrap();
+            let forked = forks.run_point(&plan, true, Some(&shared));
+            let naive = PointRun::naive(&RunSpec {
+                plan,
+                ..fault_free.clone()
+            });
+            assert_eq!(forked.observation, naive.observation, "{fault} at {step}");
+            assert!(naive.observation.sink_writes.is_some());
+            points += 1;
+            stopped_early += u64::from(forked.fingerprint.is_none());
+            shared_at_boundary += u64::from(forked.shared == Some(SharedAt::Boundary));
+            shared_at_restart += u64::from(forked.shared == Some(SharedAt::Restart));
+        }
+    }
+    (points, stopped_early, shared_at_boundary, shared_at_restart)
+}
+
+/// ch04's points, with a snapshot at every event: (points, stopped early).
+fn forked_equals_naive(sink: SinkKind, allowed_lateness: Option<i64>) -> (u64, u64) {
+    let spec = ScenarioSpec {
+        allowed_lateness,
+        ..ScenarioSpec::ch04(0)
+    };
+    let events = Scenario::by_name("ch04").unwrap().events();
+    let fault_free = spec.run_spec(&events, sink, FaultPlan::none()).unwrap();
+    let faults = [
+        Fault::ProcessCrash {
+            at: CrashPoint::After,
+        },
+        Fault::AckLost,
+        Fault::SinkError,
+        Fault::Zombie,
+    ];
+    let (points, stopped_early, ..) = check(&fault_free, &Forks::new(&fault_free), &faults);
+    (points, stopped_early)
+}
+
+/// The fault-free run of `spec` on `sink` over a generated stream of `events` events
+/// (some out of order, a tenth late).
+fn generated_fault_free(spec: &ScenarioSpec, events: u64, seed: u64, sink: SinkKind) -> RunSpec {
+    let text = crate::gen::generate(&crate::gen::GenSpec {
+        events,
+        seed,
+        out_of_orderness: 5,
+        late_fraction: 0.1,
+        late_by_max: 30,
+        value_max: 9,
+    });
+    let events = keel_engine::parse_events(&text).unwrap();
+    spec.run_spec(&events, sink, FaultPlan::none()).unwrap()
+}
+
+/// The points of a generated stream with only 4 snapshots, so that points run long
+/// before they converge and share futures on the way: (points, points shared at a
+/// boundary, at a restart).
+fn shared_equals_naive(
+    sink: SinkKind,
+    checkpoint_mode: CheckpointMode,
+    protocol: CheckpointProtocol,
+) -> (u64, u64, u64) {
+    let spec = ScenarioSpec {
+        checkpoint_every: 20,
+        checkpoint_mode,
+        protocol,
+        ..ScenarioSpec::ch04(0)
+    };
+    let fault_free = generated_fault_free(&spec, 160, 3, sink);
+    let faults = [
+        Fault::ProcessCrash {
+            at: CrashPoint::Before,
+        },
+        Fault::ProcessCrash {
+            at: CrashPoint::After,
+        },
+        Fault::PowerLoss {
+            at: CrashPoint::After,
+            state: 0,
+        },
+        // A state that may tear the sink's last line (the planned state wraps).
+        Fault::PowerLoss {
+            at: CrashPoint::After,
+            state: 5,
+        },
+        Fault::DiskError,
+        Fault::AckLost,
+    ];
+    let forks = Forks::with_snapshots_max(&fault_free, 4);
+    let (points, _, at_boundary, at_restart) = check(&fault_free, &forks, &faults);
+    (points, at_boundary, at_restart)
+}
+
+#[test]
+fn a_point_that_shares_an_earlier_points_future_observes_what_the_naive_run_observes() {
+    // How many share depends on `shared::SHARED_FUTURES_MAX` (a forgotten class is run again);
+    // what each point observes does not.
+    use CheckpointProtocol::{NoFsyncRename, NoTailRepair, Safe};
+    let figures = [
+        shared_equals_naive(SinkKind::Append, CheckpointMode::Full, Safe),
+        shared_equals_naive(SinkKind::Idempotent, CheckpointMode::Full, Safe),
+        shared_equals_naive(SinkKind::Append, CheckpointMode::Incremental, Safe),
+        // Unsafe protocols: runs that lose or keep torn bytes and never converge on the
+        // fault-free run are shared from their ends.
+        shared_equals_naive(SinkKind::Append, CheckpointMode::Full, NoFsyncRename),
+        shared_equals_naive(SinkKind::Idempotent, CheckpointMode::Full, NoTailRepair),
+        // Torn tails left in place: a restart that finds one shares only with another
+        // that does, and keeps it (the safe protocol cuts it).
+        shared_equals_naive(SinkKind::Append, CheckpointMode::Full, NoTailRepair),
+    ];
+    assert_eq!(
+        figures,
+        [
+            (1530, 352, 960),
+            (1530, 309, 892),
+            (1752, 445, 1078),
+            (1482, 300, 916),
+            (1530, 308, 892),
+            (1530, 352, 960),
+        ]
+    );
+}
+
+/// Depth-2 points in sweep order (by first fault, then second step), so that each
+/// starts from the run of its first fault (`fork/cursor.rs`): each observes what its
+/// naive run observes, and one that ran to its end has its naive run's trace
+/// fingerprint. Returns (points, points started from the run of their first fault,
+/// points that ran to their end).
+fn pairs_equal_naive(sink: SinkKind) -> (u64, u64, u64) {
+    let spec = ScenarioSpec {
+        checkpoint_every: 20,
+        ..ScenarioSpec::ch04(0)
+    };
+    let fault_free = generated_fault_free(&spec, 120, 5, sink);
+    let forks = Forks::with_snapshots_max(&fault_free, 4);
+    let shared = SharedFutures::default();
+    let steps = run(&fault_free).world.steps_taken();
+    let crash = Fault::ProcessCrash {
+        at: CrashPoint::After,
+    };
+    let power_loss = Fault::PowerLoss {
+        at: CrashPoint::After,
+        state: 2,
+    };
+    let (mut points, mut from_first, mut ran_to_end) = (0, 0, 0);
+    for first_step in (3..steps).step_by(41) {
+        for first in [crash, power_loss] {
+            let first = PlannedFault {
+                step: first_step,
+                fault: first,
+            };
+            let after_first = run(&RunSpec {
+                plan: FaultPlan::new([first]).unwrap(),
+                ..fault_free.clone()
+            });
+            for step in (first_step + 1..after_first.world.steps_taken()).step_by(3) {
+                for second in [crash, power_loss] {
+                    let plan = FaultPlan::new([
+                        first,
+                        PlannedFault {
+                            step,
+                            fault: second,
+                        },
+                    ])
+                    .unwrap();
+                    let cursor = shared.first_faults();
+                    let started = forks.before_last_fault(&plan, cursor).is_some_and(|p| {
+                        p.world.steps_taken()
+                            > forks.before(first_step).unwrap().world.steps_taken()
+                    });
+                    let forked = forks.run_point(&plan, true, Some(&shared));
+                    let naive = PointRun::naive(&RunSpec {
+                        plan,
+                        ..fault_free.clone()
+                    });
+                    let at = format!("{first:?} then {second} at {step}");
+                    assert_eq!(forked.observation, naive.observation, "{at}");
+                    if forked.fingerprint.is_some() {
+                        assert_eq!(forked.fingerprint, naive.fingerprint, "{at}");
+                        ran_to_end += 1;
+                    }
+                    points += 1;
+                    from_first += u64::from(started);
+                }
+            }
+        }
+    }
+    (points, from_first, ran_to_end)
+}
+
+#[test]
+fn a_second_fault_forked_from_the_run_of_the_first_observes_what_the_naive_run_observes() {
+    let figures = [
+        pairs_equal_naive(SinkKind::Append),
+        pairs_equal_naive(SinkKind::Idempotent),
+    ];
+    assert_eq!(figures, [(788, 784, 19), (788, 784, 141)]);
+}
+
+#[test]
+fn a_converged_point_observes_what_the_naive_run_observes() {
+    let figures = [
+        forked_equals_naive(SinkKind::Append, None),
+        forked_equals_naive(SinkKind::Idempotent, None),
+        forked_equals_naive(SinkKind::Idempotent, Some(0)),
+    ];
+    assert_eq!(figures, [(236, 215), (236, 209), (232, 206)]);
+}
