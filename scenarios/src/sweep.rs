@@ -7,19 +7,19 @@ use crate::fork::{Forks, PointRun, SharedFutures};
 use crate::observation::{Observation, Recovery};
 use crate::property::{failures, Expectation, Property};
 use crate::reproduce::{replay_plan_command, reproduce_point};
-use crate::runner::{run_recording_crash_states, RunSpec, View};
-use crate::sites::{sites_from_run, SiteRow};
+use crate::runner::{RunSpec, View};
 use crate::spec::ScenarioSpec;
 use crate::table::{Table, TableFormat};
 use crate::verdict::{judge, Reference, Verdict};
 use keel_engine::SinkKind;
 use keel_sim::disk::POWER_LOSS_ENUMERATION_BOUND;
-use keel_sim::{
-    CrashPoint, Fault, FaultKind, FaultPlan, FingerprintBuilder, PlannedFault, SeedTree, Subsystem,
-};
-use rand_core::RngCore;
+use keel_sim::{FaultKind, FaultPlan, FingerprintBuilder, PlannedFault};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+mod points;
+pub use points::{points, power_loss_states, Sampled, SweepPoint, SweepPoints};
 
 // Re-exported for `teach.rs`, which still imports them from here; new code imports from
 // `crate::baseline` and `crate::sites`.
@@ -45,104 +45,6 @@ fn thousands(n: u64) -> String {
         out.push(digit);
     }
     out
-}
-
-/// A step where the sweep ran only some of the crash states a power loss admits there. It is
-/// carried by the first point drawn there; the points drawn there follow it in its row.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Sampled {
-    /// The crash states the model admits there (None: more than a u64 counts, or unknown:
-    /// at depth 2, the pairs that start with a state that was not drawn).
-    pub states: Option<u64>,
-    /// How many points were drawn there: this one and the `drawn - 1` after it in its row.
-    pub drawn: u64,
-}
-
-/// The crash states a sweep runs at a step whose power loss admits `states` of them, at most
-/// `max` (at most [`POWER_LOSS_ENUMERATION_BOUND`]): every one when there are at most `max`;
-/// else `max` of them drawn without repetition (Floyd's algorithm), in increasing order, when
-/// state numbers are indices (at most the bound); else `max` seeds. The draws come from the
-/// disk-crash stream of a seed made of the sweep's seed and the step, so one step's draws
-/// never depend on another's.
-pub fn power_loss_states(states: Option<u64>, max: u64, seed: u64, step: u64) -> Vec<u64> {
-    assert!(
-        (1..=POWER_LOSS_ENUMERATION_BOUND).contains(&max),
-        "at most {POWER_LOSS_ENUMERATION_BOUND} states a step"
-    );
-    let mut rng =
-        SeedTree::new(seed ^ step.wrapping_mul(0x9e37_79b9_7f4a_7c15)).stream(Subsystem::DiskCrash);
-    match states {
-        Some(count) if count <= max => (0..count).collect(),
-        Some(count) if count <= POWER_LOSS_ENUMERATION_BOUND => {
-            let mut chosen = BTreeSet::new();
-            for j in count - max..count {
-                // Uniform in 0..=j, up to a modulo bias below 2^-47 (j < 2^17).
-                let t = rng.next_u64() % (j + 1);
-                if !chosen.insert(t) {
-                    chosen.insert(j);
-                }
-            }
-            chosen.into_iter().collect()
-        }
-        _ => (0..max).map(|_| rng.next_u64()).collect(),
-    }
-}
-
-/// Every single fault of `kind` the sweep tries, in step order, each with the sampled step
-/// it opens (the first point drawn at a step whose crash states were not all run).
-pub fn points(
-    sites: &[SiteRow],
-    kind: FaultKind,
-    seed: u64,
-    sweep: &SweepSpec,
-) -> Vec<(PlannedFault, Option<Sampled>)> {
-    let mut points = Vec::new();
-    for site in sites.iter().filter(|s| s.faults.contains(&kind)) {
-        let step = site.step;
-        let mut push = |fault| points.push((PlannedFault { step, fault }, None));
-        match kind {
-            FaultKind::ProcessCrash => push(Fault::ProcessCrash {
-                at: CrashPoint::After,
-            }),
-            FaultKind::PowerLoss => {
-                let states = power_loss_states(
-                    site.power_loss_states,
-                    sweep.power_loss_states_max,
-                    seed,
-                    step,
-                );
-                let first = points.len();
-                let drawn = states.len() as u64;
-                for state in states {
-                    points.push((
-                        PlannedFault {
-                            step,
-                            fault: Fault::PowerLoss {
-                                at: CrashPoint::After,
-                                state,
-                            },
-                        },
-                        None,
-                    ));
-                }
-                if site.power_loss_states != Some(drawn) {
-                    points[first].1 = Some(Sampled {
-                        states: site.power_loss_states,
-                        drawn,
-                    });
-                }
-            }
-            FaultKind::DiskError => push(Fault::DiskError),
-            FaultKind::SinkError => push(Fault::SinkError),
-            FaultKind::AckLost => push(Fault::AckLost),
-            FaultKind::SinkUnavailable => push(Fault::SinkUnavailable {
-                duration_ms: sweep.outage_ms,
-            }),
-            FaultKind::Zombie => push(Fault::Zombie),
-            FaultKind::PageEviction => push(Fault::PageEviction),
-        }
-    }
-    points
 }
 
 /// The first failing point of a row, and how to replay it alone.
@@ -247,18 +149,6 @@ pub struct SweepReport {
     pub fingerprint: String,
 }
 
-/// One point of a sweep: one or two faults on one sink.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SweepPoint {
-    pub sink: SinkKind,
-    /// The row it is tallied in: a fault kind, or "first+second" at depth 2.
-    pub row: String,
-    pub faults: Vec<PlannedFault>,
-    /// The sampled steps this point opens, outermost first (at depth 2, a sampled first
-    /// step holds every pair that starts there).
-    pub sampled: Vec<Sampled>,
-}
-
 /// What one point's run came to: a line of a shard file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PointRecord {
@@ -323,85 +213,6 @@ pub fn sweep_forks(
     })
 }
 
-/// Every point of the sweep, in report order (sink, row, first step, second step). With
-/// `forks`, the runs a depth-2 sweep aims its second faults at start from a snapshot.
-pub fn sweep_points(
-    spec: &ScenarioSpec,
-    sweep: &SweepSpec,
-    baselines: &BTreeMap<SinkKind, Baseline>,
-    forks: Option<&BTreeMap<SinkKind, Forks>>,
-) -> Vec<SweepPoint> {
-    assert!(sweep.depth == 1 || sweep.depth == 2);
-    let mut all = Vec::new();
-    for &sink in &sweep.sinks {
-        let baseline = &baselines[&sink];
-        for &first_kind in &sweep.faults {
-            let firsts = points(&baseline.sites, first_kind, spec.seed, sweep);
-            if sweep.depth == 1 {
-                all.extend(firsts.into_iter().map(|(first, sampled)| SweepPoint {
-                    sink,
-                    row: first_kind.name().to_string(),
-                    faults: vec![first],
-                    sampled: sampled.into_iter().collect(),
-                }));
-                continue;
-            }
-            for &second_kind in &sweep.faults {
-                let row = format!("{first_kind}+{second_kind}");
-                // A sampled first step: where its pairs start in `all`, and what it admits.
-                let mut open: Option<(usize, u64)> = None;
-                let close = |all: &mut Vec<SweepPoint>, open: Option<(usize, u64)>| {
-                    if let Some((start, _)) = open {
-                        if start < all.len() {
-                            // The pairs of states that were not drawn were never counted.
-                            let drawn = (all.len() - start) as u64;
-                            all[start].sampled.insert(
-                                0,
-                                Sampled {
-                                    states: None,
-                                    drawn,
-                                },
-                            );
-                        }
-                    }
-                };
-                for (first, first_sampled) in &firsts {
-                    if first_sampled.is_some() || open.is_some_and(|(_, step)| step != first.step) {
-                        close(&mut all, open.take());
-                    }
-                    if first_sampled.is_some() {
-                        open = Some((all.len(), first.step));
-                    }
-                    // The second fault aims at the steps of the run the first one changed,
-                    // recovery included: record that run's sites.
-                    let plan = FaultPlan::new([*first]).expect("one fault");
-                    let after_first = match forks {
-                        Some(forks) => forks[&sink].run(&plan, true),
-                        None => run_recording_crash_states(&RunSpec {
-                            plan,
-                            ..baseline.spec.clone()
-                        }),
-                    };
-                    let later: Vec<SiteRow> = sites_from_run(&after_first)
-                        .into_iter()
-                        .filter(|site| site.step > first.step)
-                        .collect();
-                    for (second, sampled) in points(&later, second_kind, spec.seed, sweep) {
-                        all.push(SweepPoint {
-                            sink,
-                            row: row.clone(),
-                            faults: vec![*first, second],
-                            sampled: sampled.into_iter().collect(),
-                        });
-                    }
-                }
-                close(&mut all, open.take());
-            }
-        }
-    }
-    all
-}
-
 /// How many consecutive points (by index in the whole sweep) one thread runs in order with
 /// one table of shared futures (`fork/shared.rs`): chunks are the same whatever the thread
 /// count, so every record is too. Sharing stops at a chunk's end; a chunk is never cut. Long
@@ -409,39 +220,44 @@ pub fn sweep_points(
 /// that a sweep of a few thousand points still has a chunk for each thread.
 pub const SHARING_CHUNK_POINTS: u64 = 1024;
 
-/// Runs `points` (consecutive, in point order, `(index, point)`, from one chunk of
-/// [`SHARING_CHUNK_POINTS`]) one after the other, each as [`run_point`] does, later ones
-/// sharing the futures of earlier ones where they reach the same state.
+/// Draws the points at `chunk` (within one chunk of [`SHARING_CHUNK_POINTS`]) and runs them
+/// one after the other, each as [`run_point`] does, later ones sharing the futures of
+/// earlier ones where they reach the same state.
 pub fn run_chunk(
     spec: &ScenarioSpec,
     baselines: &BTreeMap<SinkKind, Baseline>,
     forks: Option<&BTreeMap<SinkKind, Forks>>,
-    points: &[(u64, &SweepPoint)],
+    points: &SweepPoints,
+    chunk: Range<u64>,
 ) -> Vec<Vec<PointRecord>> {
-    assert!(
-        points
-            .windows(2)
-            .all(|pair| pair[0].0 / SHARING_CHUNK_POINTS == pair[1].0 / SHARING_CHUNK_POINTS),
+    assert!(chunk.start < chunk.end);
+    assert_eq!(
+        chunk.start / SHARING_CHUNK_POINTS,
+        (chunk.end - 1) / SHARING_CHUNK_POINTS,
         "one chunk"
     );
     let mut tables: BTreeMap<SinkKind, SharedFutures> = BTreeMap::new();
     points
+        .get(chunk, baselines, forks)
         .iter()
-        .map(|&(index, point)| {
+        .map(|(index, point)| {
             let shared = tables.entry(point.sink).or_default();
-            run_point(spec, baselines, forks, index, point, Some(shared))
+            run_point(spec, baselines, forks, *index, point, Some(shared))
         })
         .collect()
 }
 
-/// `indexed` (consecutive points, in order) cut into chunks of [`SHARING_CHUNK_POINTS`] at
-/// multiples of it: the same cuts whatever the thread count.
-pub fn sharing_chunks<'p, 'a>(
-    indexed: &'a [(u64, &'p SweepPoint)],
-) -> Vec<&'a [(u64, &'p SweepPoint)]> {
-    indexed
-        .chunk_by(|(a, _), (b, _)| a / SHARING_CHUNK_POINTS == b / SHARING_CHUNK_POINTS)
-        .collect()
+/// `range` (indices of consecutive points) cut into chunks at the multiples of
+/// [`SHARING_CHUNK_POINTS`]: the same cuts whatever the thread count.
+pub fn sharing_chunks(range: Range<u64>) -> Vec<Range<u64>> {
+    let mut chunks = Vec::new();
+    let mut start = range.start;
+    while start < range.end {
+        let end = ((start / SHARING_CHUNK_POINTS + 1) * SHARING_CHUNK_POINTS).min(range.end);
+        chunks.push(start..end);
+        start = end;
+    }
+    chunks
 }
 
 /// Runs one point (forked from `forks`, or from scratch without) and judges it: once, or
@@ -725,61 +541,4 @@ impl SweepReport {
 pub(crate) fn mode_field(mode: &Option<String>) -> String {
     mode.as_ref()
         .map_or(String::new(), |m| format!(" checkpoint_mode={m}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_step_with_at_most_max_states_runs_every_one() {
-        assert_eq!(power_loss_states(Some(5), 5, 0, 3), vec![0, 1, 2, 3, 4]);
-        assert_eq!(
-            power_loss_states(Some(5), 65_536, 9, 3),
-            vec![0, 1, 2, 3, 4]
-        );
-        assert_eq!(power_loss_states(Some(1), 1, 0, 3), vec![0]);
-    }
-
-    #[test]
-    fn more_states_than_max_are_drawn_without_repetition_below_the_count() {
-        for (count, max) in [(2, 1), (10, 9), (1_000, 100), (65_536, 65_535), (65_536, 4)] {
-            let drawn = power_loss_states(Some(count), max, 7, 40);
-            assert_eq!(drawn.len() as u64, max, "{count} {max}");
-            assert!(drawn.windows(2).all(|w| w[0] < w[1]), "distinct, in order");
-            assert!(drawn.iter().all(|&state| state < count), "indices");
-            assert_eq!(drawn, power_loss_states(Some(count), max, 7, 40));
-        }
-        let draw = |seed, step| power_loss_states(Some(1_000), 10, seed, step);
-        assert_ne!(draw(7, 40), draw(7, 41), "each step its own draws");
-        assert_ne!(draw(7, 40), draw(8, 40), "each seed its own draws");
-    }
-
-    #[test]
-    fn every_subset_is_drawn_about_equally_often() {
-        // 2 of 5 states: 10 subsets, 10,000 seeds, about 1,000 each.
-        let mut counts: BTreeMap<Vec<u64>, u64> = BTreeMap::new();
-        for seed in 0..10_000 {
-            *counts
-                .entry(power_loss_states(Some(5), 2, seed, 1))
-                .or_default() += 1;
-        }
-        assert_eq!(counts.len(), 10);
-        assert!(
-            counts.values().all(|&n| (900..=1_100).contains(&n)),
-            "{counts:?}"
-        );
-    }
-
-    #[test]
-    fn above_the_sim_bound_the_states_are_seeds_from_the_disk_crash_stream() {
-        let seeds = power_loss_states(Some(POWER_LOSS_ENUMERATION_BOUND + 1), 32, 3, 46);
-        let mut stream = SeedTree::new(3 ^ 46u64.wrapping_mul(0x9e37_79b9_7f4a_7c15))
-            .stream(Subsystem::DiskCrash);
-        let expected: Vec<u64> = (0..32).map(|_| stream.next_u64()).collect();
-        assert_eq!(seeds, expected);
-        assert_eq!(power_loss_states(None, 32, 3, 46), expected);
-        // More draws keep the first ones: --power-loss-states-max 32 draws what 32 drew before.
-        assert_eq!(power_loss_states(None, 1_000, 3, 46)[..32], expected[..]);
-    }
 }

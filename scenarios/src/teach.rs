@@ -14,7 +14,7 @@ use crate::runner::{
 use crate::sites::SiteRow;
 use crate::spec::ScenarioSpec;
 use crate::sweep::{
-    baselines, run_point, sites, sweep_points, PointRecord, SweepReport, SweepRow, SweepSpec,
+    baselines, run_point, sites, PointRecord, SweepPoints, SweepReport, SweepRow, SweepSpec,
 };
 use crate::table::{Table, TableFormat};
 use crate::tally::aggregate;
@@ -199,7 +199,7 @@ fn crash_sweep(
         power_loss_states_max: crate::sweep::POWER_LOSS_STATES_MAX_DEFAULT,
     };
     let baselines = baselines(spec, events, &sweep.sinks)?;
-    let points = sweep_points(spec, &sweep, &baselines, None);
+    let points = SweepPoints::new(spec, &sweep, &baselines, None).all(&baselines, None);
     let records: Vec<PointRecord> = points
         .iter()
         .enumerate()

@@ -62,7 +62,7 @@ pub(crate) fn par_fold_interruptible<T: Sync, R: Send>(
         Err(KeelError::interrupted(format!(
             "interrupted (Ctrl-C) after {} of {} runs; no report printed",
             progress.runs_done(),
-            items.len()
+            progress.runs()
         )))
     }
 }

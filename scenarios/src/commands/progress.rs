@@ -10,6 +10,8 @@ pub(crate) struct Progress {
     bar: Option<ProgressBar>,
     failures: AtomicU64,
     runs_done: AtomicU64,
+    /// The runs the job has (its items may be chunks of several).
+    runs: u64,
 }
 
 impl Progress {
@@ -34,6 +36,7 @@ impl Progress {
             bar,
             failures: AtomicU64::new(0),
             runs_done: AtomicU64::new(0),
+            runs: len as u64,
         }
     }
 
@@ -51,6 +54,11 @@ impl Progress {
     /// Items finished so far.
     pub(crate) fn runs_done(&self) -> u64 {
         self.runs_done.load(Ordering::Relaxed)
+    }
+
+    /// The runs the job has.
+    pub(crate) fn runs(&self) -> u64 {
+        self.runs
     }
 
     pub(crate) fn finish(&self) {

@@ -14,13 +14,14 @@ use crate::error::KeelError;
 use crate::property::Expectation;
 use crate::spec::ScenarioSpec;
 use crate::sweep::{
-    run_chunk, sharing_chunks, sweep_forks, sweep_points, PointRecord, SweepPoint, SweepSpec,
+    run_chunk, sharing_chunks, sweep_forks, PointRecord, SweepPoints, SweepSpec,
     POWER_LOSS_STATES_MAX_DEFAULT,
 };
 use crate::tally::SweepTally;
 use clap::Args;
 use keel_engine::SinkKind;
 use keel_sim::FaultKind;
+use std::ops::Range;
 
 #[derive(Debug, Args)]
 pub struct SweepArgs {
@@ -99,15 +100,16 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
     };
     let baselines = baselines(&spec, &events, &sweep.sinks)?;
     let forks = sweep_forks(&baselines, args.naive);
-    let points = sweep_points(&spec, &sweep, &baselines, forks.as_ref());
-    let range = args
-        .job
-        .shard
-        .map_or(0..points.len(), |shard| shard.range(points.len()));
-    let indexed: Vec<(u64, &SweepPoint)> = range.clone().map(|i| (i as u64, &points[i])).collect();
-    let chunks = sharing_chunks(&indexed);
-    let progress = Progress::new(indexed.len(), args.job.quiet);
-    let run = |chunk: &&[(u64, &SweepPoint)]| run_chunk(&spec, &baselines, forks.as_ref(), chunk);
+    // Counted, not listed: each chunk draws its points when it runs.
+    let points = SweepPoints::new(&spec, &sweep, &baselines, forks.as_ref());
+    let range = args.job.shard.map_or(0..points.len(), |shard| {
+        let range = shard.range(points.len() as usize);
+        range.start as u64..range.end as u64
+    });
+    let chunks = sharing_chunks(range.clone());
+    let progress = Progress::new((range.end - range.start) as usize, args.job.quiet);
+    let run =
+        |chunk: &Range<u64>| run_chunk(&spec, &baselines, forks.as_ref(), &points, chunk.clone());
     let on_done = |chunk: &Vec<Vec<PointRecord>>| {
         for records in chunk {
             progress.done(
@@ -124,7 +126,7 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
             spec: spec.clone(),
             sweep: sweep.clone(),
             shard,
-            total: points.len() as u64,
+            total: points.len(),
         }];
         lines.extend(
             records

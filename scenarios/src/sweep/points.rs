@@ -1,0 +1,680 @@
+//! The points of a sweep: which faults it tries at which steps (every crash state of a power
+//! loss, or a seeded draw of them), counted up front and drawn a chunk at a time.
+
+use super::SweepSpec;
+use crate::baseline::Baseline;
+use crate::fork::Forks;
+use crate::runner::{run_recording_crash_states, RunSpec};
+use crate::sites::{sites_from_run, SiteRow};
+use crate::spec::ScenarioSpec;
+use keel_engine::SinkKind;
+use keel_sim::disk::POWER_LOSS_ENUMERATION_BOUND;
+use keel_sim::{CrashPoint, Fault, FaultKind, FaultPlan, PlannedFault, SeedTree, Subsystem};
+use rand_core::RngCore;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+
+/// A step where the sweep ran only some of the crash states a power loss admits there. It is
+/// carried by the first point drawn there; the points drawn there follow it in its row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sampled {
+    /// The crash states the model admits there (None: more than a u64 counts, or unknown:
+    /// at depth 2, the pairs that start with a state that was not drawn).
+    pub states: Option<u64>,
+    /// How many points were drawn there: this one and the `drawn - 1` after it in its row.
+    pub drawn: u64,
+}
+
+/// The crash states a sweep runs at a step whose power loss admits `states` of them, at most
+/// `max` (at most [`POWER_LOSS_ENUMERATION_BOUND`]): every one when there are at most `max`;
+/// else `max` of them drawn without repetition (Floyd's algorithm), in increasing order, when
+/// state numbers are indices (at most the bound); else `max` seeds. The draws come from the
+/// disk-crash stream of a seed made of the sweep's seed and the step, so one step's draws
+/// never depend on another's.
+pub fn power_loss_states(states: Option<u64>, max: u64, seed: u64, step: u64) -> Vec<u64> {
+    assert!(
+        (1..=POWER_LOSS_ENUMERATION_BOUND).contains(&max),
+        "at most {POWER_LOSS_ENUMERATION_BOUND} states a step"
+    );
+    let mut rng =
+        SeedTree::new(seed ^ step.wrapping_mul(0x9e37_79b9_7f4a_7c15)).stream(Subsystem::DiskCrash);
+    match states {
+        Some(count) if count <= max => (0..count).collect(),
+        Some(count) if count <= POWER_LOSS_ENUMERATION_BOUND => {
+            let mut chosen = BTreeSet::new();
+            for j in count - max..count {
+                // Uniform in 0..=j, up to a modulo bias below 2^-47 (j < 2^17).
+                let t = rng.next_u64() % (j + 1);
+                if !chosen.insert(t) {
+                    chosen.insert(j);
+                }
+            }
+            chosen.into_iter().collect()
+        }
+        _ => (0..max).map(|_| rng.next_u64()).collect(),
+    }
+}
+
+/// Every single fault of `kind` the sweep tries, in step order, each with the sampled step
+/// it opens (the first point drawn at a step whose crash states were not all run).
+pub fn points(
+    sites: &[SiteRow],
+    kind: FaultKind,
+    seed: u64,
+    sweep: &SweepSpec,
+) -> Vec<(PlannedFault, Option<Sampled>)> {
+    let mut points = Vec::new();
+    for site in sites {
+        site_points(site, kind, seed, sweep, &mut points);
+    }
+    points
+}
+
+/// How many points [`site_points`] pushes for `site`, without drawing them.
+fn site_points_len(site: &SiteRow, kind: FaultKind, sweep: &SweepSpec) -> u64 {
+    if !site.faults.contains(&kind) {
+        return 0;
+    }
+    match (kind, site.power_loss_states) {
+        (FaultKind::PowerLoss, Some(states)) if states <= sweep.power_loss_states_max => states,
+        (FaultKind::PowerLoss, _) => sweep.power_loss_states_max,
+        _ => 1,
+    }
+}
+
+/// Pushes the single faults of `kind` the sweep tries at `site` (none if it does not apply
+/// there), the first of them carrying the sampled step it opens.
+fn site_points(
+    site: &SiteRow,
+    kind: FaultKind,
+    seed: u64,
+    sweep: &SweepSpec,
+    points: &mut Vec<(PlannedFault, Option<Sampled>)>,
+) {
+    if !site.faults.contains(&kind) {
+        return;
+    }
+    let step = site.step;
+    let mut push = |fault| points.push((PlannedFault { step, fault }, None));
+    match kind {
+        FaultKind::ProcessCrash => push(Fault::ProcessCrash {
+            at: CrashPoint::After,
+        }),
+        FaultKind::PowerLoss => {
+            let states = power_loss_states(
+                site.power_loss_states,
+                sweep.power_loss_states_max,
+                seed,
+                step,
+            );
+            let first = points.len();
+            let drawn = states.len() as u64;
+            for state in states {
+                points.push((
+                    PlannedFault {
+                        step,
+                        fault: Fault::PowerLoss {
+                            at: CrashPoint::After,
+                            state,
+                        },
+                    },
+                    None,
+                ));
+            }
+            if site.power_loss_states != Some(drawn) {
+                points[first].1 = Some(Sampled {
+                    states: site.power_loss_states,
+                    drawn,
+                });
+            }
+        }
+        FaultKind::DiskError => push(Fault::DiskError),
+        FaultKind::SinkError => push(Fault::SinkError),
+        FaultKind::AckLost => push(Fault::AckLost),
+        FaultKind::SinkUnavailable => push(Fault::SinkUnavailable {
+            duration_ms: sweep.outage_ms,
+        }),
+        FaultKind::Zombie => push(Fault::Zombie),
+        FaultKind::PageEviction => push(Fault::PageEviction),
+    }
+}
+
+/// One point of a sweep: one or two faults on one sink.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SweepPoint {
+    pub sink: SinkKind,
+    /// The row it is tallied in: a fault kind, or "first+second" at depth 2.
+    pub row: String,
+    pub faults: Vec<PlannedFault>,
+    /// The sampled steps this point opens, outermost first (at depth 2, a sampled first
+    /// step holds every pair that starts there).
+    pub sampled: Vec<Sampled>,
+}
+
+/// Every point of a sweep, in report order (sink, row, first step, second step), counted
+/// but not drawn: a chunk's points are drawn when it runs ([`SweepPoints::get`]), so memory
+/// does not grow with the number of points (a depth-2 sweep of power losses has hundreds of
+/// millions: listing them first ran out of memory before any ran).
+///
+/// Architecture invariant: `get` over any cut of `0..len()` yields what one pass over the
+/// whole sweep would, point for point; [`SweepPoints::all`] is that pass.
+#[derive(Clone, Debug)]
+pub struct SweepPoints {
+    groups: Vec<Group>,
+    /// Where each group's points start; the last entry is the number of points.
+    starts: Vec<u64>,
+    seed: u64,
+    sweep: SweepSpec,
+}
+
+/// Consecutive points that one rule draws.
+#[derive(Clone, Debug)]
+enum Group {
+    /// Depth 1: every single fault of `kind` at the fault-free run's sites; `ends[i]` counts
+    /// the points at `sites[0..=i]`.
+    Singles {
+        sink: SinkKind,
+        kind: FaultKind,
+        ends: Vec<u64>,
+    },
+    /// Depth 2: `first`, then each single fault of `second` at a later step of the run
+    /// `first` changed (recovery included), which is run again to draw them.
+    Pairs {
+        sink: SinkKind,
+        first: PlannedFault,
+        first_kind: FaultKind,
+        second: FaultKind,
+        /// The sampled first step this group's first pair opens (it holds every pair that
+        /// starts at that step, of this group and the next ones).
+        opens: Option<Sampled>,
+        len: u64,
+    },
+}
+
+impl Group {
+    fn len(&self) -> u64 {
+        match self {
+            Group::Singles { ends, .. } => ends.last().copied().unwrap_or(0),
+            Group::Pairs { len, .. } => *len,
+        }
+    }
+}
+
+/// The sites of the run `first` changes, after its step: where its second faults go.
+fn later_sites(baseline: &Baseline, forks: Option<&Forks>, first: PlannedFault) -> Vec<SiteRow> {
+    let plan = FaultPlan::new([first]).expect("one fault");
+    let after_first = match forks {
+        Some(forks) => forks.run(&plan, true),
+        None => run_recording_crash_states(&RunSpec {
+            plan,
+            ..baseline.spec.clone()
+        }),
+    };
+    sites_from_run(&after_first)
+        .into_iter()
+        .filter(|site| site.step > first.step)
+        .collect()
+}
+
+impl SweepPoints {
+    /// Counts the sweep's points: at depth 2 that runs each first fault once (with `forks`,
+    /// from a snapshot), keeping only how many pairs it starts.
+    pub fn new(
+        spec: &ScenarioSpec,
+        sweep: &SweepSpec,
+        baselines: &BTreeMap<SinkKind, Baseline>,
+        forks: Option<&BTreeMap<SinkKind, Forks>>,
+    ) -> SweepPoints {
+        assert!(sweep.depth == 1 || sweep.depth == 2);
+        let mut groups = Vec::new();
+        for &sink in &sweep.sinks {
+            let baseline = &baselines[&sink];
+            for &first_kind in &sweep.faults {
+                if sweep.depth == 1 {
+                    let ends = baseline
+                        .sites
+                        .iter()
+                        .scan(0, |end, site| {
+                            *end += site_points_len(site, first_kind, sweep);
+                            Some(*end)
+                        })
+                        .collect();
+                    groups.push(Group::Singles {
+                        sink,
+                        kind: first_kind,
+                        ends,
+                    });
+                    continue;
+                }
+                let firsts = points(&baseline.sites, first_kind, spec.seed, sweep);
+                // How many pairs each first fault starts, per second kind: its run once.
+                let lens: Vec<Vec<u64>> = firsts
+                    .iter()
+                    .map(|(first, _)| {
+                        let later = later_sites(baseline, forks.map(|f| &f[&sink]), *first);
+                        sweep
+                            .faults
+                            .iter()
+                            .map(|&second| {
+                                later
+                                    .iter()
+                                    .map(|site| site_points_len(site, second, sweep))
+                                    .sum()
+                            })
+                            .collect()
+                    })
+                    .collect();
+                for (k, &second) in sweep.faults.iter().enumerate() {
+                    let opens = sampled_first_steps(&firsts, |i| lens[i][k]);
+                    for ((&(first, _), len), opens) in firsts.iter().zip(&lens).zip(opens) {
+                        groups.push(Group::Pairs {
+                            sink,
+                            first,
+                            first_kind,
+                            second,
+                            opens,
+                            len: len[k],
+                        });
+                    }
+                }
+            }
+        }
+        let mut starts = vec![0];
+        for group in &groups {
+            starts.push(starts.last().expect("starts at 0") + group.len());
+        }
+        SweepPoints {
+            groups,
+            starts,
+            seed: spec.seed,
+            sweep: sweep.clone(),
+        }
+    }
+
+    /// How many points the sweep has.
+    pub fn len(&self) -> u64 {
+        *self.starts.last().expect("starts at 0")
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every point, in order (for sweeps small enough to list, as `keel teach` runs).
+    pub fn all(
+        &self,
+        baselines: &BTreeMap<SinkKind, Baseline>,
+        forks: Option<&BTreeMap<SinkKind, Forks>>,
+    ) -> Vec<SweepPoint> {
+        self.get(0..self.len(), baselines, forks)
+            .into_iter()
+            .map(|(_, point)| point)
+            .collect()
+    }
+
+    /// The points at indices `range`, with their indices: each group's rule draws them again.
+    pub fn get(
+        &self,
+        range: Range<u64>,
+        baselines: &BTreeMap<SinkKind, Baseline>,
+        forks: Option<&BTreeMap<SinkKind, Forks>>,
+    ) -> Vec<(u64, SweepPoint)> {
+        assert!(range.start <= range.end);
+        assert!(range.end <= self.len());
+        let mut out = Vec::with_capacity((range.end - range.start) as usize);
+        // The first group with a point at or after `range.start`.
+        let mut g = self.starts.partition_point(|&start| start <= range.start) - 1;
+        while out.len() < (range.end - range.start) as usize {
+            let (group, start) = (&self.groups[g], self.starts[g]);
+            let from = range.start.max(start) - start;
+            let to = range.end.min(start + group.len()) - start;
+            self.draw(group, from..to, baselines, forks, |offset, point| {
+                out.push((start + offset, point))
+            });
+            g += 1;
+        }
+        assert_eq!(out.len() as u64, range.end - range.start);
+        out
+    }
+
+    /// Hands `push` the points of `group` at offsets `range` in it.
+    fn draw(
+        &self,
+        group: &Group,
+        range: Range<u64>,
+        baselines: &BTreeMap<SinkKind, Baseline>,
+        forks: Option<&BTreeMap<SinkKind, Forks>>,
+        mut push: impl FnMut(u64, SweepPoint),
+    ) {
+        if range.is_empty() {
+            return;
+        }
+        match group {
+            Group::Singles { sink, kind, ends } => {
+                let sites = &baselines[sink].sites;
+                assert_eq!(sites.len(), ends.len());
+                // The first site with a point at or after `range.start`.
+                let mut i = ends.partition_point(|&end| end <= range.start);
+                let mut drawn = Vec::new();
+                while i < sites.len() {
+                    let site_start = if i == 0 { 0 } else { ends[i - 1] };
+                    if site_start >= range.end {
+                        break;
+                    }
+                    drawn.clear();
+                    site_points(&sites[i], *kind, self.seed, &self.sweep, &mut drawn);
+                    for (j, (fault, sampled)) in drawn.drain(..).enumerate() {
+                        let offset = site_start + j as u64;
+                        if range.contains(&offset) {
+                            push(
+                                offset,
+                                SweepPoint {
+                                    sink: *sink,
+                                    row: kind.name().to_string(),
+                                    faults: vec![fault],
+                                    sampled: sampled.into_iter().collect(),
+                                },
+                            );
+                        }
+                    }
+                    i += 1;
+                }
+            }
+            Group::Pairs {
+                sink,
+                first,
+                first_kind,
+                second,
+                opens,
+                len,
+            } => {
+                let later = later_sites(&baselines[sink], forks.map(|f| &f[sink]), *first);
+                let seconds = points(&later, *second, self.seed, &self.sweep);
+                assert_eq!(
+                    seconds.len() as u64,
+                    *len,
+                    "the first fault's run is deterministic"
+                );
+                let row = format!("{first_kind}+{second}");
+                for (offset, (fault, sampled)) in seconds.into_iter().enumerate() {
+                    let offset = offset as u64;
+                    if !range.contains(&offset) {
+                        continue;
+                    }
+                    let opened = opens.filter(|_| offset == 0);
+                    push(
+                        offset,
+                        SweepPoint {
+                            sink: *sink,
+                            row: row.clone(),
+                            faults: vec![*first, fault],
+                            sampled: opened.into_iter().chain(sampled).collect(),
+                        },
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// For each first fault of a depth-2 row (`pairs(i)` pairs start at `firsts[i]`), the
+/// sampled first step its first pair opens: at a step whose crash states were not all run,
+/// the first pair there carries how many pairs start there; every other group opens none.
+fn sampled_first_steps(
+    firsts: &[(PlannedFault, Option<Sampled>)],
+    pairs: impl Fn(usize) -> u64,
+) -> Vec<Option<Sampled>> {
+    let mut opens = vec![None; firsts.len()];
+    for (i, (first, sampled)) in firsts.iter().enumerate() {
+        if sampled.is_none() {
+            continue;
+        }
+        let at_step = (i..firsts.len()).take_while(|&j| firsts[j].0.step == first.step);
+        let drawn = at_step.clone().map(&pairs).sum();
+        // None when no pair starts at this step: then nothing was counted there.
+        if let Some(carrier) = at_step.into_iter().find(|&j| pairs(j) > 0) {
+            opens[carrier] = Some(Sampled {
+                states: None,
+                drawn,
+            });
+        }
+    }
+    opens
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalogue::Scenario;
+    use crate::fork::Forks;
+    use crate::sweep::sweep_forks;
+    use keel_engine::CheckpointProtocol;
+
+    /// Every point of the sweep in one pass, listed whole: the algorithm before
+    /// [`SweepPoints`], kept as the reference it is checked against.
+    fn listed_whole(
+        spec: &ScenarioSpec,
+        sweep: &SweepSpec,
+        baselines: &BTreeMap<SinkKind, Baseline>,
+        forks: Option<&BTreeMap<SinkKind, Forks>>,
+    ) -> Vec<SweepPoint> {
+        assert!(sweep.depth == 1 || sweep.depth == 2);
+        let mut all = Vec::new();
+        for &sink in &sweep.sinks {
+            let baseline = &baselines[&sink];
+            for &first_kind in &sweep.faults {
+                let firsts = points(&baseline.sites, first_kind, spec.seed, sweep);
+                if sweep.depth == 1 {
+                    all.extend(firsts.into_iter().map(|(first, sampled)| SweepPoint {
+                        sink,
+                        row: first_kind.name().to_string(),
+                        faults: vec![first],
+                        sampled: sampled.into_iter().collect(),
+                    }));
+                    continue;
+                }
+                for &second_kind in &sweep.faults {
+                    let row = format!("{first_kind}+{second_kind}");
+                    // A sampled first step: where its pairs start in `all`, and what it admits.
+                    let mut open: Option<(usize, u64)> = None;
+                    let close = |all: &mut Vec<SweepPoint>, open: Option<(usize, u64)>| {
+                        if let Some((start, _)) = open {
+                            if start < all.len() {
+                                // The pairs of states that were not drawn were never counted.
+                                let drawn = (all.len() - start) as u64;
+                                all[start].sampled.insert(
+                                    0,
+                                    Sampled {
+                                        states: None,
+                                        drawn,
+                                    },
+                                );
+                            }
+                        }
+                    };
+                    for (first, first_sampled) in &firsts {
+                        if first_sampled.is_some()
+                            || open.is_some_and(|(_, step)| step != first.step)
+                        {
+                            close(&mut all, open.take());
+                        }
+                        if first_sampled.is_some() {
+                            open = Some((all.len(), first.step));
+                        }
+                        // The second fault aims at the steps of the run the first one changed,
+                        // recovery included: record that run's sites.
+                        let plan = FaultPlan::new([*first]).expect("one fault");
+                        let after_first = match forks {
+                            Some(forks) => forks[&sink].run(&plan, true),
+                            None => run_recording_crash_states(&RunSpec {
+                                plan,
+                                ..baseline.spec.clone()
+                            }),
+                        };
+                        let later: Vec<SiteRow> = sites_from_run(&after_first)
+                            .into_iter()
+                            .filter(|site| site.step > first.step)
+                            .collect();
+                        for (second, sampled) in points(&later, second_kind, spec.seed, sweep) {
+                            all.push(SweepPoint {
+                                sink,
+                                row: row.clone(),
+                                faults: vec![*first, second],
+                                sampled: sampled.into_iter().collect(),
+                            });
+                        }
+                    }
+                    close(&mut all, open.take());
+                }
+            }
+        }
+        all
+    }
+
+    /// ch04 on `protocol` and both sinks: the points drawn in any cut of the sweep are those
+    /// of one pass over it, with and without forks. Returns (points, sampled marks).
+    fn check(
+        protocol: CheckpointProtocol,
+        faults: &[FaultKind],
+        depth: u8,
+        max: u64,
+    ) -> (u64, u64) {
+        let spec = ScenarioSpec {
+            protocol,
+            ..ScenarioSpec::ch04(3)
+        };
+        let sweep = SweepSpec {
+            sinks: vec![SinkKind::Append, SinkKind::Idempotent],
+            faults: faults.to_vec(),
+            depth,
+            outage_ms: 2_000,
+            expect: None,
+            power_loss_states_max: max,
+        };
+        let events = Scenario::by_name("ch04").unwrap().events();
+        let baselines = crate::baseline::baselines(&spec, &events, &sweep.sinks).unwrap();
+        let forks = sweep_forks(&baselines, false);
+        let whole = listed_whole(&spec, &sweep, &baselines, None);
+        for forks in [None, forks.as_ref()] {
+            let points = SweepPoints::new(&spec, &sweep, &baselines, forks);
+            assert_eq!(points.len(), whole.len() as u64);
+            assert_eq!(points.all(&baselines, forks), whole);
+            // Every cut at depth 1; at depth 2 each cut runs its first faults again.
+            let cuts: &[u64] = if depth == 1 {
+                &[1, 7, 1024]
+            } else {
+                &[97, 1024]
+            };
+            for &cut in cuts {
+                let mut drawn = Vec::new();
+                let mut start = 0;
+                while start < points.len() {
+                    let end = (start + cut).min(points.len());
+                    drawn.extend(points.get(start..end, &baselines, forks));
+                    start = end;
+                }
+                let indices: Vec<u64> = drawn.iter().map(|(i, _)| *i).collect();
+                assert_eq!(indices, (0..points.len()).collect::<Vec<_>>());
+                let drawn: Vec<SweepPoint> = drawn.into_iter().map(|(_, p)| p).collect();
+                assert!(drawn == whole, "cut {cut}");
+            }
+        }
+        let marks = whole.iter().map(|p| p.sampled.len() as u64).sum();
+        (whole.len() as u64, marks)
+    }
+
+    #[test]
+    fn a_chunk_draws_the_points_one_pass_over_the_sweep_lists() {
+        use FaultKind::*;
+        let all = [
+            ProcessCrash,
+            PowerLoss,
+            DiskError,
+            SinkError,
+            AckLost,
+            SinkUnavailable,
+        ];
+        assert_eq!(check(CheckpointProtocol::Safe, &all, 1, 65_536), (1154, 0));
+        // Sampled at both depths: the first step's mark and the second's on one pair.
+        assert_eq!(
+            check(
+                CheckpointProtocol::NoFsyncRename,
+                &[ProcessCrash, PowerLoss],
+                1,
+                2
+            ),
+            (314, 86)
+        );
+        assert_eq!(
+            check(
+                CheckpointProtocol::NoFsyncRename,
+                &[ProcessCrash, PowerLoss],
+                2,
+                2
+            ),
+            (40_692, 12_324)
+        );
+        assert_eq!(
+            check(
+                CheckpointProtocol::Safe,
+                &[ProcessCrash, SinkError],
+                2,
+                65_536
+            ),
+            (5_084, 0)
+        );
+    }
+
+    #[test]
+    fn a_step_with_at_most_max_states_runs_every_one() {
+        assert_eq!(power_loss_states(Some(5), 5, 0, 3), vec![0, 1, 2, 3, 4]);
+        assert_eq!(
+            power_loss_states(Some(5), 65_536, 9, 3),
+            vec![0, 1, 2, 3, 4]
+        );
+        assert_eq!(power_loss_states(Some(1), 1, 0, 3), vec![0]);
+    }
+
+    #[test]
+    fn more_states_than_max_are_drawn_without_repetition_below_the_count() {
+        for (count, max) in [(2, 1), (10, 9), (1_000, 100), (65_536, 65_535), (65_536, 4)] {
+            let drawn = power_loss_states(Some(count), max, 7, 40);
+            assert_eq!(drawn.len() as u64, max, "{count} {max}");
+            assert!(drawn.windows(2).all(|w| w[0] < w[1]), "distinct, in order");
+            assert!(drawn.iter().all(|&state| state < count), "indices");
+            assert_eq!(drawn, power_loss_states(Some(count), max, 7, 40));
+        }
+        let draw = |seed, step| power_loss_states(Some(1_000), 10, seed, step);
+        assert_ne!(draw(7, 40), draw(7, 41), "each step its own draws");
+        assert_ne!(draw(7, 40), draw(8, 40), "each seed its own draws");
+    }
+
+    #[test]
+    fn every_subset_is_drawn_about_equally_often() {
+        // 2 of 5 states: 10 subsets, 10,000 seeds, about 1,000 each.
+        let mut counts: BTreeMap<Vec<u64>, u64> = BTreeMap::new();
+        for seed in 0..10_000 {
+            *counts
+                .entry(power_loss_states(Some(5), 2, seed, 1))
+                .or_default() += 1;
+        }
+        assert_eq!(counts.len(), 10);
+        assert!(
+            counts.values().all(|&n| (900..=1_100).contains(&n)),
+            "{counts:?}"
+        );
+    }
+
+    #[test]
+    fn above_the_sim_bound_the_states_are_seeds_from_the_disk_crash_stream() {
+        let seeds = power_loss_states(Some(POWER_LOSS_ENUMERATION_BOUND + 1), 32, 3, 46);
+        let mut stream = SeedTree::new(3 ^ 46u64.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+            .stream(Subsystem::DiskCrash);
+        let expected: Vec<u64> = (0..32).map(|_| stream.next_u64()).collect();
+        assert_eq!(seeds, expected);
+        assert_eq!(power_loss_states(None, 32, 3, 46), expected);
+        // More draws keep the first ones: --power-loss-states-max 32 draws what 32 drew before.
+        assert_eq!(power_loss_states(None, 1_000, 3, 46)[..32], expected[..]);
+    }
+}
