@@ -66,7 +66,7 @@ impl Side {
         Side {
             records: view.records.to_vec(),
             corrupt_lines: view.corrupt_lines,
-            final_windows: observation.final_windows.clone(),
+            final_windows: (*observation.final_windows).clone(),
             verdict: judge_one(&baseline.reference, observation, None),
             directory,
             trace,

@@ -44,14 +44,15 @@
 //! two faults starts from the run of its first (`fork/cursor.rs`).
 
 use crate::observation::{
-    documented_sink_file, KnownSink, Observation, RestartSteps, SinkOutage, SinkWriteCounts,
+    documented_sink_file, FinalState, KnownSink, Observation, RestartSteps, SinkOutage,
+    SinkWriteCounts,
 };
 use crate::runner::{
     resume, run, run_between, run_recording_crash_states, Between, Control, Driven, Incarnation,
     IncarnationEnd, Moment, Outcome, Paused, RunResult, RunSpec,
 };
 use keel_engine::sink::readable_prefix_len_bytes;
-use keel_engine::{IncarnationStats, KeyScheme, OperatorState, SinkKind, SINK_WRITE_OP};
+use keel_engine::{IncarnationStats, KeyScheme, SinkKind, SINK_WRITE_OP};
 use keel_sim::{Disk, DiskError, FaultPlan, Fingerprint};
 use restart::{RestartCandidate, RestartClass};
 pub use shared::SharedFutures;
@@ -105,7 +106,7 @@ struct End {
     served: u64,
     files: Vec<String>,
     stats: IncarnationStats,
-    final_state: OperatorState,
+    final_state: FinalState,
 }
 
 /// What a point's run came to: what its consumers observed, and its trace fingerprint
@@ -230,7 +231,7 @@ impl Forks {
                 served: result.world.served_requests(SINK_WRITE_OP),
                 files: result.disk_files(),
                 stats: result.incarnations[0].stats.clone(),
-                final_state: result.final_state,
+                final_state: FinalState::of(&result.final_state),
             },
             known_readable_len_bytes: known
                 .as_ref()
@@ -369,7 +370,7 @@ impl Forks {
 
     /// How a run stopped at an event boundary ends, with `rest` what a run that went on from
     /// the same state did after it.
-    fn ending<'r>(&self, paused: &Paused, rest: &Rest<'r>) -> Ending<'r> {
+    fn ending(&self, paused: &Paused, rest: &Rest) -> Ending {
         let mut sink_bytes = paused
             .world
             .env()
@@ -391,7 +392,7 @@ impl Forks {
             // run sent after it (the same requests follow).
             served: paused.world.served_requests(SINK_WRITE_OP) + rest.served_after,
             files: rest.files.to_vec(),
-            final_state: rest.final_state,
+            final_state: rest.final_state.clone(),
         }
     }
 
@@ -414,7 +415,7 @@ impl Forks {
             &ending.files,
             &ending.incarnations,
             &Outcome::Completed,
-            ending.final_state,
+            &ending.final_state,
         );
         let stats = ending.incarnations.iter().map(|i| &i.stats);
         observation.sink_writes = Some(SinkWriteCounts {
@@ -588,7 +589,7 @@ impl Forks {
 
     /// How a run that went to its end ended, if it completed, with its sink file where the
     /// oracle reads it.
-    fn ending_of<'r>(&self, result: &'r RunResult) -> Option<Ending<'r>> {
+    fn ending_of(&self, result: &RunResult) -> Option<Ending> {
         if result.outcome != Outcome::Completed {
             return None;
         }
@@ -603,7 +604,7 @@ impl Forks {
             incarnations: result.incarnations.clone(),
             served: result.world.served_requests(SINK_WRITE_OP),
             files: result.disk_files(),
-            final_state: &result.final_state,
+            final_state: FinalState::of(&result.final_state),
         })
     }
 
@@ -659,7 +660,7 @@ impl Forks {
                 stats_end: last.stats.clone(),
                 served_end: result.world.served_requests(SINK_WRITE_OP),
                 files: result.disk_files(),
-                final_state: result.final_state.clone(),
+                final_state: FinalState::of(&result.final_state),
             },
         );
         if let Some(class) = class {
@@ -671,12 +672,12 @@ impl Forks {
 /// How a completed run ended, in the parts its observation is made of: its sink file, its
 /// incarnations, the sink writes the simulated sink served, the files and the final windows
 /// it left.
-struct Ending<'a> {
+struct Ending {
     sink_bytes: Vec<u8>,
     incarnations: Vec<Incarnation>,
     served: u64,
     files: Vec<String>,
-    final_state: &'a OperatorState,
+    final_state: FinalState,
 }
 
 /// What a run that goes on from an event boundary does after it, as a stopped run takes it
@@ -689,7 +690,7 @@ struct Rest<'a> {
     stats_end: IncarnationStats,
     served_after: u64,
     files: &'a [String],
-    final_state: &'a OperatorState,
+    final_state: &'a FinalState,
 }
 
 /// Whether two runs at the same event boundary go on alike (the rules are in the module's

@@ -11,6 +11,7 @@ use keel_engine::{
 };
 use keel_sim::txlog::{EntryKind, TxnStatus};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 mod known;
 pub mod records;
@@ -70,6 +71,25 @@ impl std::fmt::Display for Recovery {
     }
 }
 
+/// What the oracle reads of a run's final operator state: each window's sum, and the events
+/// dropped as too late. Computed once per distinct ending: a sweep's points that end as the
+/// fault-free run (or an earlier point's run) did share its windows instead of summing every
+/// window again, and keep them instead of the whole state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FinalState {
+    pub windows: Arc<BTreeMap<i64, i128>>,
+    pub dropped_late: u64,
+}
+
+impl FinalState {
+    pub fn of(state: &OperatorState) -> FinalState {
+        FinalState {
+            windows: Arc::new(state.sums()),
+            dropped_late: state.dropped_late,
+        }
+    }
+}
+
 /// Everything the oracle judges about one run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Observation {
@@ -79,8 +99,9 @@ pub struct Observation {
     /// One entry per consumer view of the sink, in [`views_of`] order.
     pub views: Vec<ViewObservation>,
     pub recovery: Recovery,
-    /// The final operator state's windows (empty unless the run completed).
-    pub final_windows: BTreeMap<i64, i128>,
+    /// The final operator state's windows (empty unless the run completed); shared by the
+    /// points whose runs end alike (see [`FinalState`]).
+    pub final_windows: Arc<BTreeMap<i64, i128>>,
     /// Events the final operator state dropped as later than the allowed lateness (0 unless
     /// the run completed).
     pub dropped_late: u64,
@@ -385,7 +406,7 @@ impl Observation {
             &result.disk_files(),
             &result.incarnations,
             &result.outcome,
-            &result.final_state,
+            &FinalState::of(&result.final_state),
         );
         if !config.sink.is_transactional() {
             let stats = result.incarnations.iter().map(|i| &i.stats);
@@ -417,7 +438,7 @@ impl Observation {
             files,
             incarnations,
             outcome,
-            final_state,
+            &FinalState::of(final_state),
         )
     }
 
@@ -429,7 +450,7 @@ impl Observation {
         files: &[String],
         incarnations: &[Incarnation],
         outcome: &Outcome,
-        final_state: &OperatorState,
+        final_state: &FinalState,
     ) -> Observation {
         assert!(!config.sink.is_transactional(), "a file sink");
         Observation::assemble(
@@ -448,7 +469,7 @@ impl Observation {
         files: &[String],
         incarnations: &[Incarnation],
         outcome: &Outcome,
-        final_state: &OperatorState,
+        final_state: &FinalState,
     ) -> Observation {
         let recovery = match outcome {
             Outcome::Completed => Recovery::Ok,
@@ -461,9 +482,9 @@ impl Observation {
             views,
             recovery,
             final_windows: if recovery == Recovery::Ok {
-                final_state.sums()
+                Arc::clone(&final_state.windows)
             } else {
-                BTreeMap::new()
+                Arc::default()
             },
             dropped_late: if recovery == Recovery::Ok {
                 final_state.dropped_late

@@ -6,6 +6,7 @@ use keel_engine::{
 };
 use keel_sim::disk::FsModel;
 use keel_sim::{Crash, CrashKind, Disk, Env, FaultPlan, TxLog, World};
+use std::sync::Arc;
 
 /// More restarts than this means recovery loops: an outcome, not a hang.
 pub const RESTARTS_MAX: u32 = 64;
@@ -19,7 +20,8 @@ pub const RESTART_DELAY_MS_DEFAULT: u64 = 500;
 /// Everything that determines a run.
 #[derive(Clone, Debug)]
 pub struct RunSpec {
-    pub events: Vec<Event>,
+    /// Shared: every fork and point of a sweep copies its spec.
+    pub events: Arc<[Event]>,
     pub config: EngineConfig,
     pub plan: FaultPlan,
     pub seed: u64,
@@ -39,7 +41,8 @@ impl RunSpec {
         RunSpec {
             events: crate::catalogue::Scenario::by_name("ch04")
                 .unwrap()
-                .events(),
+                .events()
+                .into(),
             config: EngineConfig::default(),
             plan: FaultPlan::none(),
             seed: 0,

@@ -118,7 +118,7 @@ impl ScenarioSpec {
         plan: FaultPlan,
     ) -> Result<RunSpec, KeelError> {
         Ok(RunSpec {
-            events: events.to_vec(),
+            events: events.into(),
             config: self.config(sink)?,
             plan,
             seed: self.seed,

@@ -64,6 +64,27 @@ struct Prepared {
     processing_time: OnceLock<ReferenceTallies>,
     final_windows_text: OnceLock<String>,
     spliced: SpliceBases,
+    compared_windows: ComparedWindows,
+}
+
+/// The most shared final windows whose comparison with the reference's a reference keeps.
+const COMPARED_WINDOWS_MAX: usize = 16;
+
+/// Shared final windows (`observation::FinalState`) already compared with the reference's,
+/// and whether they were equal, the oldest dropped beyond [`COMPARED_WINDOWS_MAX`]: the
+/// points of a sweep that end alike share one map, compared once instead of once a point.
+/// Each is kept alive here, so its address is not reused while it is remembered. A cache: a
+/// clone starts empty.
+#[derive(Debug, Default)]
+struct ComparedWindows(Mutex<Vec<(SharedWindows, bool)>>);
+
+/// Final windows as points share them.
+type SharedWindows = Arc<BTreeMap<i64, i128>>;
+
+impl Clone for ComparedWindows {
+    fn clone(&self) -> ComparedWindows {
+        ComparedWindows::default()
+    }
 }
 
 /// The most known files whose judgement a reference keeps (one a sink and key scheme is what
@@ -147,7 +168,7 @@ impl Reference {
         );
         let mut reference = Reference::new(
             file.records.to_vec(),
-            observation.final_windows,
+            Arc::unwrap_or_clone(observation.final_windows),
             observation.dropped_late,
             &model::expected_output(
                 &spec.events,
@@ -236,8 +257,11 @@ impl Reference {
 
     /// `keel_engine::format_windows` of `windows`, taken from the reference's when they are
     /// its final windows (most points of a sweep end with them).
-    pub fn format_final_windows(&self, windows: &BTreeMap<i64, i128>) -> std::borrow::Cow<'_, str> {
-        if *windows == self.final_windows {
+    pub fn format_final_windows(
+        &self,
+        windows: &Arc<BTreeMap<i64, i128>>,
+    ) -> std::borrow::Cow<'_, str> {
+        if self.has_final_windows(windows) {
             let text = self
                 .prepared
                 .final_windows_text
@@ -246,6 +270,25 @@ impl Reference {
         } else {
             std::borrow::Cow::Owned(keel_engine::format_windows(windows))
         }
+    }
+
+    /// Whether `windows` are the reference's final windows (compared once per shared map).
+    pub fn has_final_windows(&self, windows: &Arc<BTreeMap<i64, i128>>) -> bool {
+        let mut compared = self
+            .prepared
+            .compared_windows
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((_, equal)) = compared.iter().find(|(w, _)| Arc::ptr_eq(w, windows)) {
+            return *equal;
+        }
+        let equal = **windows == self.final_windows;
+        if compared.len() == COMPARED_WINDOWS_MAX {
+            compared.remove(0);
+        }
+        compared.push((Arc::clone(windows), equal));
+        equal
     }
 
     /// `known` judged against the reference as a run keyed by `key`, built at the first call.
@@ -469,7 +512,7 @@ fn judge_view(reference: &Reference, observation: &Observation, seen: &ViewObser
     // The final operator state: its windows and its count of events dropped as too late (a
     // figure the report prints, and state a checkpoint must carry across a restart).
     let final_windows_match = observation.recovery == Recovery::Ok
-        && observation.final_windows == reference.final_windows
+        && reference.has_final_windows(&observation.final_windows)
         && observation.dropped_late == reference.dropped_late;
     let mut verdict = Verdict {
         view: seen.view,
@@ -580,7 +623,7 @@ mod tests {
                 ..ViewObservation::default()
             }],
             recovery: Recovery::Ok,
-            final_windows: finals(),
+            final_windows: finals().into(),
             dropped_late: 0,
             rolled_back: 0,
             restarts: 1,
@@ -808,7 +851,7 @@ mod tests {
         let mut reference = reference(want.clone());
         reference.final_windows = BTreeMap::from([(10, 1), (30, 1)]);
         let mut seen_obs = observation(KeyScheme::ProcessingTime, seen.clone());
-        seen_obs.final_windows = reference.final_windows.clone();
+        seen_obs.final_windows = reference.final_windows.clone().into();
         let v = &judge(&reference, &seen_obs)[0];
         assert_eq!((v.delivered, v.duplicates, v.lost, v.wrong), (4, 0, 0, 0));
         // One copy short is one loss; a third copy is one duplicate.

@@ -8,7 +8,7 @@ use keel_sim::{CrashPoint, Fault, FaultPlan, PlannedFault};
 
 fn spec(sink: SinkKind, plan: FaultPlan) -> RunSpec {
     RunSpec {
-        events: Scenario::by_name("ch04").unwrap().events(),
+        events: Scenario::by_name("ch04").unwrap().events().into(),
         config: EngineConfig {
             sink,
             ..EngineConfig::default()

@@ -21,7 +21,7 @@ fn fresh_dir(name: &str) -> PathBuf {
 
 fn spec(config: EngineConfig) -> RunSpec {
     RunSpec {
-        events: Scenario::by_name("ch04").unwrap().events(),
+        events: Scenario::by_name("ch04").unwrap().events().into(),
         config,
         plan: FaultPlan::none(),
         seed: 0,

@@ -4,10 +4,10 @@
 
 use super::shared::{SharedFutures, Surroundings};
 use super::{compared_disk, Ending, Forks};
-use crate::observation::{KnownSink, Observation, RecoverySteps, RestartSteps};
+use crate::observation::{FinalState, KnownSink, Observation, RecoverySteps, RestartSteps};
 use crate::runner::{Incarnation, IncarnationEnd, Restarting};
 use keel_engine::sink::readable_prefix_len_bytes;
-use keel_engine::{OperatorState, SINK_WRITE_OP};
+use keel_engine::SINK_WRITE_OP;
 use keel_sim::{Clock, Disk, TxLog, World};
 use std::sync::Arc;
 
@@ -61,7 +61,7 @@ pub struct RestartClass {
     /// The sink writes served after the restart.
     pub served_after: u64,
     pub files: Vec<String>,
-    pub final_state: OperatorState,
+    pub final_state: FinalState,
     /// Its recovery, the first step counted from the restart.
     pub recovery: Option<RecoverySteps>,
 }
@@ -86,7 +86,7 @@ impl Forks {
             incarnations,
             served: world.served_requests(SINK_WRITE_OP) + class.served_after,
             files: class.files.clone(),
-            final_state: &class.final_state,
+            final_state: class.final_state.clone(),
         };
         let restart = class
             .recovery

@@ -40,8 +40,9 @@
 
 use super::cursor::FirstFaults;
 use super::restart::{RestartCandidate, RestartClass};
+use crate::observation::FinalState;
 use crate::runner::Between;
-use keel_engine::{Engine, IncarnationStats, KeyScheme, OperatorState, SinkKind, SINK_WRITE_OP};
+use keel_engine::{Engine, IncarnationStats, KeyScheme, SinkKind, SINK_WRITE_OP};
 use keel_sim::{Clock, Disk, TxLog};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
@@ -182,7 +183,7 @@ pub enum After {
         stats_end: IncarnationStats,
         served_end: u64,
         files: Vec<String>,
-        final_state: OperatorState,
+        final_state: FinalState,
     },
 }
 

@@ -158,7 +158,7 @@ fn run_children(
     for incarnation in first..=first + RESTARTS_MAX {
         let file = |suffix: &str| -> PathBuf { work.join(format!("p{incarnation}.{suffix}")) };
         let child_spec = IncarnationSpec {
-            events: spec.events.clone(),
+            events: spec.events.to_vec(),
             config: spec.config,
             plan: spec.plan.to_file(),
             seed: spec.seed,

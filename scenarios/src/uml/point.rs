@@ -52,7 +52,7 @@ pub fn make_scratch_dirs(scratch: &Path) -> Result<(), String> {
 /// post-mortem in the scratch directory) and returns its path.
 pub fn write_incarnation_spec(scratch: &Path, run: &RunSpec) -> Result<PathBuf, String> {
     let spec = IncarnationSpec {
-        events: run.events.clone(),
+        events: run.events.to_vec(),
         config: run.config,
         plan: run.plan.to_file(),
         seed: run.seed,
