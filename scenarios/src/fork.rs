@@ -85,6 +85,9 @@ pub struct Forks {
     known: Option<KnownSink>,
     /// How much of the known file the sink connector's open reads as records.
     known_readable_len_bytes: usize,
+    /// The steps taken at each event boundary of the fault-free run's first incarnation:
+    /// where a single-fault point can start (`fork/cursor.rs`).
+    boundary_steps: Vec<u64>,
 }
 
 /// What converging at a snapshot compares and takes from the fault-free run.
@@ -158,10 +161,15 @@ impl Forks {
             .div_ceil(snapshots_max)
             .max(1);
         let mut snapshots = Vec::new();
+        let mut boundary_steps = Vec::new();
         let driven = run_between(spec, &mut |moment| {
             let Moment::Between(between) = moment else {
                 return Control::Continue;
             };
+            if between.incarnations.is_empty() {
+                assert_eq!(between.index, boundary_steps.len() as u64);
+                boundary_steps.push(between.world.steps_taken());
+            }
             // A fault-free run may still restart (a transaction the log timed out aborts
             // it): only its first incarnation, which no fault and no restart touched, forks.
             if between.incarnations.is_empty() && between.index % every_events == 0 {
@@ -237,6 +245,7 @@ impl Forks {
                 .as_ref()
                 .map_or(0, |known| readable_prefix_len_bytes(known.bytes())),
             known,
+            boundary_steps,
         }
     }
 
@@ -486,9 +495,11 @@ impl Forks {
             plan: plan.clone(),
             ..self.spec.clone()
         };
-        let from_first_faults =
-            shared.and_then(|shared| self.before_last_fault(plan, shared.first_faults()));
-        let Some(paused) = from_first_faults.or_else(|| self.fork(plan, false)) else {
+        let from_cursor = shared.and_then(|shared| {
+            self.before_last_fault(plan, shared.first_faults())
+                .or_else(|| self.before_only_fault(plan, shared.fault_free()))
+        });
+        let Some(paused) = from_cursor.or_else(|| self.fork(plan, false)) else {
             return PointRun::of(&run(&spec), &spec, self.known.as_ref());
         };
         let sink = self.spec.config.sink;

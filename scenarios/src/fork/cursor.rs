@@ -1,4 +1,11 @@
-//! Depth-2 points start from the run of their first fault: the points that share a first
+//! A point starts from the run of its faults but the last, paused at the latest event
+//! boundary before that fault, and moved on from point to point: the points of a chunk are in
+//! step order, so each runs on from where the last one started instead of from a snapshot
+//! (which lies up to `(N + 1) / SNAPSHOTS_MAX` events back: the prefix a point re-ran grew
+//! with the stream).
+//!
+//! Single-fault points start from the fault-free run, whose boundaries' steps `Forks` records
+//! ([`Forks::before_only_fault`]). Depth-2 points start from the run of their first fault: the points that share a first
 //! fault are consecutive in a sweep (by second step), and each runs the same steps as that
 //! fault's run up to its second fault. So one run of the first fault, paused at event
 //! boundaries as the points need them, stands for each point's prefix: a point forks it
@@ -73,6 +80,75 @@ impl Forks {
         let mut paused = run.at.clone();
         paused.world = paused.world.fork_later(plan.clone());
         Some(paused)
+    }
+
+    /// A run under `plan`, of one fault, at the latest boundary of the fault-free run at or
+    /// before its fault, taken from `cursor` (the fault-free run where the last such point
+    /// started) when that is at or before the boundary and not before the latest snapshot
+    /// there, else from that snapshot. None for a plan of more faults or of none, or one whose
+    /// fault comes before the first snapshot.
+    pub(super) fn before_only_fault(
+        &self,
+        plan: &FaultPlan,
+        cursor: &RefCell<Option<Paused>>,
+    ) -> Option<Paused> {
+        let faults = plan.faults();
+        let [only] = faults.as_slice() else {
+            return None;
+        };
+        let snapshot = self.before(only.step)?;
+        // The latest boundary of the fault-free run's first incarnation at or before the
+        // fault's step: at or after the snapshot's.
+        let target = self
+            .boundary_steps
+            .partition_point(|&steps| steps <= only.step)
+            .checked_sub(1)
+            .expect("the snapshot's boundary is one") as u64;
+        assert!(snapshot.index <= target);
+        let mut cursor = cursor.borrow_mut();
+        let at = match cursor.take() {
+            Some(at) if snapshot.index <= at.index && at.index <= target => at,
+            _ => snapshot.clone(),
+        };
+        let at = if at.index < target {
+            self.run_to(at, target)
+        } else {
+            at
+        };
+        assert_eq!(at.index, target);
+        assert_eq!(at.world.steps_taken(), self.boundary_steps[target as usize]);
+        let paused = Paused {
+            world: at.world.fork(plan.clone(), false),
+            engine: at.engine.clone(),
+            incarnations: at.incarnations.clone(),
+            restarts: at.restarts,
+            index: at.index,
+        };
+        *cursor = Some(at);
+        Some(paused)
+    }
+
+    /// The fault-free run `at` shows, run on to its boundary `target` (in its first
+    /// incarnation), its trace folded there.
+    fn run_to(&self, at: Paused, target: u64) -> Paused {
+        assert!(
+            at.incarnations.is_empty(),
+            "the fault-free run's first incarnation"
+        );
+        let driven = resume(&self.spec, at, &mut |moment| match moment {
+            Moment::Between(between)
+                if between.index == target && between.incarnations.is_empty() =>
+            {
+                Control::Stop
+            }
+            _ => Control::Continue,
+        });
+        let Driven::Stopped(paused) = driven else {
+            unreachable!("the fault-free run reaches its boundary {target}")
+        };
+        let mut paused = *paused;
+        paused.world.forget_trace();
+        paused
     }
 
     /// The run `at` shows, run on to its next event boundary (None: it ends first).

@@ -41,7 +41,7 @@
 use super::cursor::FirstFaults;
 use super::restart::{RestartCandidate, RestartClass};
 use crate::observation::FinalState;
-use crate::runner::Between;
+use crate::runner::{Between, Paused};
 use keel_engine::{Engine, IncarnationStats, KeyScheme, SinkKind, SINK_WRITE_OP};
 use keel_sim::{Clock, Disk, TxLog};
 use std::cell::RefCell;
@@ -218,6 +218,9 @@ pub struct SharedFutures {
     /// The run of the last depth-2 point's first fault, where the next one starts if it
     /// has the same first fault (`fork/cursor.rs`).
     first_faults: RefCell<Option<FirstFaults>>,
+    /// The fault-free run at the boundary where the last single-fault point started, where
+    /// the next one starts if its fault is not earlier (`fork/cursor.rs`).
+    fault_free: RefCell<Option<Paused>>,
 }
 
 impl SharedFutures {
@@ -233,6 +236,11 @@ impl SharedFutures {
     /// The run of the last depth-2 point's first fault, kept for the next point.
     pub fn first_faults(&self) -> &RefCell<Option<FirstFaults>> {
         &self.first_faults
+    }
+
+    /// The fault-free run where the last single-fault point started, kept for the next one.
+    pub fn fault_free(&self) -> &RefCell<Option<Paused>> {
+        &self.fault_free
     }
 
     /// The remembered restart, newest first, whose surroundings are `state`'s.
