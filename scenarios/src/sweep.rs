@@ -329,8 +329,10 @@ pub fn run_point(
 /// FNV-1a 64 of a text: for each view, a line `records=<count> <hash>` (the records'
 /// [`SequenceHash`](crate::observation::records::SequenceHash), 16 hex digits: it composes,
 /// so a forked point's view is hashed from what differs from the fault-free run) and a line
-/// `corrupt=<lines>`; the final windows; the events dropped as too late when there are any;
-/// each verdict's summary. Hashed as it is written, never kept whole.
+/// `corrupt=<lines>`; `final_windows=<hash>`, the FNV-1a 64 of the final windows' text
+/// (hashed once per map that points share: the text grows with the stream); the events
+/// dropped as too late when there are any; each verdict's summary. Hashed as it is written,
+/// never kept whole.
 fn outcome_digest(
     reference: &Reference,
     observation: &Observation,
@@ -342,11 +344,9 @@ fn outcome_digest(
         digest.write(format!("records={} {:016x}\n", records.len, records.hash).as_bytes());
         digest.write(format!("corrupt={}\n", view.corrupt_lines).as_bytes());
     }
-    digest.write(
-        reference
-            .format_final_windows(&observation.final_windows)
-            .as_bytes(),
-    );
+    // The windows' text as its hash, worked out once per shared map of windows.
+    let windows = reference.final_windows_hash(&observation.final_windows);
+    digest.write(format!("final_windows={windows:016x}").as_bytes());
     // Part of the final state (`recovers` compares it); written only when some event was
     // dropped, so digests of runs without a lateness bound are what they were.
     if observation.dropped_late > 0 {

@@ -28,7 +28,7 @@ use crate::property::{self, Expectation, Property};
 use crate::recipe;
 use crate::runner::{run, Outcome, RunResult, RunSpec, View};
 use keel_engine::{EngineConfig, KeyScheme, Record, SinkKind};
-use keel_sim::{FaultPlan, TraceLine};
+use keel_sim::{FaultPlan, Fingerprint, TraceLine};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -62,7 +62,8 @@ pub struct Reference {
 struct Prepared {
     event_index: OnceLock<ReferenceTallies>,
     processing_time: OnceLock<ReferenceTallies>,
-    final_windows_text: OnceLock<String>,
+    /// The hash of the final windows' text (`Reference::final_windows_hash`).
+    final_windows_hash: OnceLock<u64>,
     spliced: SpliceBases,
     compared_windows: ComparedWindows,
 }
@@ -76,10 +77,18 @@ const COMPARED_WINDOWS_MAX: usize = 16;
 /// Each is kept alive here, so its address is not reused while it is remembered. A cache: a
 /// clone starts empty.
 #[derive(Debug, Default)]
-struct ComparedWindows(Mutex<Vec<(SharedWindows, bool)>>);
+struct ComparedWindows(Mutex<Vec<ComparedWindow>>);
+
+/// Shared final windows, whether they are the reference's, and the hash of their text.
+#[derive(Clone, Debug)]
+struct ComparedWindow {
+    windows: SharedWindows,
+    equal: bool,
+    text_hash: u64,
+}
 
 /// Final windows as points share them.
-type SharedWindows = Arc<BTreeMap<i64, i128>>;
+pub type SharedWindows = Arc<BTreeMap<i64, i128>>;
 
 impl Clone for ComparedWindows {
     fn clone(&self) -> ComparedWindows {
@@ -255,40 +264,47 @@ impl Reference {
         }
     }
 
-    /// `keel_engine::format_windows` of `windows`, taken from the reference's when they are
-    /// its final windows (most points of a sweep end with them).
-    pub fn format_final_windows(
-        &self,
-        windows: &Arc<BTreeMap<i64, i128>>,
-    ) -> std::borrow::Cow<'_, str> {
-        if self.has_final_windows(windows) {
-            let text = self
-                .prepared
-                .final_windows_text
-                .get_or_init(|| keel_engine::format_windows(&self.final_windows));
-            std::borrow::Cow::Borrowed(text)
-        } else {
-            std::borrow::Cow::Owned(keel_engine::format_windows(windows))
-        }
+    /// The FNV-1a 64 of `keel_engine::format_windows(windows)` (hashed once per shared map).
+    pub fn final_windows_hash(&self, windows: &SharedWindows) -> u64 {
+        self.compared_windows(windows).text_hash
     }
 
     /// Whether `windows` are the reference's final windows (compared once per shared map).
-    pub fn has_final_windows(&self, windows: &Arc<BTreeMap<i64, i128>>) -> bool {
+    pub fn has_final_windows(&self, windows: &SharedWindows) -> bool {
+        self.compared_windows(windows).equal
+    }
+
+    /// What is known of `windows`, worked out at the first sight of the shared map.
+    fn compared_windows(&self, windows: &SharedWindows) -> ComparedWindow {
         let mut compared = self
             .prepared
             .compared_windows
             .0
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some((_, equal)) = compared.iter().find(|(w, _)| Arc::ptr_eq(w, windows)) {
-            return *equal;
+        if let Some(known) = compared.iter().find(|c| Arc::ptr_eq(&c.windows, windows)) {
+            return known.clone();
         }
+        let text_hash =
+            |windows| Fingerprint::of(keel_engine::format_windows(windows).as_bytes()).0;
         let equal = **windows == self.final_windows;
+        let known = ComparedWindow {
+            windows: Arc::clone(windows),
+            equal,
+            text_hash: if equal {
+                *self
+                    .prepared
+                    .final_windows_hash
+                    .get_or_init(|| text_hash(&self.final_windows))
+            } else {
+                text_hash(windows)
+            },
+        };
         if compared.len() == COMPARED_WINDOWS_MAX {
             compared.remove(0);
         }
-        compared.push((Arc::clone(windows), equal));
-        equal
+        compared.push(known.clone());
+        known
     }
 
     /// `known` judged against the reference as a run keyed by `key`, built at the first call.
