@@ -44,7 +44,7 @@
 //! two faults starts from the run of its first (`fork/cursor.rs`).
 
 use crate::observation::{
-    documented_sink_file, FinalState, KnownSink, Observation, RestartSteps, SinkOutage,
+    documented_sink_file, FinalState, KnownSink, Observation, Piece, RestartSteps, SinkOutage,
     SinkWriteCounts,
 };
 use crate::runner::{
@@ -414,21 +414,39 @@ impl Forks {
         world: &keel_sim::World,
         restart: Option<RestartSteps>,
     ) -> Observation {
+        let ended_as = EndedAs {
+            incarnations: &ending.incarnations,
+            served: ending.served,
+            files: &ending.files,
+            final_state: &ending.final_state,
+        };
+        self.observe_sink(&[Piece::Own(&ending.sink_bytes)], &ended_as, world, restart)
+    }
+
+    /// [`Forks::observe`] of a run whose sink file is made of `sink`, and which ended as
+    /// `ended_as` says.
+    fn observe_sink(
+        &self,
+        sink: &[Piece],
+        ended_as: &EndedAs,
+        world: &keel_sim::World,
+        restart: Option<RestartSteps>,
+    ) -> Observation {
         let known = self
             .known
             .as_ref()
             .expect("a converging run's sink is the documented file");
         let mut observation = Observation::of_file_view(
             &self.spec.config,
-            known.observe(&ending.sink_bytes),
-            &ending.files,
-            &ending.incarnations,
+            known.observe_pieces(sink),
+            ended_as.files,
+            ended_as.incarnations,
             &Outcome::Completed,
-            &ending.final_state,
+            ended_as.final_state,
         );
-        let stats = ending.incarnations.iter().map(|i| &i.stats);
+        let stats = ended_as.incarnations.iter().map(|i| &i.stats);
         observation.sink_writes = Some(SinkWriteCounts {
-            served: ending.served,
+            served: ended_as.served,
             written: stats.clone().map(|s| s.written).sum(),
             skipped: stats.map(|s| s.skipped).sum(),
         });
@@ -689,6 +707,15 @@ struct Ending {
     served: u64,
     files: Vec<String>,
     final_state: FinalState,
+}
+
+/// How a completed run ended, but for its sink file, borrowed: what its observation needs
+/// besides the file ([`Forks::observe_sink`]).
+struct EndedAs<'a> {
+    incarnations: &'a [Incarnation],
+    served: u64,
+    files: &'a [String],
+    final_state: &'a FinalState,
 }
 
 /// What a run that goes on from an event boundary does after it, as a stopped run takes it

@@ -16,7 +16,7 @@ use std::sync::Arc;
 mod known;
 pub mod records;
 
-pub use known::KnownSink;
+pub use known::{KnownSink, Piece};
 pub use records::Records;
 
 /// What one consumer view of the sink saw, in sink order.

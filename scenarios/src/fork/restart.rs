@@ -3,8 +3,9 @@
 //! that point's (the rule is in `fork/shared.rs`; the table is [`SharedFutures`]).
 
 use super::shared::{SharedFutures, Surroundings};
+use super::EndedAs;
 use super::{compared_disk, Ending, Forks};
-use crate::observation::{FinalState, KnownSink, Observation, RecoverySteps, RestartSteps};
+use crate::observation::{FinalState, KnownSink, Observation, Piece, RecoverySteps, RestartSteps};
 use crate::runner::{Incarnation, IncarnationEnd, Restarting};
 use keel_engine::sink::readable_prefix_len_bytes;
 use keel_engine::SINK_WRITE_OP;
@@ -31,6 +32,9 @@ pub struct RestartCandidate {
     /// Whether its tail is torn (not whole records): the open then takes the steps that
     /// cut it (or leaves it), so only runs with a torn tail stand for each other.
     pub sink_torn: bool,
+    /// Whether what the open keeps is a prefix of the fault-free run's file (so its
+    /// observation compares none of it: [`crate::observation::Piece`]).
+    pub sink_kept_known: bool,
     /// The steps taken by then (the next step's number).
     pub steps_taken: u64,
     /// The sink writes served by then.
@@ -56,6 +60,8 @@ pub struct RestartClass {
     pub state: RestartCandidate,
     /// The bytes the run appended to its sink from the restart to its end.
     pub appended: Vec<u8>,
+    /// Where they lie in the fault-free run's file, if they are its last bytes.
+    pub appended_known_from: Option<usize>,
     /// The incarnation the restart began, as it ended.
     pub incarnation: Incarnation,
     /// The sink writes served after the restart.
@@ -77,22 +83,41 @@ impl Forks {
         state: &RestartCandidate,
         class: &RestartClass,
     ) -> Observation {
-        let mut sink_bytes = state.sink_bytes[..state.sink_kept_len_bytes].to_vec();
-        sink_bytes.extend_from_slice(&class.appended);
+        let known_len_bytes = self.known.as_ref().map_or(0, |known| known.bytes().len());
+        let kept = &state.sink_bytes[..state.sink_kept_len_bytes];
+        let sink = [
+            match state.sink_kept_known {
+                true => Piece::Known {
+                    from: 0,
+                    to: kept.len(),
+                },
+                false => Piece::Own(kept),
+            },
+            match class.appended_known_from {
+                Some(from) => Piece::Known {
+                    from,
+                    to: known_len_bytes,
+                },
+                None => Piece::Own(&class.appended),
+            },
+        ];
         let mut incarnations = incarnations.to_vec();
         incarnations.push(class.incarnation.clone());
-        let ending = Ending {
-            sink_bytes,
-            incarnations,
-            served: world.served_requests(SINK_WRITE_OP) + class.served_after,
-            files: class.files.clone(),
-            final_state: class.final_state.clone(),
-        };
         let restart = class
             .recovery
             .as_ref()
             .and_then(|recovery| RestartSteps::of_restarted(world, &self.spec.config, recovery));
-        self.observe(&ending, world, restart)
+        self.observe_sink(
+            &sink,
+            &EndedAs {
+                incarnations: &incarnations,
+                served: world.served_requests(SINK_WRITE_OP) + class.served_after,
+                files: &class.files,
+                final_state: &class.final_state,
+            },
+            world,
+            restart,
+        )
     }
 
     /// The run at the restart `restarting` shows as a restart to remember or to share, if it
@@ -114,13 +139,17 @@ impl Forks {
             return None;
         }
         let sink_bytes = disk.read_shared(&sink.file_name()).ok()?;
-        let readable_len_bytes = self.readable_len(&sink_bytes);
+        let (readable_len_bytes, whole_known) = self.readable_len(&sink_bytes);
         let sink_torn = readable_len_bytes < sink_bytes.len();
         let sink_kept_len_bytes = if sink_torn && self.spec.config.protocol.tail_repair() {
             readable_len_bytes
         } else {
             sink_bytes.len()
         };
+        let known = self.known.as_ref().map_or(&[][..], KnownSink::bytes);
+        let sink_kept_known = whole_known
+            || sink_kept_len_bytes < sink_bytes.len()
+                && known.starts_with(&sink_bytes[..sink_kept_len_bytes]);
         Some(RestartCandidate {
             clock: env.clock,
             sink_down_until_ms: env.sink_down_until_ms,
@@ -129,6 +158,7 @@ impl Forks {
             sink_bytes,
             sink_kept_len_bytes,
             sink_torn,
+            sink_kept_known,
             steps_taken: world.steps_taken(),
             served: world.served_requests(SINK_WRITE_OP),
             incarnations_ended: restarting.incarnations.len(),
@@ -136,16 +166,17 @@ impl Forks {
     }
 
     /// How much of `bytes` the sink connector's open reads as records
-    /// ([`readable_prefix_len_bytes`]): at once for a line-aligned prefix of the fault-free
-    /// file's readable lines (all of it), else by reading them.
-    pub(super) fn readable_len(&self, bytes: &[u8]) -> usize {
+    /// ([`readable_prefix_len_bytes`]), and whether `bytes` were found to be a prefix of the
+    /// fault-free file: at once for a line-aligned prefix of the fault-free file's readable
+    /// lines (all of it), else by reading them.
+    pub(super) fn readable_len(&self, bytes: &[u8]) -> (usize, bool) {
         let known = self.known.as_ref().map_or(&[][..], KnownSink::bytes);
         let line_aligned = bytes.last().is_none_or(|&b| b == b'\n');
         if line_aligned && bytes.len() <= self.known_readable_len_bytes && known.starts_with(bytes)
         {
-            return bytes.len();
+            return (bytes.len(), true);
         }
-        readable_prefix_len_bytes(bytes)
+        (readable_prefix_len_bytes(bytes), false)
     }
 
     /// Remembers the future of a run from its first restart with its plan spent
@@ -170,7 +201,11 @@ impl Forks {
         assert_eq!(incarnation.end, IncarnationEnd::Completed);
         let served_end = ending.served;
         let recovery = RecoverySteps::after_last_restart(world.trace(), candidate.steps_taken);
+        let known = self.known.as_ref().map_or(&[][..], KnownSink::bytes);
         shared.remember_restart(RestartClass {
+            appended_known_from: known
+                .ends_with(appended)
+                .then(|| known.len() - appended.len()),
             appended: appended.to_vec(),
             incarnation: incarnation.clone(),
             served_after: served_end - candidate.served,

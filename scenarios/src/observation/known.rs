@@ -76,9 +76,18 @@ impl KnownSink {
     /// What a consumer sees in a file sink holding `bytes`: what `observe_file` sees, with
     /// the known file's whole lines that `bytes` begins and ends with taken as read.
     pub fn observe(&self, bytes: &[u8]) -> ViewObservation {
-        let known = &self.bytes;
+        self.observe_pieces(&[Piece::Own(bytes)])
+    }
+
+    /// [`KnownSink::observe`] of the file made of `pieces` in order, without making it: a
+    /// piece of the known file's bytes lying where it lies in the known file is the same
+    /// there without a comparison, so a file made of a prefix of the known file and a
+    /// suffix of it costs what differs, not its length.
+    pub fn observe_pieces(&self, pieces: &[Piece]) -> ViewObservation {
+        let known = &self.bytes[..];
+        let bytes = Laid::new(known, pieces);
         // The whole lines, each ending with a '\n', that both files begin with.
-        let common = common_prefix_len(bytes, known);
+        let common = bytes.common_prefix_len();
         let terminated = self
             .lines
             .len()
@@ -90,7 +99,7 @@ impl KnownSink {
         let prefix_bytes = self.start(prefix_lines);
         // The known file's lines that both end with, from a line start in each: the first
         // line of the known file after the prefix that starts in the common tail.
-        let tail = common_suffix_len(&bytes[prefix_bytes..], &known[prefix_bytes..]);
+        let tail = bytes.common_suffix_len(prefix_bytes);
         let tail_start = known.len() - tail;
         let mut suffix_from = prefix_lines;
         if self.start(suffix_from) < tail_start {
@@ -102,15 +111,15 @@ impl KnownSink {
         // tail, so in `bytes` too; where it starts at the tail's first byte, the byte before
         // it in `bytes` must be checked.
         let at_line_start = |from: usize| {
-            let start_in_bytes = bytes.len() - (known.len() - self.start(from));
-            start_in_bytes == prefix_bytes || bytes[start_in_bytes - 1] == b'\n'
+            let start_in_bytes = bytes.len - (known.len() - self.start(from));
+            start_in_bytes == prefix_bytes || bytes.byte_at(start_in_bytes - 1) == b'\n'
         };
         if suffix_from < self.lines.len() && !at_line_start(suffix_from) {
             suffix_from += 1;
         }
-        let middle_end = bytes.len() - (known.len() - self.start(suffix_from));
+        let middle_end = bytes.len - (known.len() - self.start(suffix_from));
         assert!(prefix_bytes <= middle_end && prefix_bytes <= self.start(suffix_from));
-        let middle = read_file(Some(&bytes[prefix_bytes..middle_end]));
+        let middle = read_file(Some(&bytes.copy(prefix_bytes..middle_end)));
         ViewObservation {
             records: Records::Spliced(Splice {
                 known: Arc::clone(&self.records),
@@ -123,6 +132,111 @@ impl KnownSink {
                 + self.corrupt_in(suffix_from..self.lines.len()),
             ..ViewObservation::default()
         }
+    }
+}
+
+/// A run of a file's bytes: the known file's bytes `from..to`, or bytes of its own.
+#[derive(Clone, Copy, Debug)]
+pub enum Piece<'a> {
+    Known { from: usize, to: usize },
+    Own(&'a [u8]),
+}
+
+/// A file made of pieces, laid end to end: each non-empty piece's offset in the file, its
+/// bytes, and where they lie in the known file if they are its.
+struct Laid<'a> {
+    known: &'a [u8],
+    pieces: Vec<(usize, &'a [u8], Option<usize>)>,
+    len: usize,
+}
+
+impl<'a> Laid<'a> {
+    fn new(known: &'a [u8], pieces: &[Piece<'a>]) -> Laid<'a> {
+        let mut laid = Vec::with_capacity(pieces.len());
+        let mut len = 0;
+        for piece in pieces {
+            let (bytes, at_known) = match *piece {
+                Piece::Known { from, to } => (&known[from..to], Some(from)),
+                Piece::Own(bytes) => (bytes, None),
+            };
+            if !bytes.is_empty() {
+                laid.push((len, bytes, at_known));
+                len += bytes.len();
+            }
+        }
+        Laid {
+            known,
+            pieces: laid,
+            len,
+        }
+    }
+
+    /// How many bytes the file and the known file begin with alike.
+    fn common_prefix_len(&self) -> usize {
+        let mut same = 0;
+        for &(start, bytes, at_known) in &self.pieces {
+            assert_eq!(start, same, "every byte before the piece is alike");
+            let n = if at_known == Some(start) {
+                // The known file's bytes where they lie in it.
+                bytes.len()
+            } else {
+                common_prefix_len(bytes, &self.known[start.min(self.known.len())..])
+            };
+            same += n;
+            if n < bytes.len() {
+                break;
+            }
+        }
+        same
+    }
+
+    /// How many bytes the file from `from` and the known file from `from` end with alike.
+    fn common_suffix_len(&self, from: usize) -> usize {
+        assert!(from <= self.len && from <= self.known.len());
+        let limit = (self.len - from).min(self.known.len() - from);
+        let mut same = 0;
+        for &(start, bytes, at_known) in self.pieces.iter().rev() {
+            if same == limit {
+                break;
+            }
+            let end = start + bytes.len();
+            assert_eq!(self.len - end, same, "every byte after the piece is alike");
+            // The piece's bytes within the last `limit` of the file.
+            let piece = &bytes[start.max(self.len - limit) - start..];
+            // Where the piece's end lies when the two files are aligned at their ends.
+            let known_end = self.known.len() - same;
+            let n = if at_known.map(|at| at + bytes.len()) == Some(known_end) {
+                piece.len()
+            } else {
+                common_suffix_len(piece, &self.known[..known_end])
+            };
+            same += n;
+            if n < piece.len() {
+                break;
+            }
+        }
+        assert!(same <= limit);
+        same
+    }
+
+    fn byte_at(&self, at: usize) -> u8 {
+        let i = self.pieces.partition_point(|&(start, _, _)| start <= at) - 1;
+        let (start, bytes, _) = self.pieces[i];
+        bytes[at - start]
+    }
+
+    /// The file's bytes `range`, made.
+    fn copy(&self, range: std::ops::Range<usize>) -> Vec<u8> {
+        let mut out = Vec::with_capacity(range.len());
+        for &(start, bytes, _) in &self.pieces {
+            let end = start + bytes.len();
+            let (lo, hi) = (range.start.max(start), range.end.min(end));
+            if lo < hi {
+                out.extend_from_slice(&bytes[lo - start..hi - start]);
+            }
+        }
+        assert_eq!(out.len(), range.len());
+        out
     }
 }
 
@@ -199,12 +313,36 @@ mod tests {
                     let mut bytes = known[..cut].to_vec();
                     bytes.extend_from_slice(insert);
                     bytes.extend_from_slice(&known[from..]);
+                    let whole = observe_file(Some(&bytes));
                     assert_eq!(
                         sink.observe(&bytes),
-                        observe_file(Some(&bytes)),
+                        whole,
                         "{:?}",
                         String::from_utf8_lossy(&bytes)
                     );
+                    // The same file in pieces: the known file's where they are its, in
+                    // place or not, or its own bytes; cut anywhere.
+                    let known_cut = Piece::Known { from: 0, to: cut };
+                    let known_rest = Piece::Known {
+                        from,
+                        to: known.len(),
+                    };
+                    let own = Piece::Own(insert);
+                    let split = cut / 2;
+                    let ways: [&[Piece]; 3] = [
+                        &[known_cut, own, known_rest],
+                        &[Piece::Own(&bytes[..split]), Piece::Own(&bytes[split..])],
+                        &[
+                            Piece::Known { from: 0, to: split },
+                            Piece::Own(&known[split..cut]),
+                            own,
+                            Piece::Own(&[]),
+                            known_rest,
+                        ],
+                    ];
+                    for pieces in ways {
+                        assert_eq!(sink.observe_pieces(pieces), whole, "{pieces:?}");
+                    }
                     files += 1;
                 }
             }
