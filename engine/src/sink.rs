@@ -11,6 +11,7 @@ use keel_sim::{Crash, DiskError, Storage, World};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fmt;
+use std::sync::Arc;
 
 /// Attempts per record before the engine gives up and restarts (bounds the retry loop).
 pub const SINK_ATTEMPTS_MAX: u32 = 12;
@@ -87,12 +88,23 @@ impl From<Crash> for SinkError {
 }
 
 /// The keys of the complete lines of the sink file, kept up to date incrementally.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+///
+/// Copied with the engine at every fork of a sweep's point, so it is kept in two parts: the
+/// keys indexed before the last merge, shared between copies, and the keys indexed since,
+/// at most an eighth of them (or [`RECENT_KEYS_MIN`]). A copy costs the recent keys; a merge
+/// copies the shared ones only if a copy still holds them, once every eighth of their number
+/// of inserts.
+#[derive(Clone, Debug, Default)]
 struct KeyIndex {
     /// Bytes of the file already indexed (always just after a newline).
     indexed_len_bytes: u64,
-    keys: BTreeSet<String>,
+    merged: Arc<BTreeSet<String>>,
+    /// Keys not in `merged`.
+    recent: BTreeSet<String>,
 }
+
+/// The fewest recent keys a [`KeyIndex`] merges.
+const RECENT_KEYS_MIN: usize = 256;
 
 impl KeyIndex {
     fn refresh<S: Storage>(&mut self, disk: &S, file: &str) -> Result<(), DiskError> {
@@ -105,15 +117,68 @@ impl KeyIndex {
         let Some(last_newline) = tail.iter().rposition(|&b| b == b'\n') else {
             return Ok(());
         };
-        for line in tail[..last_newline].split(|&b| b == b'\n') {
-            if let Some(record) = std::str::from_utf8(line).ok().and_then(Record::parse_line) {
-                self.keys.insert(record.key);
+        let keys = tail[..last_newline]
+            .split(|&b| b == b'\n')
+            .filter_map(|line| std::str::from_utf8(line).ok().and_then(Record::parse_line))
+            .map(|record| record.key);
+        if self.len() == 0 {
+            // Indexing a whole file (a new process's first request): built at once.
+            self.merged = Arc::new(keys.collect());
+        } else {
+            for key in keys {
+                self.insert(key);
             }
         }
         self.indexed_len_bytes += last_newline as u64 + 1;
         Ok(())
     }
+
+    /// Every key, in order (`merged` and `recent` are disjoint).
+    fn keys(&self) -> impl Iterator<Item = &String> {
+        let (mut merged, mut recent) =
+            (self.merged.iter().peekable(), self.recent.iter().peekable());
+        std::iter::from_fn(move || match (merged.peek(), recent.peek()) {
+            (Some(m), Some(r)) if r < m => recent.next(),
+            (Some(_), _) => merged.next(),
+            (None, _) => recent.next(),
+        })
+    }
+
+    fn contains(&self, key: &str) -> bool {
+        self.recent.contains(key) || self.merged.contains(key)
+    }
+
+    fn insert(&mut self, key: String) {
+        if self.merged.contains(&key) {
+            return;
+        }
+        self.recent.insert(key);
+        if self.recent.len() > RECENT_KEYS_MIN.max(self.merged.len() / 8) {
+            let recent = std::mem::take(&mut self.recent);
+            Arc::make_mut(&mut self.merged).extend(recent);
+        }
+        assert!(self.recent.len() <= RECENT_KEYS_MIN.max(self.merged.len() / 8));
+    }
+
+    fn len(&self) -> usize {
+        self.merged.len() + self.recent.len()
+    }
 }
+
+/// The same keys indexed to the same length, however they are split.
+impl PartialEq for KeyIndex {
+    fn eq(&self, other: &KeyIndex) -> bool {
+        if self.indexed_len_bytes != other.indexed_len_bytes || self.len() != other.len() {
+            return false;
+        }
+        if Arc::ptr_eq(&self.merged, &other.merged) {
+            return self.recent == other.recent;
+        }
+        self.keys().eq(other.keys())
+    }
+}
+
+impl Eq for KeyIndex {}
 
 /// The length of the longest prefix of `contents` made of complete, readable record lines.
 pub fn readable_prefix_len_bytes(contents: &[u8]) -> usize {
@@ -215,7 +280,7 @@ impl SinkConnector {
                     index
                         .refresh(&env.disk, file)
                         .expect("the sink file exists once opened");
-                    if index.keys.contains(&record.key) {
+                    if index.contains(&record.key) {
                         *skipped += 1;
                         return WriteOutcome::Skipped;
                     }
@@ -275,5 +340,56 @@ mod tests {
         let gap = format!("{a}\n\0\0\0\n{a}\n");
         assert_eq!(readable_prefix_len_bytes(gap.as_bytes()), a.len() + 1);
         assert_eq!(readable_prefix_len_bytes(b""), 0);
+    }
+
+    /// A key index grown one key at a time from `keys`, with a copy taken after `fork_at`
+    /// keys that then grows on its own: the index lists its keys in order, holds exactly
+    /// them, and equals an index of the same keys however its parts are split.
+    fn check(keys: &[&str], fork_at: usize) -> Vec<String> {
+        let mut index = KeyIndex::default();
+        let mut copy = None;
+        for (i, key) in keys.iter().enumerate() {
+            if i == fork_at {
+                copy = Some(index.clone());
+            }
+            index.insert(key.to_string());
+            if let Some(copy) = &mut copy {
+                copy.insert(format!("copy {key}"));
+            }
+        }
+        let listed: Vec<String> = index.keys().cloned().collect();
+        let mut expected: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+        expected.sort();
+        expected.dedup();
+        assert_eq!(listed, expected);
+        assert!(keys.iter().all(|key| index.contains(key)));
+        assert!(!index.contains("absent"));
+        let at_once = KeyIndex {
+            merged: Arc::new(expected.iter().cloned().collect()),
+            ..KeyIndex::default()
+        };
+        assert_eq!(index, at_once);
+        assert_eq!(index.len(), expected.len());
+        if let Some(copy) = copy {
+            assert_ne!(copy, index);
+            assert_eq!(
+                copy.keys().filter(|k| k.starts_with("copy ")).count(),
+                keys.len() - fork_at
+            );
+        }
+        listed
+    }
+
+    #[test]
+    fn a_key_index_holds_its_keys_in_order_however_it_is_split() {
+        let many: Vec<String> = (0..3_000)
+            .map(|i| format!("{}:{}", (i * 7_919) % 3_001, i % 10))
+            .collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        // Past several merges (the first after 257 keys), with a copy taken before some.
+        assert_eq!(check(&many, 1_000).len(), 3_000);
+        assert_eq!(check(&many, 0).len(), 3_000);
+        assert_eq!(check(&["b", "a", "b", "c"], 2), ["a", "b", "c"]);
+        assert_eq!(check(&[], 0), Vec::<String>::new());
     }
 }
