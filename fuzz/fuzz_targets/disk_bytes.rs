@@ -91,7 +91,7 @@ fuzz_target!(|data: &[u8]| {
         checkpoint_mode: keel_engine::CheckpointMode::Full,
     };
     let spec = RunSpec {
-        events,
+        events: events.into(),
         config,
         plan: FaultPlan::none(),
         seed: 0,
