@@ -304,6 +304,11 @@ impl Forks {
             .find(|class| same_future(key, &this, &class.state.boundary()))
     }
 
+    /// The fault-free run's file sink where the oracle reads it (empty: the log, or no file).
+    fn known_bytes(&self) -> &[u8] {
+        self.known.as_ref().map_or(&[], KnownSink::bytes)
+    }
+
     /// Whether points of this sink may share futures: a file sink read where the oracle
     /// reads it, through the fault-free run's lines (what [`Forks::finish`] needs).
     fn shareable(&self) -> bool {
@@ -396,12 +401,14 @@ impl Forks {
         });
         Ending {
             sink_bytes,
-            incarnations,
-            // The sink served the point's requests up to the boundary, then those the other
-            // run sent after it (the same requests follow).
-            served: paused.world.served_requests(SINK_WRITE_OP) + rest.served_after,
-            files: rest.files.to_vec(),
-            final_state: rest.final_state.clone(),
+            ended: Ended {
+                incarnations,
+                // The sink served the point's requests up to the boundary, then those the
+                // other run sent after it (the same requests follow).
+                served: paused.world.served_requests(SINK_WRITE_OP) + rest.served_after,
+                files: rest.files.to_vec(),
+                final_state: rest.final_state.clone(),
+            },
         }
     }
 
@@ -414,21 +421,20 @@ impl Forks {
         world: &keel_sim::World,
         restart: Option<RestartSteps>,
     ) -> Observation {
-        let ended_as = EndedAs {
-            incarnations: &ending.incarnations,
-            served: ending.served,
-            files: &ending.files,
-            final_state: &ending.final_state,
-        };
-        self.observe_sink(&[Piece::Own(&ending.sink_bytes)], &ended_as, world, restart)
+        self.observe_sink(
+            &[Piece::Own(&ending.sink_bytes)],
+            &ending.ended,
+            world,
+            restart,
+        )
     }
 
     /// [`Forks::observe`] of a run whose sink file is made of `sink`, and which ended as
-    /// `ended_as` says.
+    /// `ended` says.
     fn observe_sink(
         &self,
         sink: &[Piece],
-        ended_as: &EndedAs,
+        ended: &Ended,
         world: &keel_sim::World,
         restart: Option<RestartSteps>,
     ) -> Observation {
@@ -439,14 +445,14 @@ impl Forks {
         let mut observation = Observation::of_file_view(
             &self.spec.config,
             known.observe_pieces(sink),
-            ended_as.files,
-            ended_as.incarnations,
+            &ended.files,
+            &ended.incarnations,
             &Outcome::Completed,
-            ended_as.final_state,
+            &ended.final_state,
         );
-        let stats = ended_as.incarnations.iter().map(|i| &i.stats);
+        let stats = ended.incarnations.iter().map(|i| &i.stats);
         observation.sink_writes = Some(SinkWriteCounts {
-            served: ended_as.served,
+            served: ended.served,
             written: stats.clone().map(|s| s.written).sum(),
             skipped: stats.map(|s| s.skipped).sum(),
         });
@@ -469,13 +475,7 @@ impl Forks {
     pub fn fork(&self, plan: &FaultPlan, record_crash_states: bool) -> Option<Paused> {
         let first = plan.faults().first().map(|f| f.step)?;
         let snapshot = self.before(first)?;
-        Some(Paused {
-            world: snapshot.world.fork(plan.clone(), record_crash_states),
-            engine: snapshot.engine.clone(),
-            incarnations: snapshot.incarnations.clone(),
-            restarts: snapshot.restarts,
-            index: snapshot.index,
-        })
+        Some(snapshot.with_world(snapshot.world.fork(plan.clone(), record_crash_states)))
     }
 
     /// The run under `plan` to its end, from the snapshot before its first fault (or from
@@ -630,10 +630,12 @@ impl Forks {
             .ok()?;
         Some(Ending {
             sink_bytes,
-            incarnations: result.incarnations.clone(),
-            served: result.world.served_requests(SINK_WRITE_OP),
-            files: result.disk_files(),
-            final_state: FinalState::of(&result.final_state),
+            ended: Ended {
+                incarnations: result.incarnations.clone(),
+                served: result.world.served_requests(SINK_WRITE_OP),
+                files: result.disk_files(),
+                final_state: FinalState::of(&result.final_state),
+            },
         })
     }
 
@@ -698,24 +700,20 @@ impl Forks {
     }
 }
 
-/// How a completed run ended, in the parts its observation is made of: its sink file, its
-/// incarnations, the sink writes the simulated sink served, the files and the final windows
-/// it left.
+/// How a completed run ended, in the parts its observation is made of: its sink file, and
+/// the rest.
 struct Ending {
     sink_bytes: Vec<u8>,
+    ended: Ended,
+}
+
+/// How a completed run ended, but for its sink file: its incarnations, the sink writes the
+/// simulated sink served, the files and the final windows it left.
+struct Ended {
     incarnations: Vec<Incarnation>,
     served: u64,
     files: Vec<String>,
     final_state: FinalState,
-}
-
-/// How a completed run ended, but for its sink file, borrowed: what its observation needs
-/// besides the file ([`Forks::observe_sink`]).
-struct EndedAs<'a> {
-    incarnations: &'a [Incarnation],
-    served: u64,
-    files: &'a [String],
-    final_state: &'a FinalState,
 }
 
 /// What a run that goes on from an event boundary does after it, as a stopped run takes it

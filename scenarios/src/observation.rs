@@ -71,13 +71,16 @@ impl std::fmt::Display for Recovery {
     }
 }
 
+/// Final windows (each window's end and sum) as the points that end alike share them.
+pub type SharedWindows = Arc<BTreeMap<i64, i128>>;
+
 /// What the oracle reads of a run's final operator state: each window's sum, and the events
 /// dropped as too late. Computed once per distinct ending: a sweep's points that end as the
 /// fault-free run (or an earlier point's run) did share its windows instead of summing every
 /// window again, and keep them instead of the whole state.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FinalState {
-    pub windows: Arc<BTreeMap<i64, i128>>,
+    pub windows: SharedWindows,
     pub dropped_late: u64,
 }
 
@@ -101,7 +104,7 @@ pub struct Observation {
     pub recovery: Recovery,
     /// The final operator state's windows (empty unless the run completed); shared by the
     /// points whose runs end alike (see [`FinalState`]).
-    pub final_windows: Arc<BTreeMap<i64, i128>>,
+    pub final_windows: SharedWindows,
     /// Events the final operator state dropped as later than the allowed lateness (0 unless
     /// the run completed).
     pub dropped_late: u64,

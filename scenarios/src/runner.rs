@@ -215,6 +215,20 @@ pub struct Paused {
     pub index: u64,
 }
 
+impl Paused {
+    /// This run with `world` (a fork of its own, under another plan) in place of its world:
+    /// the world is made once, not copied and then forked.
+    pub fn with_world(&self, world: World) -> Paused {
+        Paused {
+            world,
+            engine: self.engine.clone(),
+            incarnations: self.incarnations.clone(),
+            restarts: self.restarts,
+            index: self.index,
+        }
+    }
+}
+
 /// What a run looks like between two events, as [`drive`] shows it to its caller.
 pub struct Between<'a> {
     pub world: &'a mut World,

@@ -4,14 +4,14 @@
 //! (which lies up to `(N + 1) / SNAPSHOTS_MAX` events back: the prefix a point re-ran grew
 //! with the stream).
 //!
-//! Single-fault points start from the fault-free run, whose boundaries' steps `Forks` records
-//! ([`Forks::before_only_fault`]). Depth-2 points start from the run of their first fault: the points that share a first
-//! fault are consecutive in a sweep (by second step), and each runs the same steps as that
-//! fault's run up to its second fault. So one run of the first fault, paused at event
-//! boundaries as the points need them, stands for each point's prefix: a point forks it
-//! at the latest boundary before its second fault ([`keel_sim::World::fork_later`]) instead
-//! of forking the fault-free run before its first fault and running the first fault, the
-//! recovery and the replay again.
+//! Single-fault points start from the fault-free run, whose boundaries' steps `Forks`
+//! records ([`Forks::before_only_fault`]). Depth-2 points start from the run of their first
+//! fault: the points that share a first fault are consecutive in a sweep (by second step),
+//! and each runs the same steps as that fault's run up to its second fault. So one run of the
+//! first fault, paused at event boundaries as the points need them, stands for each point's
+//! prefix: a point forks it at the latest boundary before its second fault
+//! ([`keel_sim::World::fork_later`]) instead of forking the fault-free run before its first
+//! fault and running the first fault, the recovery and the replay again.
 
 use super::Forks;
 use crate::runner::{resume, Control, Driven, Moment, Paused, RESTARTS_MAX};
@@ -77,9 +77,7 @@ impl Forks {
             }
         }
         assert!(run.at.world.steps_taken() <= last.step);
-        let mut paused = run.at.clone();
-        paused.world = paused.world.fork_later(plan.clone());
-        Some(paused)
+        Some(run.at.with_world(run.at.world.fork_later(plan.clone())))
     }
 
     /// A run under `plan`, of one fault, at the latest boundary of the fault-free run at or
@@ -117,13 +115,7 @@ impl Forks {
         };
         assert_eq!(at.index, target);
         assert_eq!(at.world.steps_taken(), self.boundary_steps[target as usize]);
-        let paused = Paused {
-            world: at.world.fork(plan.clone(), false),
-            engine: at.engine.clone(),
-            incarnations: at.incarnations.clone(),
-            restarts: at.restarts,
-            index: at.index,
-        };
+        let paused = at.with_world(at.world.fork(plan.clone(), false));
         *cursor = Some(at);
         Some(paused)
     }

@@ -3,9 +3,9 @@
 //! that point's (the rule is in `fork/shared.rs`; the table is [`SharedFutures`]).
 
 use super::shared::{SharedFutures, Surroundings};
-use super::EndedAs;
+use super::Ended;
 use super::{compared_disk, Ending, Forks};
-use crate::observation::{FinalState, KnownSink, Observation, Piece, RecoverySteps, RestartSteps};
+use crate::observation::{FinalState, Observation, Piece, RecoverySteps, RestartSteps};
 use crate::runner::{Incarnation, IncarnationEnd, Restarting};
 use keel_engine::sink::readable_prefix_len_bytes;
 use keel_engine::SINK_WRITE_OP;
@@ -83,20 +83,20 @@ impl Forks {
         state: &RestartCandidate,
         class: &RestartClass,
     ) -> Observation {
-        let known_len_bytes = self.known.as_ref().map_or(0, |known| known.bytes().len());
         let kept = &state.sink_bytes[..state.sink_kept_len_bytes];
         let sink = [
-            match state.sink_kept_known {
-                true => Piece::Known {
+            if state.sink_kept_known {
+                Piece::Known {
                     from: 0,
                     to: kept.len(),
-                },
-                false => Piece::Own(kept),
+                }
+            } else {
+                Piece::Own(kept)
             },
             match class.appended_known_from {
                 Some(from) => Piece::Known {
                     from,
-                    to: known_len_bytes,
+                    to: self.known_bytes().len(),
                 },
                 None => Piece::Own(&class.appended),
             },
@@ -107,17 +107,13 @@ impl Forks {
             .recovery
             .as_ref()
             .and_then(|recovery| RestartSteps::of_restarted(world, &self.spec.config, recovery));
-        self.observe_sink(
-            &sink,
-            &EndedAs {
-                incarnations: &incarnations,
-                served: world.served_requests(SINK_WRITE_OP) + class.served_after,
-                files: &class.files,
-                final_state: &class.final_state,
-            },
-            world,
-            restart,
-        )
+        let ended = Ended {
+            incarnations,
+            served: world.served_requests(SINK_WRITE_OP) + class.served_after,
+            files: class.files.clone(),
+            final_state: class.final_state.clone(),
+        };
+        self.observe_sink(&sink, &ended, world, restart)
     }
 
     /// The run at the restart `restarting` shows as a restart to remember or to share, if it
@@ -146,10 +142,11 @@ impl Forks {
         } else {
             sink_bytes.len()
         };
-        let known = self.known.as_ref().map_or(&[][..], KnownSink::bytes);
         let sink_kept_known = whole_known
             || sink_kept_len_bytes < sink_bytes.len()
-                && known.starts_with(&sink_bytes[..sink_kept_len_bytes]);
+                && self
+                    .known_bytes()
+                    .starts_with(&sink_bytes[..sink_kept_len_bytes]);
         Some(RestartCandidate {
             clock: env.clock,
             sink_down_until_ms: env.sink_down_until_ms,
@@ -170,7 +167,7 @@ impl Forks {
     /// fault-free file: at once for a line-aligned prefix of the fault-free file's readable
     /// lines (all of it), else by reading them.
     pub(super) fn readable_len(&self, bytes: &[u8]) -> (usize, bool) {
-        let known = self.known.as_ref().map_or(&[][..], KnownSink::bytes);
+        let known = self.known_bytes();
         let line_aligned = bytes.last().is_none_or(|&b| b == b'\n');
         if line_aligned && bytes.len() <= self.known_readable_len_bytes && known.starts_with(bytes)
         {
@@ -190,18 +187,22 @@ impl Forks {
         world: &World,
         shared: &SharedFutures,
     ) {
-        if ending.incarnations.len() != candidate.incarnations_ended + 1 {
+        if ending.ended.incarnations.len() != candidate.incarnations_ended + 1 {
             return;
         }
         let kept = &candidate.sink_bytes[..candidate.sink_kept_len_bytes];
         let Some(appended) = ending.sink_bytes.strip_prefix(kept) else {
             return;
         };
-        let incarnation = ending.incarnations.last().expect("one after the restart");
+        let incarnation = ending
+            .ended
+            .incarnations
+            .last()
+            .expect("one after the restart");
         assert_eq!(incarnation.end, IncarnationEnd::Completed);
-        let served_end = ending.served;
+        let served_end = ending.ended.served;
         let recovery = RecoverySteps::after_last_restart(world.trace(), candidate.steps_taken);
-        let known = self.known.as_ref().map_or(&[][..], KnownSink::bytes);
+        let known = self.known_bytes();
         shared.remember_restart(RestartClass {
             appended_known_from: known
                 .ends_with(appended)
@@ -209,8 +210,8 @@ impl Forks {
             appended: appended.to_vec(),
             incarnation: incarnation.clone(),
             served_after: served_end - candidate.served,
-            files: ending.files.clone(),
-            final_state: ending.final_state.clone(),
+            files: ending.ended.files.clone(),
+            final_state: ending.ended.final_state.clone(),
             recovery,
             state: candidate,
         });
