@@ -53,7 +53,7 @@ use crate::runner::{
 };
 use keel_engine::sink::readable_prefix_len_bytes;
 use keel_engine::{IncarnationStats, KeyScheme, SinkKind, SINK_WRITE_OP};
-use keel_sim::{Disk, DiskError, FaultPlan, Fingerprint};
+use keel_sim::{Contents, Disk, DiskError, FaultPlan, Fingerprint};
 use restart::{RestartCandidate, RestartClass};
 pub use shared::SharedFutures;
 use shared::{After, Boundary, Candidate, Class, Surroundings};
@@ -85,6 +85,10 @@ pub struct Forks {
     known: Option<KnownSink>,
     /// How much of the known file the sink connector's open reads as records.
     known_readable_len_bytes: usize,
+    /// The known file as the fault-free run's disk held it: its chunks are shared with the
+    /// snapshots' files, so a point's file is found to be a prefix of it without reading
+    /// most of either (empty with no known file).
+    known_contents: Contents,
     /// The steps taken at each event boundary of the fault-free run's first incarnation:
     /// where a single-fault point can start (`fork/cursor.rs`).
     boundary_steps: Vec<u64>,
@@ -218,17 +222,19 @@ impl Forks {
             }
             _ => (Vec::new(), None),
         };
-        let known = (!sink.is_transactional())
+        let known_contents = (!sink.is_transactional())
             .then(|| {
                 result
                     .world
                     .env()
                     .disk
-                    .read(documented_sink_file(sink))
+                    .read_shared(documented_sink_file(sink))
                     .ok()
             })
-            .flatten()
-            .map(KnownSink::new);
+            .flatten();
+        let known = known_contents
+            .as_ref()
+            .map(|contents| KnownSink::new(contents.to_vec()));
         Forks {
             spec: spec.clone(),
             every_events,
@@ -245,6 +251,7 @@ impl Forks {
                 .as_ref()
                 .map_or(0, |known| readable_prefix_len_bytes(known.bytes())),
             known,
+            known_contents: known_contents.unwrap_or_default(),
             boundary_steps,
         }
     }

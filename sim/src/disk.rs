@@ -78,11 +78,14 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
+mod contents;
 mod fs_model;
 mod inode;
 mod power_loss;
 
-use inode::{Contents, DataOp, Inode};
+use inode::{DataOp, Inode};
+
+pub use contents::{Contents, CHUNK_BYTES};
 
 pub use fs_model::{FsModel, STALE_BYTE};
 pub use power_loss::{
@@ -405,7 +408,7 @@ impl Disk {
         disk.inode(name)?;
         disk.injected("truncate", name)?;
         let inode = disk.inode_mut(name)?;
-        inode.current = Arc::default();
+        inode.current = Contents::default();
         inode.unpersisted.clear();
         inode.pending = Arc::new(vec![DataOp::SetLen { len_bytes: 0 }]);
         disk.fsync(name)?;
@@ -419,8 +422,8 @@ impl Disk {
 
     /// The file's contents as the process sees them, shared with the disk instead of copied
     /// (a later write to the file copies them on the disk's side).
-    pub fn read_shared(&self, name: &str) -> Result<Arc<Vec<u8>>, DiskError> {
-        Ok(Arc::clone(&self.inode(name)?.current))
+    pub fn read_shared(&self, name: &str) -> Result<Contents, DiskError> {
+        Ok(self.inode(name)?.current.clone())
     }
 
     /// The file's contents from `offset_bytes` to its end (empty past the end).
@@ -429,7 +432,7 @@ impl Disk {
         let offset = usize::try_from(offset_bytes)
             .unwrap_or(usize::MAX)
             .min(current.len());
-        Ok(current[offset..].to_vec())
+        Ok(current.copy_range(offset..current.len()))
     }
 
     pub fn len_bytes(&self, name: &str) -> Result<u64, DiskError> {

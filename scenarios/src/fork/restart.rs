@@ -9,8 +9,7 @@ use crate::observation::{FinalState, Observation, Piece, RecoverySteps, RestartS
 use crate::runner::{Incarnation, IncarnationEnd, Restarting};
 use keel_engine::sink::readable_prefix_len_bytes;
 use keel_engine::SINK_WRITE_OP;
-use keel_sim::{Clock, Disk, TxLog, World};
-use std::sync::Arc;
+use keel_sim::{Clock, Contents, Disk, TxLog, World};
 
 /// A run's world at a restart with its plan spent, before the new process's recovery, kept
 /// until the run ends. Only the world survives a crash, so two runs at restarts whose
@@ -25,7 +24,7 @@ pub struct RestartCandidate {
     /// The compared disk (`fork::compared_disk`).
     pub disk: Disk,
     /// The sink file then, whole.
-    pub sink_bytes: Arc<Vec<u8>>,
+    pub sink_bytes: Contents,
     /// How much of it the sink connector's open keeps: all, or what is left once it cuts
     /// a torn tail (with the protocol's tail repair).
     pub sink_kept_len_bytes: usize,
@@ -83,15 +82,17 @@ impl Forks {
         state: &RestartCandidate,
         class: &RestartClass,
     ) -> Observation {
-        let kept = &state.sink_bytes[..state.sink_kept_len_bytes];
+        let kept_len_bytes = state.sink_kept_len_bytes;
+        let own;
         let sink = [
             if state.sink_kept_known {
                 Piece::Known {
                     from: 0,
-                    to: kept.len(),
+                    to: kept_len_bytes,
                 }
             } else {
-                Piece::Own(kept)
+                own = state.sink_bytes.copy_range(0..kept_len_bytes);
+                Piece::Own(&own)
             },
             match class.appended_known_from {
                 Some(from) => Piece::Known {
@@ -146,7 +147,7 @@ impl Forks {
             || sink_kept_len_bytes < sink_bytes.len()
                 && self
                     .known_bytes()
-                    .starts_with(&sink_bytes[..sink_kept_len_bytes]);
+                    .starts_with(&sink_bytes.copy_range(0..sink_kept_len_bytes));
         Some(RestartCandidate {
             clock: env.clock,
             sink_down_until_ms: env.sink_down_until_ms,
@@ -165,15 +166,16 @@ impl Forks {
     /// How much of `bytes` the sink connector's open reads as records
     /// ([`readable_prefix_len_bytes`]), and whether `bytes` were found to be a prefix of the
     /// fault-free file: at once for a line-aligned prefix of the fault-free file's readable
-    /// lines (all of it), else by reading them.
-    pub(super) fn readable_len(&self, bytes: &[u8]) -> (usize, bool) {
-        let known = self.known_bytes();
-        let line_aligned = bytes.last().is_none_or(|&b| b == b'\n');
-        if line_aligned && bytes.len() <= self.known_readable_len_bytes && known.starts_with(bytes)
+    /// lines (all of it; the chunks both files share are not read), else by reading them.
+    pub(super) fn readable_len(&self, bytes: &Contents) -> (usize, bool) {
+        let line_aligned = bytes.last().is_none_or(|b| b == b'\n');
+        if line_aligned
+            && bytes.len() <= self.known_readable_len_bytes
+            && self.known_contents.starts_with(bytes)
         {
             return (bytes.len(), true);
         }
-        (readable_prefix_len_bytes(bytes), false)
+        (readable_prefix_len_bytes(&bytes.to_vec()), false)
     }
 
     /// Remembers the future of a run from its first restart with its plan spent
@@ -190,8 +192,10 @@ impl Forks {
         if ending.ended.incarnations.len() != candidate.incarnations_ended + 1 {
             return;
         }
-        let kept = &candidate.sink_bytes[..candidate.sink_kept_len_bytes];
-        let Some(appended) = ending.sink_bytes.strip_prefix(kept) else {
+        let kept = candidate
+            .sink_bytes
+            .copy_range(0..candidate.sink_kept_len_bytes);
+        let Some(appended) = ending.sink_bytes.strip_prefix(kept.as_slice()) else {
             return;
         };
         let incarnation = ending

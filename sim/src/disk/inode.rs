@@ -94,7 +94,7 @@ impl Inode {
                     let end_bytes = offset_bytes + bytes.len() as u64;
                     let end = usize::try_from(end_bytes).expect("fits in memory");
                     if self.durable.len() < end {
-                        Arc::make_mut(&mut self.durable).resize(end, 0);
+                        self.durable.resize(end);
                     }
                     ranges_add(&mut self.unpersisted, offset_bytes, end_bytes);
                 }
@@ -117,7 +117,8 @@ impl Inode {
             let (start, end) = (start as usize, end as usize);
             assert!(end <= self.current.len());
             assert!(end <= self.durable.len());
-            Arc::make_mut(&mut self.current)[start..end].copy_from_slice(&self.durable[start..end]);
+            let durable = self.durable.copy_range(start..end);
+            self.current.write_at(start, &durable);
             dropped_bytes += (end - start) as u64;
         }
         dropped_bytes
@@ -177,21 +178,23 @@ pub(super) fn ranges_clip(ranges: &mut Vec<(u64, u64)>, len_bytes: u64) {
     ranges_remove(ranges, len_bytes, u64::MAX);
 }
 
-/// A file's bytes, shared between clones of a disk until one of them changes them: a fork of
-/// a run copies the files it writes, not the whole disk, and two disks compare a file they
-/// still share without reading it (`Arc`'s equality of an `Eq` value tries the pointer first).
-pub(super) type Contents = Arc<Vec<u8>>;
+/// A file's bytes, shared between clones of a disk chunk by chunk until one of them changes
+/// them: a fork of a run copies the chunks it writes, not the whole disk, and two disks
+/// compare a file they still share without reading it (`contents.rs`).
+pub(super) use super::contents::Contents;
 
 pub(super) fn apply_data_op(contents: &mut Contents, op: &DataOp) {
     match op {
-        DataOp::SetLen { len_bytes }
-            if *len_bytes <= contents.len() as u64 && Arc::strong_count(contents) > 1 =>
-        {
-            // Shared: copy only what stays.
-            let len = usize::try_from(*len_bytes).expect("length fits in memory");
-            *contents = Arc::new(contents[..len].to_vec());
+        DataOp::Write {
+            offset_bytes,
+            bytes,
+        } => contents.write_at(
+            usize::try_from(*offset_bytes).expect("offset fits in memory"),
+            bytes,
+        ),
+        DataOp::SetLen { len_bytes } => {
+            contents.resize(usize::try_from(*len_bytes).expect("length fits in memory"))
         }
-        _ => apply_to_bytes(Arc::make_mut(contents), op),
     }
 }
 

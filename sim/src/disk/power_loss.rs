@@ -827,7 +827,7 @@ impl Disk {
         }
         assert!(made.next().is_none(), "every choice of the file was used");
         outcome.len_bytes = contents.len() as u64;
-        (Arc::new(contents), Some(outcome))
+        (Contents::from(contents), Some(outcome))
     }
 
     /// A name for each inode in descriptions: the process's name for it, else its durable

@@ -1,0 +1,349 @@
+//! A file's bytes as fixed-size chunks shared between clones ([`Contents`]): a fork of a run
+//! copies a file's chunk list, not its bytes, and a write copies only the chunks it touches
+//! while they are shared, so the cost of forking a run and appending to its sink does not
+//! grow with the file.
+//!
+//! Chunk `i` holds the bytes `i * CHUNK_BYTES .. (i + 1) * CHUNK_BYTES`: every chunk but the
+//! last is full and none is empty. Boundaries are fixed by offset, so two files are compared
+//! chunk by chunk, and a chunk two files still share is equal without reading it.
+
+use std::sync::Arc;
+
+/// The bytes of one chunk: a write into a shared chunk copies at most this much.
+pub const CHUNK_BYTES: usize = 64 * 1024;
+
+/// A file's bytes (see the module header).
+#[derive(Clone, Default)]
+pub struct Contents {
+    chunks: Vec<Arc<Vec<u8>>>,
+    len_bytes: usize,
+}
+
+impl Contents {
+    pub fn len(&self) -> usize {
+        self.len_bytes
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len_bytes == 0
+    }
+
+    /// The chunks, in order: every byte once, none empty.
+    pub fn chunks(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.chunks.iter().map(|chunk| chunk.as_slice())
+    }
+
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(self.len_bytes);
+        for chunk in self.chunks() {
+            bytes.extend_from_slice(chunk);
+        }
+        bytes
+    }
+
+    /// A copy of the bytes in `range` (within the file).
+    pub fn copy_range(&self, range: std::ops::Range<usize>) -> Vec<u8> {
+        assert!(range.start <= range.end);
+        assert!(range.end <= self.len_bytes);
+        let mut bytes = Vec::with_capacity(range.end - range.start);
+        let mut at = range.start;
+        // Bounded: one round per chunk the range touches.
+        while at < range.end {
+            let chunk = &self.chunks[at / CHUNK_BYTES];
+            let from = at % CHUNK_BYTES;
+            let to = (range.end - (at - from)).min(chunk.len());
+            bytes.extend_from_slice(&chunk[from..to]);
+            at += to - from;
+        }
+        bytes
+    }
+
+    /// The last byte, if any.
+    pub fn last(&self) -> Option<u8> {
+        self.chunks.last().and_then(|chunk| chunk.last().copied())
+    }
+
+    /// Writes `bytes` at `offset_bytes`, extending the file with zeros if needed.
+    pub fn write_at(&mut self, offset_bytes: usize, bytes: &[u8]) {
+        let end = offset_bytes + bytes.len();
+        if self.len_bytes < end {
+            self.resize(end);
+        }
+        let mut at = offset_bytes;
+        // Bounded: one round per chunk the write touches.
+        while at < end {
+            let chunk = Arc::make_mut(&mut self.chunks[at / CHUNK_BYTES]);
+            let from = at % CHUNK_BYTES;
+            let to = (end - (at - from)).min(chunk.len());
+            chunk[from..to]
+                .copy_from_slice(&bytes[at - offset_bytes..at - offset_bytes + to - from]);
+            at += to - from;
+        }
+        self.check();
+    }
+
+    /// Cuts the file to `len_bytes`, or extends it with zeros to that length.
+    pub fn resize(&mut self, len_bytes: usize) {
+        if len_bytes <= self.len_bytes {
+            let chunks = len_bytes.div_ceil(CHUNK_BYTES);
+            self.chunks.truncate(chunks);
+            if let Some(last) = self.chunks.last_mut() {
+                let keep = len_bytes - (chunks - 1) * CHUNK_BYTES;
+                if last.len() != keep {
+                    match Arc::get_mut(last) {
+                        Some(last) => last.truncate(keep),
+                        // Shared: copy only what stays.
+                        None => *last = Arc::new(last[..keep].to_vec()),
+                    }
+                }
+            }
+        } else {
+            let mut missing = len_bytes - self.len_bytes;
+            // Bounded: one round per chunk the file grows into (the last, then new ones).
+            while missing > 0 {
+                match self.chunks.last_mut() {
+                    Some(last) if last.len() < CHUNK_BYTES => {
+                        let grow = missing.min(CHUNK_BYTES - last.len());
+                        let last = Arc::make_mut(last);
+                        last.resize(last.len() + grow, 0);
+                        missing -= grow;
+                    }
+                    _ => {
+                        let grow = missing.min(CHUNK_BYTES);
+                        self.chunks.push(Arc::new(vec![0; grow]));
+                        missing -= grow;
+                    }
+                }
+            }
+        }
+        self.len_bytes = len_bytes;
+        self.check();
+    }
+
+    /// Whether `self` begins with `prefix`: chunks the two share are equal unread.
+    pub fn starts_with(&self, prefix: &Contents) -> bool {
+        if prefix.len_bytes > self.len_bytes {
+            return false;
+        }
+        prefix
+            .chunks
+            .iter()
+            .zip(&self.chunks)
+            .all(|(theirs, ours)| Arc::ptr_eq(theirs, ours) || ours.starts_with(theirs))
+    }
+
+    /// The invariant of the module header (debug builds only: O(chunks)).
+    fn check(&self) {
+        debug_assert!(self.chunks.iter().all(|chunk| !chunk.is_empty()));
+        debug_assert!(self
+            .chunks
+            .iter()
+            .rev()
+            .skip(1)
+            .all(|chunk| chunk.len() == CHUNK_BYTES));
+        debug_assert_eq!(
+            self.chunks.iter().map(|chunk| chunk.len()).sum::<usize>(),
+            self.len_bytes
+        );
+    }
+}
+
+impl From<Vec<u8>> for Contents {
+    fn from(bytes: Vec<u8>) -> Contents {
+        if bytes.len() <= CHUNK_BYTES {
+            let len_bytes = bytes.len();
+            let chunks = if bytes.is_empty() {
+                Vec::new()
+            } else {
+                vec![Arc::new(bytes)]
+            };
+            return Contents { chunks, len_bytes };
+        }
+        Contents::from(&bytes[..])
+    }
+}
+
+impl From<&[u8]> for Contents {
+    fn from(bytes: &[u8]) -> Contents {
+        let contents = Contents {
+            chunks: bytes
+                .chunks(CHUNK_BYTES)
+                .map(|chunk| Arc::new(chunk.to_vec()))
+                .collect(),
+            len_bytes: bytes.len(),
+        };
+        contents.check();
+        contents
+    }
+}
+
+/// Equal bytes; a chunk both share is not read.
+impl PartialEq for Contents {
+    fn eq(&self, other: &Contents) -> bool {
+        self.len_bytes == other.len_bytes
+            && self
+                .chunks
+                .iter()
+                .zip(&other.chunks)
+                .all(|(a, b)| Arc::ptr_eq(a, b) || a == b)
+    }
+}
+
+impl Eq for Contents {}
+
+/// As the bytes' `Vec` prints.
+impl std::fmt::Debug for Contents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.chunks().flat_map(|chunk| chunk.iter()))
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Contents, CHUNK_BYTES};
+
+    /// One operation on a file.
+    #[derive(Clone, Copy, Debug)]
+    enum Op {
+        /// Write `len` bytes of `byte` at `offset`.
+        Write {
+            offset: usize,
+            len: usize,
+            byte: u8,
+        },
+        Resize(usize),
+        /// Clone the file, and go on with the clone (the original must not change).
+        Fork,
+    }
+
+    /// Applies `ops` to a `Contents` and to a plain `Vec<u8>`, and checks after each that
+    /// they hold the same bytes, and that every earlier fork still holds what it held.
+    fn check(ops: &[Op]) {
+        let mut contents = Contents::default();
+        let mut plain: Vec<u8> = Vec::new();
+        let mut forks: Vec<(Contents, Vec<u8>)> = Vec::new();
+        for op in ops {
+            match *op {
+                Op::Write { offset, len, byte } => {
+                    let bytes = vec![byte; len];
+                    contents.write_at(offset, &bytes);
+                    if plain.len() < offset + len {
+                        plain.resize(offset + len, 0);
+                    }
+                    plain[offset..offset + len].copy_from_slice(&bytes);
+                }
+                Op::Resize(len) => {
+                    contents.resize(len);
+                    plain.resize(len, 0);
+                }
+                Op::Fork => {
+                    forks.push((contents.clone(), plain.clone()));
+                }
+            }
+            assert_eq!(contents.len(), plain.len(), "{op:?}");
+            assert_eq!(contents.to_vec(), plain, "{op:?}");
+            assert_eq!(contents.last(), plain.last().copied());
+            assert_eq!(contents, Contents::from(plain.clone()), "{op:?}");
+            assert_eq!(contents, Contents::from(&plain[..]), "{op:?}");
+            for (fork, bytes) in &forks {
+                assert_eq!(fork.to_vec(), *bytes, "a fork is unaffected by {op:?}");
+                assert_eq!(contents.starts_with(fork), plain.starts_with(bytes));
+                assert_eq!(fork.starts_with(&contents), bytes.starts_with(&plain));
+            }
+            let mid = plain.len() / 3;
+            assert_eq!(contents.copy_range(mid..plain.len()), plain[mid..]);
+            assert_eq!(contents.copy_range(0..mid), plain[..mid]);
+        }
+    }
+
+    #[test]
+    fn chunked_bytes_act_as_a_vec_and_forks_keep_theirs() {
+        let c = CHUNK_BYTES;
+        // Appends across chunk boundaries, with forks between.
+        check(&[
+            Op::Write {
+                offset: 0,
+                len: 10,
+                byte: 1,
+            },
+            Op::Fork,
+            Op::Write {
+                offset: 10,
+                len: c,
+                byte: 2,
+            },
+            Op::Fork,
+            Op::Write {
+                offset: c + 10,
+                len: 2 * c + 5,
+                byte: 3,
+            },
+            Op::Fork,
+            Op::Write {
+                offset: 3 * c + 15,
+                len: 1,
+                byte: 4,
+            },
+        ]);
+        // Overwrites across a boundary, growth by a write past the end, cuts and growth.
+        check(&[
+            Op::Resize(2 * c + 1),
+            Op::Fork,
+            Op::Write {
+                offset: c - 3,
+                len: 7,
+                byte: 9,
+            },
+            Op::Write {
+                offset: 4 * c,
+                len: 3,
+                byte: 8,
+            },
+            Op::Fork,
+            Op::Resize(c),
+            Op::Resize(c + 1),
+            Op::Fork,
+            Op::Resize(5),
+            Op::Resize(0),
+            Op::Write {
+                offset: 2,
+                len: c,
+                byte: 7,
+            },
+            Op::Fork,
+            Op::Resize(c - 1),
+            Op::Write {
+                offset: c - 1,
+                len: 1,
+                byte: 6,
+            },
+        ]);
+        // An empty write past the end grows the file to it, as on a Vec.
+        check(&[
+            Op::Write {
+                offset: c + 1,
+                len: 0,
+                byte: 0,
+            },
+            Op::Fork,
+            Op::Resize(c + 1),
+        ]);
+    }
+
+    #[test]
+    fn a_fork_shares_the_chunks_a_write_does_not_touch() {
+        let mut contents = Contents::from(vec![7; 3 * CHUNK_BYTES + 1]);
+        let fork = contents.clone();
+        contents.write_at(3 * CHUNK_BYTES + 1, b"appended");
+        let shared = fork
+            .chunks
+            .iter()
+            .zip(&contents.chunks)
+            .filter(|(a, b)| std::sync::Arc::ptr_eq(a, b))
+            .count();
+        assert_eq!(shared, 3, "only the last chunk was copied");
+        assert!(contents.starts_with(&fork));
+    }
+}
