@@ -2,7 +2,7 @@
 //! prefix and a suffix of lines with it, is read as a splice of its records around the lines
 //! in between (`records.rs`): the view `observe_file` reads from the whole file.
 
-use super::records::{KnownRecords, Records, Splice};
+use super::records::{KnownRecords, Middle, Records, Splice};
 use super::{read_file, ViewObservation};
 use std::sync::Arc;
 
@@ -68,6 +68,17 @@ impl KnownSink {
         (lines.len() - records) as u64
     }
 
+    /// The lines whose bytes are exactly the known file's `range`, if it runs from a line
+    /// start to a line start over whole lines (each ending with its '\n').
+    fn whole_lines(&self, range: std::ops::Range<usize>) -> Option<std::ops::Range<usize>> {
+        let first = self.lines.partition_point(|&(end, _)| end <= range.start);
+        let end = self.lines.partition_point(|&(end, _)| end <= range.end);
+        let whole = self.start(first) == range.start
+            && self.start(end) == range.end
+            && (range.is_empty() || self.bytes[range.end - 1] == b'\n');
+        whole.then_some(first..end)
+    }
+
     /// Where line `i` starts.
     fn start(&self, i: usize) -> usize {
         i.checked_sub(1).map_or(0, |before| self.lines[before].0)
@@ -119,16 +130,30 @@ impl KnownSink {
         }
         let middle_end = bytes.len - (known.len() - self.start(suffix_from));
         assert!(prefix_bytes <= middle_end && prefix_bytes <= self.start(suffix_from));
-        let middle = read_file(Some(&bytes.copy(prefix_bytes..middle_end)));
+        // A middle that is a run of the known file's whole lines has their records; any other
+        // is parsed.
+        let (middle, middle_corrupt_lines) = match bytes
+            .known_run(prefix_bytes..middle_end)
+            .and_then(|run| self.whole_lines(run))
+        {
+            Some(lines) => (
+                Middle::Known(self.records_before[lines.start]..self.records_before[lines.end]),
+                self.corrupt_in(lines),
+            ),
+            None => {
+                let middle = read_file(Some(&bytes.copy(prefix_bytes..middle_end)));
+                (Middle::Own(middle.records), middle.corrupt_lines)
+            }
+        };
         ViewObservation {
             records: Records::Spliced(Splice {
                 known: Arc::clone(&self.records),
                 head: self.records_before[prefix_lines],
-                middle: middle.records,
+                middle,
                 tail_from: self.records_before[suffix_from],
             }),
             corrupt_lines: self.corrupt_in(0..prefix_lines)
-                + middle.corrupt_lines
+                + middle_corrupt_lines
                 + self.corrupt_in(suffix_from..self.lines.len()),
             ..ViewObservation::default()
         }
@@ -217,6 +242,19 @@ impl<'a> Laid<'a> {
         }
         assert!(same <= limit);
         same
+    }
+
+    /// Where the file's bytes `range` lie in the known file, if one piece of the known
+    /// file's bytes holds them all.
+    fn known_run(&self, range: std::ops::Range<usize>) -> Option<std::ops::Range<usize>> {
+        let i = self
+            .pieces
+            .partition_point(|&(start, _, _)| start <= range.start)
+            .checked_sub(1)?;
+        let (start, bytes, at_known) = self.pieces[i];
+        let at = at_known?;
+        (range.end <= start + bytes.len())
+            .then(|| at + (range.start - start)..at + (range.end - start))
     }
 
     fn byte_at(&self, at: usize) -> u8 {

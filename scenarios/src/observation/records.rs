@@ -19,11 +19,28 @@ pub enum Records {
 pub struct Splice {
     pub known: Arc<KnownRecords>,
     pub head: usize,
-    pub middle: Vec<Record>,
+    pub middle: Middle,
     pub tail_from: usize,
 }
 
+/// A splice's middle: records of its own, or a run of the known file's records (a point's
+/// file that holds a run of the fault-free file twice, as an append sink's replay writes it,
+/// is read and hashed without parsing or hashing that run again).
+#[derive(Clone, Debug)]
+pub enum Middle {
+    Own(Vec<Record>),
+    Known(std::ops::Range<usize>),
+}
+
 impl Splice {
+    /// The middle's records.
+    pub fn middle(&self) -> &[Record] {
+        match &self.middle {
+            Middle::Own(records) => records,
+            Middle::Known(run) => &self.known.records[run.clone()],
+        }
+    }
+
     /// Where the record at `known_at` of the known file (kept: before `head` or from
     /// `tail_from` on) stands in the splice.
     pub fn place_of_known(&self, known_at: usize) -> usize {
@@ -31,7 +48,7 @@ impl Splice {
         if known_at < self.head {
             known_at
         } else {
-            known_at - self.tail_from + self.head + self.middle.len()
+            known_at - self.tail_from + self.head + self.middle().len()
         }
     }
 }
@@ -52,7 +69,9 @@ impl Records {
     pub fn len(&self) -> usize {
         match self {
             Records::Own(records) => records.len(),
-            Records::Spliced(s) => s.head + s.middle.len() + (s.known.records.len() - s.tail_from),
+            Records::Spliced(s) => {
+                s.head + s.middle().len() + (s.known.records.len() - s.tail_from)
+            }
         }
     }
 
@@ -67,7 +86,7 @@ impl Records {
             Records::Spliced(s) => (
                 &[],
                 &s.known.records[..s.head],
-                &s.middle,
+                s.middle(),
                 &s.known.records[s.tail_from..],
             ),
         };
@@ -81,12 +100,12 @@ impl Records {
             Records::Spliced(s) => {
                 if at < s.head {
                     s.known.records.get(at)
-                } else if at < s.head + s.middle.len() {
-                    s.middle.get(at - s.head)
+                } else if at < s.head + s.middle().len() {
+                    s.middle().get(at - s.head)
                 } else {
                     s.known
                         .records
-                        .get(at - s.head - s.middle.len() + s.tail_from)
+                        .get(at - s.head - s.middle().len() + s.tail_from)
                 }
             }
         }
@@ -104,7 +123,10 @@ impl Records {
             Records::Spliced(s) => s
                 .known
                 .range_hash(0..s.head)
-                .then(SequenceHash::of(&s.middle))
+                .then(match &s.middle {
+                    Middle::Own(records) => SequenceHash::of(records),
+                    Middle::Known(run) => s.known.range_hash(run.clone()),
+                })
                 .then(s.known.range_hash(s.tail_from..s.known.records.len())),
         }
     }
@@ -312,23 +334,32 @@ mod tests {
         }
     }
 
-    /// Every splice of `known` with each of `middles` reads, hashes and compares as the list
-    /// of its records does. Returns how many splices were checked.
+    /// Every splice of `known` with each of `middles`, and with every run of `known` as its
+    /// middle, reads, hashes and compares as the list of its records does. Returns how many
+    /// splices were checked.
     fn check(known: &[Record], middles: &[Vec<Record>]) -> u64 {
         let shared = Arc::new(KnownRecords::new(known.to_vec()));
+        let runs = (0..=known.len()).flat_map(|from| (from..=known.len()).map(move |to| from..to));
+        let middles: Vec<Middle> = middles
+            .iter()
+            .cloned()
+            .map(Middle::Own)
+            .chain(runs.map(Middle::Known))
+            .collect();
         let mut checked = 0;
         for head in 0..=known.len() {
             for tail_from in head..=known.len() {
-                for middle in middles {
-                    let mut whole = known[..head].to_vec();
-                    whole.extend(middle.iter().cloned());
-                    whole.extend(known[tail_from..].iter().cloned());
-                    let spliced = Records::Spliced(Splice {
+                for middle in &middles {
+                    let splice = Splice {
                         known: Arc::clone(&shared),
                         head,
                         middle: middle.clone(),
                         tail_from,
-                    });
+                    };
+                    let mut whole = known[..head].to_vec();
+                    whole.extend(splice.middle().iter().cloned());
+                    whole.extend(known[tail_from..].iter().cloned());
+                    let spliced = Records::Spliced(splice);
                     let own = Records::Own(whole.clone());
                     assert_eq!(spliced.len(), whole.len());
                     assert_eq!(spliced.to_vec(), whole);
@@ -356,8 +387,9 @@ mod tests {
             vec![known[0].clone(), known[0].clone()],
             vec![record("x", 7, -1), known[5].clone(), record("é\"", 1, 2)],
         ];
-        assert_eq!(check(&known, &middles), 28 * 4);
-        assert_eq!(check(&[], &middles), 4);
+        // 28 (head, tail) pairs, each with 4 middles of its own and 28 runs of the known file.
+        assert_eq!(check(&known, &middles), 28 * (4 + 28));
+        assert_eq!(check(&[], &middles), 4 + 1);
     }
 
     #[test]

@@ -111,7 +111,7 @@ impl Base {
         for record in &known[head..tail_from] {
             touched.entry(slot(record, key)).or_default();
         }
-        for (i, record) in splice.middle.iter().enumerate() {
+        for (i, record) in splice.middle().iter().enumerate() {
             let copies = touched
                 .entry(slot(record, key))
                 .or_default()
@@ -168,7 +168,7 @@ impl Base {
         // Each touched window's last value: the known file's after the middle, else the
         // middle's, else the known file's before it.
         let mut middle_last: BTreeMap<i64, i128> = BTreeMap::new();
-        for record in &splice.middle {
+        for record in splice.middle() {
             middle_last.insert(record.window_end, record.sum);
         }
         let mut windows: BTreeSet<i64> = known[head..tail_from]
@@ -203,7 +203,7 @@ impl Base {
 mod tests {
     use super::super::identity::judge_records;
     use super::super::Reference;
-    use crate::observation::records::{KnownRecords, Splice};
+    use crate::observation::records::{KnownRecords, Middle, Splice};
     use keel_engine::{KeyScheme, Record, RecordKind};
     use std::sync::Arc;
 
@@ -233,7 +233,7 @@ mod tests {
                         let splice = Splice {
                             known: Arc::clone(&shared),
                             head,
-                            middle: middle.clone(),
+                            middle: Middle::Own(middle.clone()),
                             tail_from,
                         };
                         let mut whole = known[..head].to_vec();
