@@ -10,28 +10,44 @@ use super::identity::{
     content, earlier, slot, slot_tally, stale_windows, Content, Judged, ReferenceTallies, Slot,
     Tally,
 };
-use crate::observation::records::Splice;
+use crate::observation::records::{Middle, Splice};
 use keel_engine::{KeyScheme, Record};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A known file's records judged against a reference, kept to judge its splices.
 #[derive(Debug)]
 pub(super) struct Base {
-    slots: BTreeMap<Slot, BaseSlot>,
+    /// The known file's slots, in slot order; a slot's number is its place here.
+    slots: Vec<BaseSlot>,
+    /// Slot -> its number.
+    numbers: BTreeMap<Slot, usize>,
+    /// Each known record's slot number: a splice's known records, and its middle when that
+    /// is a run of them, are sorted into slots without making or comparing a slot.
+    slot_of: Vec<usize>,
     tally: Tally,
     /// For each slot with a content the reference lacks there: the place of its first such
-    /// record, by place.
-    wrong_firsts: BTreeMap<usize, Slot>,
+    /// record, by place (and the slot's number).
+    wrong_firsts: BTreeMap<usize, usize>,
     /// The places of each window's records, in order.
     windows: BTreeMap<i64, Vec<usize>>,
     stale_windows: u64,
 }
 
-/// One slot of the known file: the places of each content's copies, and its tally.
+/// One slot of the known file: the places of each content's copies, its tally, and the
+/// reference's copies there (its total, and how many of each content).
 #[derive(Debug)]
 struct BaseSlot {
     contents: BTreeMap<Content, Vec<usize>>,
     tally: Tally,
+    total: u64,
+    want: Option<BTreeMap<Content, u64>>,
+}
+
+/// A slot a splice touches: one of the known file's (by number), or one only its middle has.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Touched {
+    Known(usize),
+    New(Slot),
 }
 
 /// 1 where a window whose last value is `last` (None: the view has none) is stale against
@@ -52,16 +68,12 @@ impl Base {
         known: &[Record],
         key: KeyScheme,
     ) -> Base {
-        let mut slots: BTreeMap<Slot, BaseSlot> = BTreeMap::new();
+        let mut by_slot: BTreeMap<Slot, BTreeMap<Content, Vec<usize>>> = BTreeMap::new();
         let mut windows: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
         for (at, record) in known.iter().enumerate() {
-            slots
+            by_slot
                 .entry(slot(record, key))
-                .or_insert_with(|| BaseSlot {
-                    contents: BTreeMap::new(),
-                    tally: Tally::default(),
-                })
-                .contents
+                .or_default()
                 .entry(content(record))
                 .or_default()
                 .push(at);
@@ -70,23 +82,37 @@ impl Base {
         let mut tally = Tally::default();
         let mut untouched = reference_len;
         let mut wrong_firsts = BTreeMap::new();
-        for (slot, base) in &mut slots {
-            let (total, want) = tallies.slot(slot);
+        let mut slots = Vec::with_capacity(by_slot.len());
+        let mut numbers = BTreeMap::new();
+        let mut slot_of = vec![usize::MAX; known.len()];
+        for (number, (slot, contents)) in by_slot.into_iter().enumerate() {
+            let (total, want) = tallies.slot(&slot);
             untouched -= total;
-            let copies = base
-                .contents
+            let copies = contents
                 .iter()
                 .map(|(content, places)| (*content, places.len() as u64, places[0]));
             let (slot_tally, wrong_at) = slot_tally(total, want, copies);
-            base.tally = slot_tally;
             tally += slot_tally;
             if let Some(at) = wrong_at {
-                wrong_firsts.insert(at, slot.clone());
+                wrong_firsts.insert(at, number);
             }
+            for &at in contents.values().flatten() {
+                slot_of[at] = number;
+            }
+            slots.push(BaseSlot {
+                contents,
+                tally: slot_tally,
+                total,
+                want: want.cloned(),
+            });
+            numbers.insert(slot, number);
         }
+        assert!(slot_of.iter().all(|&number| number < slots.len()));
         tally.lost += untouched;
         Base {
             slots,
+            numbers,
+            slot_of,
             tally,
             wrong_firsts,
             windows,
@@ -107,13 +133,26 @@ impl Base {
         assert!(tail_from <= known.len());
         // Every slot the splice touches, with its view's copies of each content and the
         // place of the first: the middle's first, then the known copies it kept.
-        let mut touched: BTreeMap<Slot, BTreeMap<Content, (u64, usize)>> = BTreeMap::new();
-        for record in &known[head..tail_from] {
-            touched.entry(slot(record, key)).or_default();
+        let mut touched: BTreeMap<Touched, BTreeMap<Content, (u64, usize)>> = BTreeMap::new();
+        for at in head..tail_from {
+            touched.entry(Touched::Known(self.slot_of[at])).or_default();
         }
-        for (i, record) in splice.middle().iter().enumerate() {
+        let middle = splice.middle();
+        let middle_slots: Box<dyn Iterator<Item = Touched>> = match &splice.middle {
+            Middle::Known(run) => {
+                Box::new(self.slot_of[run.clone()].iter().map(|&n| Touched::Known(n)))
+            }
+            Middle::Own(records) => Box::new(records.iter().map(|record| {
+                let slot = slot(record, key);
+                match self.numbers.get(&slot) {
+                    Some(&number) => Touched::Known(number),
+                    None => Touched::New(slot),
+                }
+            })),
+        };
+        for (i, (record, touched_slot)) in middle.iter().zip(middle_slots).enumerate() {
             let copies = touched
-                .entry(slot(record, key))
+                .entry(touched_slot)
                 .or_default()
                 .entry(content(record))
                 .or_insert((0, head + i));
@@ -121,10 +160,10 @@ impl Base {
         }
         let mut tally = self.tally;
         let mut first_wrong_at = None;
-        for (slot, contents) in &mut touched {
-            let (total, want) = tallies.slot(slot);
-            match self.slots.get(slot) {
-                Some(base) => {
+        for (touched_slot, contents) in &mut touched {
+            let (total, want) = match touched_slot {
+                Touched::Known(number) => {
+                    let base = &self.slots[*number];
                     tally -= base.tally;
                     for (content, places) in &base.contents {
                         let replaced_from = places.partition_point(|&at| at < head);
@@ -143,14 +182,17 @@ impl Base {
                         copies.0 += kept as u64;
                         copies.1 = copies.1.min(first);
                     }
+                    (base.total, base.want.as_ref())
                 }
-                None => {
+                Touched::New(slot) => {
+                    let (total, want) = tallies.slot(slot);
                     tally -= Tally {
                         lost: total,
                         ..Tally::default()
-                    }
+                    };
+                    (total, want)
                 }
-            }
+            };
             let copies = contents.iter().map(|(content, &(n, at))| (*content, n, at));
             let (slot_tally, wrong_at) = slot_tally(total, want, copies);
             tally += slot_tally;
@@ -161,14 +203,14 @@ impl Base {
         let untouched_wrong = self
             .wrong_firsts
             .iter()
-            .find(|(_, slot)| !touched.contains_key(*slot))
+            .find(|(_, &number)| !touched.contains_key(&Touched::Known(number)))
             .map(|(&at, _)| splice.place_of_known(at));
         first_wrong_at = earlier(first_wrong_at, untouched_wrong);
 
         // Each touched window's last value: the known file's after the middle, else the
         // middle's, else the known file's before it.
         let mut middle_last: BTreeMap<i64, i128> = BTreeMap::new();
-        for record in splice.middle() {
+        for record in middle {
             middle_last.insert(record.window_end, record.sum);
         }
         let mut windows: BTreeSet<i64> = known[head..tail_from]
@@ -222,6 +264,14 @@ mod tests {
     /// many splices were judged.
     fn check(reference: &Reference, known: &[Record], middles: &[Vec<Record>]) -> u64 {
         let shared = Arc::new(KnownRecords::new(known.to_vec()));
+        // Each middle of its own, then every run of the known file as the middle.
+        let runs = (0..=known.len()).flat_map(|from| (from..=known.len()).map(move |to| from..to));
+        let middles: Vec<Middle> = middles
+            .iter()
+            .cloned()
+            .map(Middle::Own)
+            .chain(runs.map(Middle::Known))
+            .collect();
         let mut judged = 0;
         for key in [KeyScheme::EventIndex, KeyScheme::ProcessingTime] {
             let tallies = reference.tallies(key);
@@ -229,15 +279,15 @@ mod tests {
             let base = reference.splice_base(&shared, key);
             for head in 0..=known.len() {
                 for tail_from in head..=known.len() {
-                    for middle in middles {
+                    for middle in &middles {
                         let splice = Splice {
                             known: Arc::clone(&shared),
                             head,
-                            middle: Middle::Own(middle.clone()),
+                            middle: middle.clone(),
                             tail_from,
                         };
                         let mut whole = known[..head].to_vec();
-                        whole.extend(middle.iter().cloned());
+                        whole.extend(splice.middle().iter().cloned());
                         whole.extend(known[tail_from..].iter().cloned());
                         assert_eq!(
                             base.judge(tallies, key, &splice),
@@ -284,7 +334,8 @@ mod tests {
             // Another copy of the known file's wrong record: its first place moves.
             vec![rec("25:20", 20, 999, LateUpdate)],
         ];
-        assert_eq!(check(&reference, &known, &middles), 2 * 28 * 7);
-        assert_eq!(check(&reference, &[], &middles), 2 * 7);
+        // Both key schemes, 28 (head, tail) pairs, 7 middles of their own and 28 runs.
+        assert_eq!(check(&reference, &known, &middles), 2 * 28 * (7 + 28));
+        assert_eq!(check(&reference, &[], &middles), 2 * (7 + 1));
     }
 }
