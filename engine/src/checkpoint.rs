@@ -172,7 +172,7 @@ impl Checkpoint {
             }
         }
         let state = OperatorState {
-            windows,
+            windows: windows.into(),
             max_ts: file.max_ts,
             dropped_late: file.dropped_late,
         };

@@ -14,6 +14,7 @@ pub mod record;
 pub mod sink;
 pub mod txsink;
 pub mod window;
+pub mod windows_map;
 
 pub use checkpoint::{Checkpoint, PendingTxn};
 pub use engine::{
@@ -24,3 +25,4 @@ pub use protocol::{CheckpointMode, CheckpointProtocol};
 pub use record::{Record, RecordKind};
 pub use sink::{SinkKind, SINK_WRITE_OP};
 pub use window::{format_windows, OperatorState, WindowState};
+pub use windows_map::Windows;

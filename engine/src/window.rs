@@ -38,6 +38,7 @@
 
 use crate::event::Event;
 use crate::record::{Record, RecordKind};
+use crate::windows_map::Windows;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
@@ -53,8 +54,8 @@ pub struct WindowState {
 /// Everything the operator remembers across events: what a checkpoint saves.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OperatorState {
-    /// Window end -> state, ordered by end.
-    pub windows: BTreeMap<i64, WindowState>,
+    /// Window end -> state, ordered by end; copies share its chunks (`Windows`).
+    pub windows: Windows,
     pub max_ts: Option<i64>,
     /// Events dropped because their window was past its allowed lateness (always 0 with
     /// unbounded lateness).
@@ -113,7 +114,7 @@ impl OperatorState {
         if let Some(changed) = changed.as_deref_mut() {
             changed.insert(end);
         }
-        let window = self.windows.entry(end).or_default();
+        let window = self.windows.entry_or_default(end);
         window.sum += i128::from(event.value);
         window.cnt += 1;
         let (sum, late) = (window.sum, window.fired);
@@ -151,17 +152,18 @@ impl OperatorState {
             }
             None => (Bound::Unbounded, Bound::Included(watermark)),
         };
-        for (&window_end, window) in self.windows.range_mut(above) {
-            // Above the previous watermark only a flush fires a window, and no event follows
-            // a flush in a run; skipped all the same, as the rule says.
-            if window.fired {
-                continue;
-            }
-            fire(window, window_end, key_prefix, watermark, &mut records);
-            if let Some(changed) = changed.as_deref_mut() {
-                changed.insert(window_end);
-            }
-        }
+        // Above the previous watermark only a flush fires a window, and no event follows a
+        // flush in a run; a fired one is skipped all the same, as the rule says.
+        self.windows.update_where(
+            above,
+            |window| !window.fired,
+            |window_end, window| {
+                fire(window, window_end, key_prefix, watermark, &mut records);
+                if let Some(changed) = changed.as_deref_mut() {
+                    changed.insert(window_end);
+                }
+            },
+        );
         // The invariant: O(log windows) for the newest window at or below the watermark,
         // O(windows) for all of them (debug builds only).
         assert!(self
@@ -173,15 +175,15 @@ impl OperatorState {
         if let Some(lateness) = allowed_lateness {
             // Purge: every window with end + L <= watermark, the oldest first (they fired:
             // end <= end + L <= watermark). Bounded by the number of windows.
-            while let Some(entry) = self.windows.first_entry() {
-                if *entry.key() + lateness > watermark {
+            while let Some((&end, window)) = self.windows.first_key_value() {
+                if end + lateness > watermark {
                     break;
                 }
-                debug_assert!(entry.get().fired);
+                debug_assert!(window.fired);
                 if let Some(changed) = changed.as_deref_mut() {
-                    changed.insert(*entry.key());
+                    changed.insert(end);
                 }
-                entry.remove();
+                self.windows.pop_first();
             }
         }
         records
@@ -206,19 +208,21 @@ impl OperatorState {
             return Vec::new();
         };
         let mut records = Vec::new();
-        for (&window_end, window) in self.windows.iter_mut() {
-            if window.fired {
-                continue;
-            }
-            window.fired = true;
-            records.push(Record {
-                key: format!("{key_prefix}:{window_end}"),
-                window_end,
-                sum: window.sum,
-                watermark,
-                kind: RecordKind::Flush,
-            });
-        }
+        // Copies only the chunks that hold a window to fire (a fork's run ends here).
+        self.windows.update_where(
+            ..,
+            |window| !window.fired,
+            |window_end, window| {
+                window.fired = true;
+                records.push(Record {
+                    key: format!("{key_prefix}:{window_end}"),
+                    window_end,
+                    sum: window.sum,
+                    watermark,
+                    kind: RecordKind::Flush,
+                });
+            },
+        );
         records
     }
 

@@ -1,0 +1,546 @@
+//! `Windows`: the operator's window end -> state map, ordered, whose copies share chunks.
+//!
+//! A sweep forks (clones) the engine once per point and the engine keeps a committed copy
+//! of its state: with unbounded lateness the map holds every window the run created, so a
+//! plain `BTreeMap` made every fork copy O(windows) entries. `Windows` keeps its entries in
+//! sorted chunks of at most [`CHUNK_ENTRIES_MAX`], each behind an `Arc`: a clone copies
+//! O(windows / CHUNK_ENTRIES_MAX) pointers, and a write copies only the chunk it touches
+//! when a clone still shares it (`Arc::make_mut`). Lookups stay O(log windows); iteration
+//! is in key order; equality, `Debug` and serde read as the map of its entries (serde's
+//! bytes are a `BTreeMap<i64, WindowState>`'s).
+
+use crate::window::WindowState;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::{Bound, RangeBounds};
+use std::sync::Arc;
+
+/// The most entries a chunk holds: a write to a shared chunk copies at most this many.
+pub const CHUNK_ENTRIES_MAX: usize = 64;
+
+/// Entries sorted by key, distinct keys, never empty, at most [`CHUNK_ENTRIES_MAX`].
+type Chunk = Arc<Vec<(i64, WindowState)>>;
+
+/// Window end -> state, ordered by end; see the module header.
+#[derive(Clone, Default)]
+pub struct Windows {
+    /// A lower bound of a chunk's keys -> the chunk. Every key of a chunk is at least its
+    /// bound and below the next chunk's bound, so the chunk that holds (or would hold) a
+    /// key is the last one whose bound is at most the key.
+    chunks: BTreeMap<i64, Chunk>,
+    len: usize,
+}
+
+impl Windows {
+    pub fn new() -> Windows {
+        Windows::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The chunk that holds `end` if any does: its bound and entries.
+    fn chunk_of(&self, end: i64) -> Option<(i64, &Chunk)> {
+        self.chunks
+            .range(..=end)
+            .next_back()
+            .map(|(&bound, chunk)| (bound, chunk))
+    }
+
+    /// Where `end` is in the map: its chunk's bound, and its position in the chunk (`Ok`)
+    /// or where it would go (`Err`); `None` when it lies below every chunk.
+    fn locate(&self, end: i64) -> Option<(i64, Result<usize, usize>)> {
+        let (bound, chunk) = self.chunk_of(end)?;
+        Some((bound, chunk.binary_search_by_key(&end, |&(key, _)| key)))
+    }
+
+    /// The entries of the chunk at `bound`, copied first if a clone shares them.
+    fn chunk_mut(&mut self, bound: i64) -> &mut Vec<(i64, WindowState)> {
+        Arc::make_mut(self.chunks.get_mut(&bound).expect("a chunk at the bound"))
+    }
+
+    pub fn get(&self, end: &i64) -> Option<&WindowState> {
+        let (bound, position) = self.locate(*end)?;
+        let position = position.ok()?;
+        Some(&self.chunks[&bound][position].1)
+    }
+
+    pub fn contains_key(&self, end: &i64) -> bool {
+        self.get(end).is_some()
+    }
+
+    /// The state of window `end`, if present; copies its chunk only then.
+    pub fn get_mut(&mut self, end: &i64) -> Option<&mut WindowState> {
+        let (bound, position) = self.locate(*end)?;
+        let position = position.ok()?;
+        Some(&mut self.chunk_mut(bound)[position].1)
+    }
+
+    /// The state of window `end`, inserted as the default first if absent.
+    pub fn entry_or_default(&mut self, end: i64) -> &mut WindowState {
+        let (bound, position) = match self.locate(end) {
+            Some((bound, Ok(position))) => (bound, position),
+            _ => {
+                self.insert(end, WindowState::default());
+                let (bound, position) = self.locate(end).expect("inserted above");
+                (bound, position.expect("inserted above"))
+            }
+        };
+        &mut self.chunk_mut(bound)[position].1
+    }
+
+    /// Sets window `end` to `state`; returns what it held.
+    pub fn insert(&mut self, end: i64, state: WindowState) -> Option<WindowState> {
+        let Some((bound, position)) = self.locate(end) else {
+            // Below every chunk: the first chunk takes `end` as its new bound, if it has room.
+            let first = self
+                .chunks
+                .first_entry()
+                .filter(|first| first.get().len() < CHUNK_ENTRIES_MAX);
+            let mut entries = match first {
+                Some(first) => first.remove(),
+                None => Arc::new(Vec::new()),
+            };
+            Arc::make_mut(&mut entries).insert(0, (end, state));
+            self.chunks.insert(end, entries);
+            self.len += 1;
+            return None;
+        };
+        let at = match position {
+            Ok(at) => {
+                let entry = &mut self.chunk_mut(bound)[at].1;
+                return Some(std::mem::replace(entry, state));
+            }
+            Err(at) => at,
+        };
+        self.len += 1;
+        let entries = self.chunk_mut(bound);
+        if entries.len() < CHUNK_ENTRIES_MAX {
+            entries.insert(at, (end, state));
+            return None;
+        }
+        assert!(entries.len() == CHUNK_ENTRIES_MAX);
+        if at == entries.len() {
+            // Past the end of a full chunk: a chunk of its own, which keeps the chunks full
+            // when windows are created in order (the common case).
+            self.chunks.insert(end, Arc::new(vec![(end, state)]));
+            return None;
+        }
+        let mut upper = entries.split_off(CHUNK_ENTRIES_MAX / 2);
+        if at < CHUNK_ENTRIES_MAX / 2 {
+            entries.insert(at, (end, state));
+        } else {
+            upper.insert(at - CHUNK_ENTRIES_MAX / 2, (end, state));
+        }
+        self.chunks.insert(upper[0].0, Arc::new(upper));
+        None
+    }
+
+    /// Removes window `end`; returns what it held. A chunk left empty is dropped.
+    pub fn remove(&mut self, end: &i64) -> Option<WindowState> {
+        let (bound, position) = self.locate(*end)?;
+        let position = position.ok()?;
+        self.len -= 1;
+        if self.chunks[&bound].len() == 1 {
+            let chunk = self.chunks.remove(&bound).expect("located above");
+            return Some(chunk[0].1);
+        }
+        Some(self.chunk_mut(bound).remove(position).1)
+    }
+
+    pub fn first_key_value(&self) -> Option<(&i64, &WindowState)> {
+        let (_, chunk) = self.chunks.first_key_value()?;
+        chunk.first().map(|(end, state)| (end, state))
+    }
+
+    pub fn last_key_value(&self) -> Option<(&i64, &WindowState)> {
+        let (_, chunk) = self.chunks.last_key_value()?;
+        chunk.last().map(|(end, state)| (end, state))
+    }
+
+    /// Removes the first window; returns it.
+    pub fn pop_first(&mut self) -> Option<(i64, WindowState)> {
+        let (&end, _) = self.first_key_value()?;
+        let state = self.remove(&end).expect("the first window");
+        Some((end, state))
+    }
+
+    /// Every window, in key order.
+    pub fn iter(&self) -> Iter<'_> {
+        Iter {
+            chunks: self.chunks.values(),
+            entries: [].iter(),
+            remaining: self.len,
+        }
+    }
+
+    /// The bounds of the chunks that may hold a key of `range`.
+    fn chunk_range(&self, range: &impl RangeBounds<i64>) -> (Bound<i64>, Bound<i64>) {
+        let start = match range.start_bound() {
+            Bound::Included(&key) | Bound::Excluded(&key) => match self.chunk_of(key) {
+                Some((bound, _)) => Bound::Included(bound),
+                None => Bound::Unbounded,
+            },
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        (start, range.end_bound().cloned())
+    }
+
+    /// The windows whose end lies in `range`, in key order.
+    pub fn range<R: RangeBounds<i64>>(
+        &self,
+        range: R,
+    ) -> impl DoubleEndedIterator<Item = (&i64, &WindowState)> {
+        self.chunks
+            .range(self.chunk_range(&range))
+            .flat_map(move |(_, chunk)| {
+                let (from, to) = slice_of(chunk, &range);
+                chunk[from..to].iter().map(|(end, state)| (end, state))
+            })
+    }
+
+    /// Calls `f` on every window whose end lies in `range` and for which `wanted` holds, in
+    /// key order; copies only the shared chunks that hold such a window.
+    pub fn update_where<R: RangeBounds<i64>>(
+        &mut self,
+        range: R,
+        wanted: impl Fn(&WindowState) -> bool,
+        mut f: impl FnMut(i64, &mut WindowState),
+    ) {
+        let chunk_range = self.chunk_range(&range);
+        // Bounded by the chunks in the range, and each by its entries.
+        for (_, chunk) in self.chunks.range_mut(chunk_range) {
+            let (from, to) = slice_of(chunk, &range);
+            let Some(first) = chunk[from..to].iter().position(|(_, w)| wanted(w)) else {
+                continue;
+            };
+            for (end, state) in &mut Arc::make_mut(chunk)[from + first..to] {
+                if wanted(state) {
+                    f(*end, state);
+                }
+            }
+        }
+    }
+}
+
+/// The positions `from..to` of `chunk`'s entries whose key lies in `range`.
+fn slice_of(chunk: &[(i64, WindowState)], range: &impl RangeBounds<i64>) -> (usize, usize) {
+    let from = chunk.partition_point(|&(key, _)| match range.start_bound() {
+        Bound::Included(&start) => key < start,
+        Bound::Excluded(&start) => key <= start,
+        Bound::Unbounded => false,
+    });
+    let to = chunk.partition_point(|&(key, _)| match range.end_bound() {
+        Bound::Included(&end) => key <= end,
+        Bound::Excluded(&end) => key < end,
+        Bound::Unbounded => true,
+    });
+    (from, to.max(from))
+}
+
+/// [`Windows::iter`]: every window in key order, and how many are left.
+pub struct Iter<'a> {
+    chunks: std::collections::btree_map::Values<'a, i64, Chunk>,
+    entries: std::slice::Iter<'a, (i64, WindowState)>,
+    remaining: usize,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = (&'a i64, &'a WindowState);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        // Chunks are never empty: at most one step to the next chunk.
+        let (end, state) = match self.entries.next() {
+            Some(entry) => entry,
+            None => {
+                self.entries = self.chunks.next()?.iter();
+                self.entries.next().expect("chunks are never empty")
+            }
+        };
+        self.remaining -= 1;
+        Some((end, state))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
+
+impl<'a> IntoIterator for &'a Windows {
+    type Item = (&'a i64, &'a WindowState);
+    type IntoIter = Iter<'a>;
+
+    fn into_iter(self) -> Iter<'a> {
+        self.iter()
+    }
+}
+
+impl FromIterator<(i64, WindowState)> for Windows {
+    /// As a `BTreeMap` collects: a key given twice keeps its last state.
+    fn from_iter<I: IntoIterator<Item = (i64, WindowState)>>(entries: I) -> Windows {
+        Windows::from(entries.into_iter().collect::<BTreeMap<i64, WindowState>>())
+    }
+}
+
+impl From<BTreeMap<i64, WindowState>> for Windows {
+    /// Full chunks, in key order.
+    fn from(map: BTreeMap<i64, WindowState>) -> Windows {
+        let len = map.len();
+        let mut chunks = BTreeMap::new();
+        let mut entries = map.into_iter().peekable();
+        // Bounded by the entries: every pass takes at least one.
+        while let Some(&(bound, _)) = entries.peek() {
+            let chunk: Vec<_> = entries.by_ref().take(CHUNK_ENTRIES_MAX).collect();
+            chunks.insert(bound, Arc::new(chunk));
+        }
+        Windows { chunks, len }
+    }
+}
+
+impl PartialEq for Windows {
+    /// The same entries in the same order. Maps chunked alike (a fork and its origin) compare
+    /// chunk by chunk, and a chunk they share at once; others entry by entry.
+    fn eq(&self, other: &Windows) -> bool {
+        if self.len != other.len {
+            return false;
+        }
+        let chunked_alike =
+            self.chunks.len() == other.chunks.len() && self.chunks.keys().eq(other.chunks.keys());
+        if chunked_alike {
+            return (self.chunks.values().zip(other.chunks.values()))
+                .all(|(x, y)| Arc::ptr_eq(x, y) || x == y);
+        }
+        self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for Windows {}
+
+impl fmt::Debug for Windows {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl Serialize for Windows {
+    /// As a `BTreeMap<i64, WindowState>`: a map in key order.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for Windows {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Windows, D::Error> {
+        BTreeMap::<i64, WindowState>::deserialize(deserializer).map(Windows::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One step of [`check`]'s script.
+    #[derive(Clone, Copy, Debug)]
+    enum Op {
+        /// Sets window `end` to a state made of `value`.
+        Insert(i64, i128),
+        /// Adds `value` to window `end`, created as the default if absent.
+        Add(i64, i128),
+        /// Fires window `end` if present.
+        Fire(i64),
+        Remove(i64),
+        PopFirst,
+        /// Fires the unfired windows whose end lies in `from..=to`.
+        FireRange(i64, i64),
+        /// Clones the map: the clone must keep what it holds whatever follows.
+        Fork,
+    }
+
+    fn state(value: i128) -> WindowState {
+        WindowState {
+            sum: value,
+            cnt: value.unsigned_abs() as u64,
+            fired: value % 2 == 0,
+        }
+    }
+
+    /// Runs `ops` on a `Windows` and on a `BTreeMap`, and asserts after every step that
+    /// they hold the same entries in the same order (and agree on every answer), and at
+    /// the end that every fork still holds what it held when it was made.
+    fn check(ops: &[Op]) {
+        let mut windows = Windows::new();
+        let mut want: BTreeMap<i64, WindowState> = BTreeMap::new();
+        let mut forks: Vec<(Windows, BTreeMap<i64, WindowState>)> = Vec::new();
+        for (step, &op) in ops.iter().enumerate() {
+            match op {
+                Op::Insert(end, value) => {
+                    assert_eq!(
+                        windows.insert(end, state(value)),
+                        want.insert(end, state(value))
+                    );
+                }
+                Op::Add(end, value) => {
+                    windows.entry_or_default(end).sum += value;
+                    want.entry(end).or_default().sum += value;
+                }
+                Op::Fire(end) => {
+                    if let Some(w) = windows.get_mut(&end) {
+                        w.fired = true;
+                    }
+                    if let Some(w) = want.get_mut(&end) {
+                        w.fired = true;
+                    }
+                }
+                Op::Remove(end) => assert_eq!(windows.remove(&end), want.remove(&end)),
+                Op::PopFirst => assert_eq!(windows.pop_first(), want.pop_first()),
+                Op::FireRange(from, to) => {
+                    let mut fired = Vec::new();
+                    windows.update_where(
+                        from..=to,
+                        |w| !w.fired,
+                        |end, w| {
+                            w.fired = true;
+                            fired.push(end);
+                        },
+                    );
+                    let mut want_fired = Vec::new();
+                    for (&end, w) in want.range_mut(from..=to).filter(|(_, w)| !w.fired) {
+                        w.fired = true;
+                        want_fired.push(end);
+                    }
+                    assert_eq!(fired, want_fired, "step {step}");
+                }
+                Op::Fork => forks.push((windows.clone(), want.clone())),
+            }
+            let entries: Vec<_> = windows.iter().map(|(&end, &w)| (end, w)).collect();
+            let want_entries: Vec<_> = want.iter().map(|(&end, &w)| (end, w)).collect();
+            assert_eq!(entries, want_entries, "step {step}: {op:?}");
+            assert_eq!(windows.len(), want.len());
+            assert_eq!(windows.iter().len(), want.len());
+            assert_eq!(windows.is_empty(), want.is_empty());
+            assert_eq!(windows.first_key_value(), want.first_key_value());
+            assert_eq!(windows.last_key_value(), want.last_key_value());
+            assert_eq!(format!("{windows:?}"), format!("{want:?}"));
+            assert_eq!(
+                serde_json::to_string(&windows).unwrap(),
+                serde_json::to_string(&want).unwrap()
+            );
+            assert_eq!(windows, want.clone().into_iter().collect::<Windows>());
+            for probe in [-3, 0, 5, 17, 64, 100, 250] {
+                assert_eq!(windows.get(&probe), want.get(&probe), "step {step}");
+                let got: Vec<_> = windows.range(..=probe).map(|(&e, &w)| (e, w)).collect();
+                let expected: Vec<_> = want.range(..=probe).map(|(&e, &w)| (e, w)).collect();
+                assert_eq!(got, expected, "step {step}, probe {probe}");
+                assert_eq!(
+                    windows.range(..=probe).next_back(),
+                    want.range(..=probe).next_back()
+                );
+                let above: Vec<_> = windows
+                    .range((Bound::Excluded(probe), Bound::Unbounded))
+                    .collect();
+                let want_above: Vec<_> = want
+                    .range((Bound::Excluded(probe), Bound::Unbounded))
+                    .collect();
+                assert_eq!(above, want_above);
+            }
+        }
+        for (fork, want) in &forks {
+            let entries: Vec<_> = fork.iter().map(|(&end, &w)| (end, w)).collect();
+            let want_entries: Vec<_> = want.iter().map(|(&end, &w)| (end, w)).collect();
+            assert_eq!(entries, want_entries);
+            assert_eq!(fork, &fork.clone());
+        }
+    }
+
+    /// A deterministic script of `steps` operations over ends in `-span..span`.
+    fn script(seed: u64, steps: usize, span: i64) -> Vec<Op> {
+        let mut x = seed.wrapping_mul(6_364_136_223_846_793_005) | 1;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        (0..steps)
+            .map(|_| {
+                let end = (next() % (2 * span as u64)) as i64 - span;
+                let value = (next() % 100) as i128 - 50;
+                match next() % 16 {
+                    0..=4 => Op::Insert(end, value),
+                    5..=8 => Op::Add(end, value),
+                    9 => Op::Fire(end),
+                    10 | 11 => Op::Remove(end),
+                    12 => Op::PopFirst,
+                    13 => Op::FireRange(end, end + (value.unsigned_abs() as i64)),
+                    _ => Op::Fork,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn windows_match_a_btree_map() {
+        check(&[]);
+        check(&[
+            Op::PopFirst,
+            Op::Remove(3),
+            Op::Fire(1),
+            Op::FireRange(0, 9),
+        ]);
+        check(&[
+            Op::Insert(5, 1),
+            Op::Fork,
+            Op::Insert(5, 2),
+            Op::Insert(-1, 3),
+        ]);
+        // Created in order, then purged from the front (a run with allowed lateness).
+        let mut in_order: Vec<Op> = (0..300).map(|end| Op::Add(end, 1)).collect();
+        in_order.insert(100, Op::Fork);
+        in_order.extend([Op::FireRange(10, 200), Op::Fork]);
+        in_order.extend((0..310).map(|_| Op::PopFirst));
+        check(&in_order);
+        // In reverse order: every insert lands below every chunk.
+        check(
+            &(0..200)
+                .rev()
+                .map(|end| Op::Insert(end, 2))
+                .collect::<Vec<_>>(),
+        );
+        for seed in 0..12 {
+            check(&script(seed, 600, 150));
+            check(&script(seed, 300, 20));
+        }
+    }
+
+    /// Chunks stay within their bounds, and a clone shares them until a write.
+    #[test]
+    fn clones_share_chunks_until_written() {
+        let mut windows: Windows = (0..1000).map(|end| (end, state(end.into()))).collect();
+        assert_eq!(windows.chunks.len(), 1000_usize.div_ceil(CHUNK_ENTRIES_MAX));
+        let fork = windows.clone();
+        assert_eq!(windows, fork);
+        windows.get_mut(&999).unwrap().fired = true;
+        windows.insert(1000, state(1));
+        let shared = windows
+            .chunks
+            .values()
+            .zip(fork.chunks.values())
+            .filter(|(a, b)| Arc::ptr_eq(a, b))
+            .count();
+        assert_eq!(shared, fork.chunks.len() - 1);
+        assert!(fork.get(&1000).is_none());
+        assert!(!fork.get(&999).unwrap().fired);
+        for chunk in windows.chunks.values() {
+            assert!(!chunk.is_empty());
+            assert!(chunk.len() <= CHUNK_ENTRIES_MAX);
+        }
+    }
+}
