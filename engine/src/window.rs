@@ -143,7 +143,14 @@ impl OperatorState {
             Some(previous) => {
                 if !late && end <= previous {
                     let window = self.windows.get_mut(&end).expect("inserted above");
-                    fire(window, end, key_prefix, watermark, &mut records);
+                    fire(
+                        window,
+                        end,
+                        key_prefix,
+                        watermark,
+                        RecordKind::Fire,
+                        &mut records,
+                    );
                     if let Some(changed) = changed.as_deref_mut() {
                         changed.insert(end);
                     }
@@ -158,7 +165,14 @@ impl OperatorState {
             above,
             |window| !window.fired,
             |window_end, window| {
-                fire(window, window_end, key_prefix, watermark, &mut records);
+                fire(
+                    window,
+                    window_end,
+                    key_prefix,
+                    watermark,
+                    RecordKind::Fire,
+                    &mut records,
+                );
                 if let Some(changed) = changed.as_deref_mut() {
                     changed.insert(window_end);
                 }
@@ -213,14 +227,14 @@ impl OperatorState {
             ..,
             |window| !window.fired,
             |window_end, window| {
-                window.fired = true;
-                records.push(Record {
-                    key: format!("{key_prefix}:{window_end}"),
+                fire(
+                    window,
                     window_end,
-                    sum: window.sum,
+                    key_prefix,
                     watermark,
-                    kind: RecordKind::Flush,
-                });
+                    RecordKind::Flush,
+                    &mut records,
+                )
             },
         );
         records
@@ -232,12 +246,14 @@ impl OperatorState {
     }
 }
 
-/// Fires `window` (ending at `window_end`) at `watermark`: marks it and emits its record.
+/// Fires `window` (ending at `window_end`) at `watermark`: marks it and emits its record, of
+/// `kind` (a fire, or the flush at the end of input).
 fn fire(
     window: &mut WindowState,
     window_end: i64,
     key_prefix: &str,
     watermark: i64,
+    kind: RecordKind,
     records: &mut Vec<Record>,
 ) {
     window.fired = true;
@@ -246,7 +262,7 @@ fn fire(
         window_end,
         sum: window.sum,
         watermark,
-        kind: RecordKind::Fire,
+        kind,
     });
 }
 

@@ -32,6 +32,19 @@ pub enum Middle {
     Known(std::ops::Range<usize>),
 }
 
+/// For the tests of splices: each of `middles` as a middle of its own, then every run of a
+/// known file of `known_len` records as the middle.
+#[cfg(test)]
+pub fn own_and_known_middles(known_len: usize, middles: &[Vec<Record>]) -> Vec<Middle> {
+    let runs = (0..=known_len).flat_map(|from| (from..=known_len).map(move |to| from..to));
+    middles
+        .iter()
+        .cloned()
+        .map(Middle::Own)
+        .chain(runs.map(Middle::Known))
+        .collect()
+}
+
 impl Splice {
     /// The middle's records.
     pub fn middle(&self) -> &[Record] {
@@ -339,13 +352,7 @@ mod tests {
     /// splices were checked.
     fn check(known: &[Record], middles: &[Vec<Record>]) -> u64 {
         let shared = Arc::new(KnownRecords::new(known.to_vec()));
-        let runs = (0..=known.len()).flat_map(|from| (from..=known.len()).map(move |to| from..to));
-        let middles: Vec<Middle> = middles
-            .iter()
-            .cloned()
-            .map(Middle::Own)
-            .chain(runs.map(Middle::Known))
-            .collect();
+        let middles = own_and_known_middles(known.len(), middles);
         let mut checked = 0;
         for head in 0..=known.len() {
             for tail_from in head..=known.len() {

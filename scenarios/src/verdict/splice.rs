@@ -245,7 +245,7 @@ impl Base {
 mod tests {
     use super::super::identity::judge_records;
     use super::super::Reference;
-    use crate::observation::records::{KnownRecords, Middle, Splice};
+    use crate::observation::records::{own_and_known_middles, KnownRecords, Splice};
     use keel_engine::{KeyScheme, Record, RecordKind};
     use std::sync::Arc;
 
@@ -264,14 +264,7 @@ mod tests {
     /// many splices were judged.
     fn check(reference: &Reference, known: &[Record], middles: &[Vec<Record>]) -> u64 {
         let shared = Arc::new(KnownRecords::new(known.to_vec()));
-        // Each middle of its own, then every run of the known file as the middle.
-        let runs = (0..=known.len()).flat_map(|from| (from..=known.len()).map(move |to| from..to));
-        let middles: Vec<Middle> = middles
-            .iter()
-            .cloned()
-            .map(Middle::Own)
-            .chain(runs.map(Middle::Known))
-            .collect();
+        let middles = own_and_known_middles(known.len(), middles);
         let mut judged = 0;
         for key in [KeyScheme::EventIndex, KeyScheme::ProcessingTime] {
             let tallies = reference.tallies(key);
