@@ -182,8 +182,7 @@ impl OperatorState {
         // O(windows) for all of them (debug builds only).
         assert!(self
             .windows
-            .range(..=watermark)
-            .next_back()
+            .last_at_or_below(watermark)
             .is_none_or(|(_, w)| w.fired));
         debug_assert_eq!(self.unfired_behind_watermark(out_of_orderness), None);
         if let Some(lateness) = allowed_lateness {

@@ -47,10 +47,16 @@ impl Windows {
 
     /// The chunk that holds `end` if any does: its bound and entries.
     fn chunk_of(&self, end: i64) -> Option<(i64, &Chunk)> {
-        self.chunks
-            .range(..=end)
-            .next_back()
-            .map(|(&bound, chunk)| (bound, chunk))
+        // Most windows an event touches are the newest: the last chunk, found without a
+        // search.
+        match self.chunks.last_key_value() {
+            Some((&bound, chunk)) if bound <= end => Some((bound, chunk)),
+            _ => self
+                .chunks
+                .range(..=end)
+                .next_back()
+                .map(|(&bound, chunk)| (bound, chunk)),
+        }
     }
 
     /// Where `end` is in the map: its chunk's bound, and its position in the chunk (`Ok`)
@@ -62,7 +68,33 @@ impl Windows {
 
     /// The entries of the chunk at `bound`, copied first if a clone shares them.
     fn chunk_mut(&mut self, bound: i64) -> &mut Vec<(i64, WindowState)> {
-        Arc::make_mut(self.chunks.get_mut(&bound).expect("a chunk at the bound"))
+        // The newest windows' chunk is found without a search.
+        let last = self
+            .chunks
+            .last_key_value()
+            .is_some_and(|(&last, _)| last == bound);
+        let chunk = if last {
+            self.chunks.last_entry().expect("checked above").into_mut()
+        } else {
+            self.chunks.get_mut(&bound).expect("a chunk at the bound")
+        };
+        Arc::make_mut(chunk)
+    }
+
+    /// The window with the greatest end at or below `end`, if any.
+    pub fn last_at_or_below(&self, end: i64) -> Option<(&i64, &WindowState)> {
+        let (bound, chunk) = self.chunk_of(end)?;
+        let at = chunk.partition_point(|&(key, _)| key <= end);
+        match at.checked_sub(1) {
+            Some(last) => Some((&chunk[last].0, &chunk[last].1)),
+            // Every key of the chunk is above `end` (its first left): the chunk before.
+            None => self
+                .chunks
+                .range(..bound)
+                .next_back()
+                .and_then(|(_, chunk)| chunk.last())
+                .map(|(key, state)| (key, state)),
+        }
     }
 
     pub fn get(&self, end: &i64) -> Option<&WindowState> {
@@ -213,6 +245,9 @@ impl Windows {
         wanted: impl Fn(&WindowState) -> bool,
         mut f: impl FnMut(i64, &mut WindowState),
     ) {
+        if range_is_empty(&range) {
+            return;
+        }
         let chunk_range = self.chunk_range(&range);
         // Bounded by the chunks in the range, and each by its entries.
         for (_, chunk) in self.chunks.range_mut(chunk_range) {
@@ -226,6 +261,16 @@ impl Windows {
                 }
             }
         }
+    }
+}
+
+/// Whether `range` holds no key for certain (a watermark that did not move gives one).
+fn range_is_empty(range: &impl RangeBounds<i64>) -> bool {
+    match (range.start_bound(), range.end_bound()) {
+        (Bound::Included(&start), Bound::Included(&end)) => start > end,
+        (Bound::Included(&start) | Bound::Excluded(&start), Bound::Excluded(&end))
+        | (Bound::Excluded(&start), Bound::Included(&end)) => start >= end,
+        _ => false,
     }
 }
 
@@ -441,6 +486,10 @@ mod tests {
                 assert_eq!(got, expected, "step {step}, probe {probe}");
                 assert_eq!(
                     windows.range(..=probe).next_back(),
+                    want.range(..=probe).next_back()
+                );
+                assert_eq!(
+                    windows.last_at_or_below(probe),
                     want.range(..=probe).next_back()
                 );
                 let above: Vec<_> = windows

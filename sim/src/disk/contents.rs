@@ -12,10 +12,11 @@ use std::sync::Arc;
 /// The bytes of one chunk: a write into a shared chunk copies at most this much.
 pub const CHUNK_BYTES: usize = 64 * 1024;
 
-/// A file's bytes (see the module header).
+/// A file's bytes (see the module header). The chunk list is shared too, so a copy of a disk
+/// costs one count per file, and its first write copies the list (a pointer per chunk).
 #[derive(Clone, Default)]
 pub struct Contents {
-    chunks: Vec<Arc<Vec<u8>>>,
+    chunks: Arc<Vec<Arc<Vec<u8>>>>,
     len_bytes: usize,
 }
 
@@ -65,6 +66,10 @@ impl Contents {
 
     /// Writes `bytes` at `offset_bytes`, extending the file with zeros if needed.
     pub fn write_at(&mut self, offset_bytes: usize, bytes: &[u8]) {
+        if offset_bytes == self.len_bytes {
+            self.append(bytes);
+            return;
+        }
         let end = offset_bytes + bytes.len();
         if self.len_bytes < end {
             self.resize(end);
@@ -72,7 +77,7 @@ impl Contents {
         let mut at = offset_bytes;
         // Bounded: one round per chunk the write touches.
         while at < end {
-            let chunk = Arc::make_mut(&mut self.chunks[at / CHUNK_BYTES]);
+            let chunk = Arc::make_mut(&mut Arc::make_mut(&mut self.chunks)[at / CHUNK_BYTES]);
             let from = at % CHUNK_BYTES;
             let to = (end - (at - from)).min(chunk.len());
             chunk[from..to]
@@ -82,13 +87,43 @@ impl Contents {
         self.check();
     }
 
+    /// Adds `bytes` at the end of the file.
+    fn append(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        let chunks = Arc::make_mut(&mut self.chunks);
+        let mut rest = bytes;
+        // Bounded: one round per chunk the bytes reach (the last, then new ones).
+        while !rest.is_empty() {
+            match chunks.last_mut() {
+                Some(last) if last.len() < CHUNK_BYTES => {
+                    let n = rest.len().min(CHUNK_BYTES - last.len());
+                    Arc::make_mut(last).extend_from_slice(&rest[..n]);
+                    rest = &rest[n..];
+                }
+                _ => {
+                    let n = rest.len().min(CHUNK_BYTES);
+                    chunks.push(Arc::new(rest[..n].to_vec()));
+                    rest = &rest[n..];
+                }
+            }
+        }
+        self.len_bytes += bytes.len();
+        self.check();
+    }
+
     /// Cuts the file to `len_bytes`, or extends it with zeros to that length.
     pub fn resize(&mut self, len_bytes: usize) {
+        if len_bytes == self.len_bytes {
+            return;
+        }
+        let chunks = Arc::make_mut(&mut self.chunks);
         if len_bytes <= self.len_bytes {
-            let chunks = len_bytes.div_ceil(CHUNK_BYTES);
-            self.chunks.truncate(chunks);
-            if let Some(last) = self.chunks.last_mut() {
-                let keep = len_bytes - (chunks - 1) * CHUNK_BYTES;
+            let kept_chunks = len_bytes.div_ceil(CHUNK_BYTES);
+            chunks.truncate(kept_chunks);
+            if let Some(last) = chunks.last_mut() {
+                let keep = len_bytes - (kept_chunks - 1) * CHUNK_BYTES;
                 if last.len() != keep {
                     match Arc::get_mut(last) {
                         Some(last) => last.truncate(keep),
@@ -101,7 +136,7 @@ impl Contents {
             let mut missing = len_bytes - self.len_bytes;
             // Bounded: one round per chunk the file grows into (the last, then new ones).
             while missing > 0 {
-                match self.chunks.last_mut() {
+                match chunks.last_mut() {
                     Some(last) if last.len() < CHUNK_BYTES => {
                         let grow = missing.min(CHUNK_BYTES - last.len());
                         let last = Arc::make_mut(last);
@@ -110,7 +145,7 @@ impl Contents {
                     }
                     _ => {
                         let grow = missing.min(CHUNK_BYTES);
-                        self.chunks.push(Arc::new(vec![0; grow]));
+                        chunks.push(Arc::new(vec![0; grow]));
                         missing -= grow;
                     }
                 }
@@ -128,7 +163,7 @@ impl Contents {
         prefix
             .chunks
             .iter()
-            .zip(&self.chunks)
+            .zip(self.chunks.iter())
             .all(|(theirs, ours)| Arc::ptr_eq(theirs, ours) || ours.starts_with(theirs))
     }
 
@@ -157,7 +192,10 @@ impl From<Vec<u8>> for Contents {
             } else {
                 vec![Arc::new(bytes)]
             };
-            return Contents { chunks, len_bytes };
+            return Contents {
+                chunks: Arc::new(chunks),
+                len_bytes,
+            };
         }
         Contents::from(&bytes[..])
     }
@@ -166,10 +204,12 @@ impl From<Vec<u8>> for Contents {
 impl From<&[u8]> for Contents {
     fn from(bytes: &[u8]) -> Contents {
         let contents = Contents {
-            chunks: bytes
-                .chunks(CHUNK_BYTES)
-                .map(|chunk| Arc::new(chunk.to_vec()))
-                .collect(),
+            chunks: Arc::new(
+                bytes
+                    .chunks(CHUNK_BYTES)
+                    .map(|chunk| Arc::new(chunk.to_vec()))
+                    .collect(),
+            ),
             len_bytes: bytes.len(),
         };
         contents.check();
@@ -181,11 +221,12 @@ impl From<&[u8]> for Contents {
 impl PartialEq for Contents {
     fn eq(&self, other: &Contents) -> bool {
         self.len_bytes == other.len_bytes
-            && self
-                .chunks
-                .iter()
-                .zip(&other.chunks)
-                .all(|(a, b)| Arc::ptr_eq(a, b) || a == b)
+            && (Arc::ptr_eq(&self.chunks, &other.chunks)
+                || self
+                    .chunks
+                    .iter()
+                    .zip(other.chunks.iter())
+                    .all(|(a, b)| Arc::ptr_eq(a, b) || a == b))
     }
 }
 
@@ -340,7 +381,7 @@ mod tests {
         let shared = fork
             .chunks
             .iter()
-            .zip(&contents.chunks)
+            .zip(contents.chunks.iter())
             .filter(|(a, b)| std::sync::Arc::ptr_eq(a, b))
             .count();
         assert_eq!(shared, 3, "only the last chunk was copied");
