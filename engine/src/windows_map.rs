@@ -8,6 +8,11 @@
 //! when a clone still shares it (`Arc::make_mut`). Lookups stay O(log windows); iteration
 //! is in key order; equality, `Debug` and serde read as the map of its entries (serde's
 //! bytes are a `BTreeMap<i64, WindowState>`'s).
+//!
+//! A map of at most [`SMALL_ENTRIES_MAX`] windows is a plain `BTreeMap` instead (the
+//! chapter's runs, and `keel explore`'s): chunks would cost each write a search of the chunk
+//! map and an `Arc` check to save copying a few dozen entries. It turns chunked when it
+//! grows past that, and stays so (until it is emptied).
 
 use crate::window::WindowState;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -19,6 +24,9 @@ use std::sync::Arc;
 /// The most entries a chunk holds: a write to a shared chunk copies at most this many.
 pub const CHUNK_ENTRIES_MAX: usize = 64;
 
+/// The most entries a map holds before it turns chunked.
+pub const SMALL_ENTRIES_MAX: usize = 64;
+
 /// Entries sorted by key, distinct keys, never empty, at most [`CHUNK_ENTRIES_MAX`].
 type Chunk = Arc<Vec<(i64, WindowState)>>;
 
@@ -28,8 +36,12 @@ pub struct Windows {
     /// A lower bound of a chunk's keys -> the chunk. Every key of a chunk is at least its
     /// bound and below the next chunk's bound, so the chunk that holds (or would hold) a
     /// key is the last one whose bound is at most the key.
+    /// Empty while the map is small.
     chunks: BTreeMap<i64, Chunk>,
+    /// The entries in `chunks`.
     len: usize,
+    /// The entries while the map is small (`chunks` empty); empty otherwise.
+    small: BTreeMap<i64, WindowState>,
 }
 
 impl Windows {
@@ -38,11 +50,30 @@ impl Windows {
     }
 
     pub fn len(&self) -> usize {
-        self.len
+        self.small.len() + self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
+    }
+
+    /// Whether the map keeps its entries in `small`.
+    fn is_small(&self) -> bool {
+        assert!(self.chunks.is_empty() || self.small.is_empty());
+        self.chunks.is_empty()
+    }
+
+    /// Whether a small map would grow past [`SMALL_ENTRIES_MAX`] with `end`: if so it turns
+    /// chunked first.
+    fn grow_small(&mut self, end: i64) -> bool {
+        if !self.is_small() {
+            return false;
+        }
+        if self.small.len() < SMALL_ENTRIES_MAX || self.small.contains_key(&end) {
+            return true;
+        }
+        *self = Windows::chunked(std::mem::take(&mut self.small));
+        false
     }
 
     /// The chunk that holds `end` if any does: its bound and entries.
@@ -83,6 +114,9 @@ impl Windows {
 
     /// The window with the greatest end at or below `end`, if any.
     pub fn last_at_or_below(&self, end: i64) -> Option<(&i64, &WindowState)> {
+        if self.is_small() {
+            return self.small.range(..=end).next_back();
+        }
         let (bound, chunk) = self.chunk_of(end)?;
         let at = chunk.partition_point(|&(key, _)| key <= end);
         match at.checked_sub(1) {
@@ -98,6 +132,9 @@ impl Windows {
     }
 
     pub fn get(&self, end: &i64) -> Option<&WindowState> {
+        if self.is_small() {
+            return self.small.get(end);
+        }
         let (bound, position) = self.locate(*end)?;
         let position = position.ok()?;
         Some(&self.chunks[&bound][position].1)
@@ -109,6 +146,9 @@ impl Windows {
 
     /// The state of window `end`, if present; copies its chunk only then.
     pub fn get_mut(&mut self, end: &i64) -> Option<&mut WindowState> {
+        if self.is_small() {
+            return self.small.get_mut(end);
+        }
         let (bound, position) = self.locate(*end)?;
         let position = position.ok()?;
         Some(&mut self.chunk_mut(bound)[position].1)
@@ -116,6 +156,9 @@ impl Windows {
 
     /// The state of window `end`, inserted as the default first if absent.
     pub fn entry_or_default(&mut self, end: i64) -> &mut WindowState {
+        if self.grow_small(end) {
+            return self.small.entry(end).or_default();
+        }
         let (bound, position) = match self.locate(end) {
             Some((bound, Ok(position))) => (bound, position),
             _ => {
@@ -129,6 +172,9 @@ impl Windows {
 
     /// Sets window `end` to `state`; returns what it held.
     pub fn insert(&mut self, end: i64, state: WindowState) -> Option<WindowState> {
+        if self.grow_small(end) {
+            return self.small.insert(end, state);
+        }
         let Some((bound, position)) = self.locate(end) else {
             // Below every chunk: the first chunk takes `end` as its new bound, if it has room.
             let first = self
@@ -176,6 +222,9 @@ impl Windows {
 
     /// Removes window `end`; returns what it held. A chunk left empty is dropped.
     pub fn remove(&mut self, end: &i64) -> Option<WindowState> {
+        if self.is_small() {
+            return self.small.remove(end);
+        }
         let (bound, position) = self.locate(*end)?;
         let position = position.ok()?;
         self.len -= 1;
@@ -187,11 +236,17 @@ impl Windows {
     }
 
     pub fn first_key_value(&self) -> Option<(&i64, &WindowState)> {
+        if self.is_small() {
+            return self.small.first_key_value();
+        }
         let (_, chunk) = self.chunks.first_key_value()?;
         chunk.first().map(|(end, state)| (end, state))
     }
 
     pub fn last_key_value(&self) -> Option<(&i64, &WindowState)> {
+        if self.is_small() {
+            return self.small.last_key_value();
+        }
         let (_, chunk) = self.chunks.last_key_value()?;
         chunk.last().map(|(end, state)| (end, state))
     }
@@ -206,6 +261,7 @@ impl Windows {
     /// Every window, in key order.
     pub fn iter(&self) -> Iter<'_> {
         Iter {
+            small: self.small.iter(),
             chunks: self.chunks.values(),
             entries: [].iter(),
             remaining: self.len,
@@ -229,12 +285,20 @@ impl Windows {
         &self,
         range: R,
     ) -> impl DoubleEndedIterator<Item = (&i64, &WindowState)> {
-        self.chunks
-            .range(self.chunk_range(&range))
-            .flat_map(move |(_, chunk)| {
-                let (from, to) = slice_of(chunk, &range);
-                chunk[from..to].iter().map(|(end, state)| (end, state))
-            })
+        // One of the two parts is empty: the small map's, or the chunks'.
+        let bounds = (range.start_bound().cloned(), range.end_bound().cloned());
+        let small = (self.is_small() && !range_is_empty(&bounds)).then(|| self.small.range(bounds));
+        small
+            .into_iter()
+            .flatten()
+            .chain(
+                self.chunks
+                    .range(self.chunk_range(&range))
+                    .flat_map(move |(_, chunk)| {
+                        let (from, to) = slice_of(chunk, &range);
+                        chunk[from..to].iter().map(|(end, state)| (end, state))
+                    }),
+            )
     }
 
     /// Calls `f` on every window whose end lies in `range` and for which `wanted` holds, in
@@ -246,6 +310,15 @@ impl Windows {
         mut f: impl FnMut(i64, &mut WindowState),
     ) {
         if range_is_empty(&range) {
+            return;
+        }
+        if self.is_small() {
+            let bounds = (range.start_bound().cloned(), range.end_bound().cloned());
+            for (&end, state) in self.small.range_mut(bounds) {
+                if wanted(state) {
+                    f(end, state);
+                }
+            }
             return;
         }
         let chunk_range = self.chunk_range(&range);
@@ -291,6 +364,8 @@ fn slice_of(chunk: &[(i64, WindowState)], range: &impl RangeBounds<i64>) -> (usi
 
 /// [`Windows::iter`]: every window in key order, and how many are left.
 pub struct Iter<'a> {
+    /// A small map's entries (none once chunked), then the chunks'.
+    small: std::collections::btree_map::Iter<'a, i64, WindowState>,
     chunks: std::collections::btree_map::Values<'a, i64, Chunk>,
     entries: std::slice::Iter<'a, (i64, WindowState)>,
     remaining: usize,
@@ -300,6 +375,9 @@ impl<'a> Iterator for Iter<'a> {
     type Item = (&'a i64, &'a WindowState);
 
     fn next(&mut self) -> Option<Self::Item> {
+        if let Some(entry) = self.small.next() {
+            return Some(entry);
+        }
         // Chunks are never empty: at most one step to the next chunk.
         let (end, state) = match self.entries.next() {
             Some(entry) => entry,
@@ -313,7 +391,8 @@ impl<'a> Iterator for Iter<'a> {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.remaining, Some(self.remaining))
+        let remaining = self.small.len() + self.remaining;
+        (remaining, Some(remaining))
     }
 }
 
@@ -336,8 +415,21 @@ impl FromIterator<(i64, WindowState)> for Windows {
 }
 
 impl From<BTreeMap<i64, WindowState>> for Windows {
-    /// Full chunks, in key order.
+    /// Small, or full chunks in key order.
     fn from(map: BTreeMap<i64, WindowState>) -> Windows {
+        if map.len() <= SMALL_ENTRIES_MAX {
+            return Windows {
+                small: map,
+                ..Windows::default()
+            };
+        }
+        Windows::chunked(map)
+    }
+}
+
+impl Windows {
+    /// `map` in full chunks, in key order, however few entries it has.
+    fn chunked(map: BTreeMap<i64, WindowState>) -> Windows {
         let len = map.len();
         let mut chunks = BTreeMap::new();
         let mut entries = map.into_iter().peekable();
@@ -346,7 +438,11 @@ impl From<BTreeMap<i64, WindowState>> for Windows {
             let chunk: Vec<_> = entries.by_ref().take(CHUNK_ENTRIES_MAX).collect();
             chunks.insert(bound, Arc::new(chunk));
         }
-        Windows { chunks, len }
+        Windows {
+            chunks,
+            len,
+            small: BTreeMap::new(),
+        }
     }
 }
 
@@ -354,8 +450,11 @@ impl PartialEq for Windows {
     /// The same entries in the same order. Maps chunked alike (a fork and its origin) compare
     /// chunk by chunk, and a chunk they share at once; others entry by entry.
     fn eq(&self, other: &Windows) -> bool {
-        if self.len != other.len {
+        if self.len() != other.len() {
             return false;
+        }
+        if self.is_small() && other.is_small() {
+            return self.small == other.small;
         }
         let chunked_alike =
             self.chunks.len() == other.chunks.len() && self.chunks.keys().eq(other.chunks.keys());
@@ -469,6 +568,7 @@ mod tests {
             let want_entries: Vec<_> = want.iter().map(|(&end, &w)| (end, w)).collect();
             assert_eq!(entries, want_entries, "step {step}: {op:?}");
             assert_eq!(windows.len(), want.len());
+            assert!(!windows.is_small() || windows.len() <= SMALL_ENTRIES_MAX);
             assert_eq!(windows.iter().len(), want.len());
             assert_eq!(windows.is_empty(), want.is_empty());
             assert_eq!(windows.first_key_value(), want.first_key_value());
