@@ -12,7 +12,7 @@ use super::identity::{
 };
 use crate::observation::records::{Middle, Splice};
 use keel_engine::{KeyScheme, Record};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// A known file's records judged against a reference, kept to judge its splices.
 #[derive(Debug)]
@@ -133,36 +133,48 @@ impl Base {
         assert!(tail_from <= known.len());
         // Every slot the splice touches, with its view's copies of each content and the
         // place of the first: the middle's first, then the known copies it kept.
-        let mut touched: BTreeMap<Touched, BTreeMap<Content, (u64, usize)>> = BTreeMap::new();
-        for at in head..tail_from {
-            touched.entry(Touched::Known(self.slot_of[at])).or_default();
-        }
+        // Every slot the splice touches (its replaced run's, with no copy: `None`, and its
+        // middle's), with the middle's copies and their places: sorted, so each slot is one
+        // run, and within it each content's copies, the first first. Sorted lists, not maps:
+        // a point judges a few hundred records, and a map's nodes cost more than the sort.
         let middle = splice.middle();
-        let middle_slots: Box<dyn Iterator<Item = Touched>> = match &splice.middle {
-            Middle::Known(run) => {
-                Box::new(self.slot_of[run.clone()].iter().map(|&n| Touched::Known(n)))
+        let mut entries: Vec<(Touched, Option<Content>, usize)> =
+            Vec::with_capacity(tail_from - head + middle.len());
+        entries.extend((head..tail_from).map(|at| (Touched::Known(self.slot_of[at]), None, 0)));
+        match &splice.middle {
+            Middle::Known(run) => entries.extend(
+                (self.slot_of[run.clone()].iter().zip(middle).enumerate()).map(
+                    |(i, (&number, record))| {
+                        (Touched::Known(number), Some(content(record)), head + i)
+                    },
+                ),
+            ),
+            Middle::Own(records) => {
+                entries.extend(records.iter().enumerate().map(|(i, record)| {
+                    let slot = slot(record, key);
+                    let touched = match self.numbers.get(&slot) {
+                        Some(&number) => Touched::Known(number),
+                        None => Touched::New(slot),
+                    };
+                    (touched, Some(content(record)), head + i)
+                }))
             }
-            Middle::Own(records) => Box::new(records.iter().map(|record| {
-                let slot = slot(record, key);
-                match self.numbers.get(&slot) {
-                    Some(&number) => Touched::Known(number),
-                    None => Touched::New(slot),
-                }
-            })),
-        };
-        for (i, (record, touched_slot)) in middle.iter().zip(middle_slots).enumerate() {
-            let copies = touched
-                .entry(touched_slot)
-                .or_default()
-                .entry(content(record))
-                .or_insert((0, head + i));
-            copies.0 += 1;
         }
+        entries.sort_unstable();
+        let mut touched_known: Vec<usize> = Vec::new();
         let mut tally = self.tally;
         let mut first_wrong_at = None;
-        for (touched_slot, contents) in &mut touched {
-            let (total, want) = match touched_slot {
+        let mut contents: Vec<(Content, u64, usize)> = Vec::new();
+        for run in entries.chunk_by(|a, b| a.0 == b.0) {
+            contents.clear();
+            for copies in run.chunk_by(|a, b| a.1 == b.1) {
+                if let Some(content) = copies[0].1 {
+                    contents.push((content, copies.len() as u64, copies[0].2));
+                }
+            }
+            let (total, want) = match &run[0].0 {
                 Touched::Known(number) => {
+                    touched_known.push(*number);
                     let base = &self.slots[*number];
                     tally -= base.tally;
                     for (content, places) in &base.contents {
@@ -178,9 +190,14 @@ impl Base {
                             places[replaced_to]
                         };
                         let first = splice.place_of_known(first);
-                        let copies = contents.entry(*content).or_insert((0, first));
-                        copies.0 += kept as u64;
-                        copies.1 = copies.1.min(first);
+                        // A slot holds a few contents: found by looking.
+                        match contents.iter_mut().find(|(c, _, _)| c == content) {
+                            Some(copies) => {
+                                copies.1 += kept as u64;
+                                copies.2 = copies.2.min(first);
+                            }
+                            None => contents.push((*content, kept as u64, first)),
+                        }
                     }
                     (base.total, base.want.as_ref())
                 }
@@ -193,31 +210,44 @@ impl Base {
                     (total, want)
                 }
             };
-            let copies = contents.iter().map(|(content, &(n, at))| (*content, n, at));
-            let (slot_tally, wrong_at) = slot_tally(total, want, copies);
+            let (slot_tally, wrong_at) = slot_tally(total, want, contents.iter().copied());
             tally += slot_tally;
             first_wrong_at = earlier(first_wrong_at, wrong_at);
         }
+        // Sorted: Known slots come first in `entries`, by number.
+        debug_assert!(touched_known.is_sorted());
         // The slots the splice left alone keep their first wrong record, at its new place;
         // places keep their order, so the first such slot's is the earliest.
         let untouched_wrong = self
             .wrong_firsts
             .iter()
-            .find(|(_, &number)| !touched.contains_key(&Touched::Known(number)))
+            .find(|(_, number)| touched_known.binary_search(number).is_err())
             .map(|(&at, _)| splice.place_of_known(at));
         first_wrong_at = earlier(first_wrong_at, untouched_wrong);
 
         // Each touched window's last value: the known file's after the middle, else the
-        // middle's, else the known file's before it.
-        let mut middle_last: BTreeMap<i64, i128> = BTreeMap::new();
-        for record in middle {
-            middle_last.insert(record.window_end, record.sum);
-        }
-        let mut windows: BTreeSet<i64> = known[head..tail_from]
+        // middle's, else the known file's before it. The middle's last value of a window is
+        // its last record's: sorted by end and place, the last of each end's run.
+        let mut middle_by_end: Vec<(i64, usize)> = middle
+            .iter()
+            .enumerate()
+            .map(|(i, record)| (record.window_end, i))
+            .collect();
+        middle_by_end.sort_unstable();
+        let middle_last = |end: i64| {
+            let after = middle_by_end.partition_point(|&(e, _)| e <= end);
+            after
+                .checked_sub(1)
+                .filter(|&i| middle_by_end[i].0 == end)
+                .map(|i| middle[middle_by_end[i].1].sum)
+        };
+        let mut windows: Vec<i64> = known[head..tail_from]
             .iter()
             .map(|record| record.window_end)
+            .chain(middle_by_end.iter().map(|&(end, _)| end))
             .collect();
-        windows.extend(middle_last.keys());
+        windows.sort_unstable();
+        windows.dedup();
         let mut stale_windows = self.stale_windows;
         for end in windows {
             let places = self.windows.get(&end).map_or(&[][..], Vec::as_slice);
@@ -225,7 +255,7 @@ impl Base {
             let before = places.last().map(|&at| sum_at(at));
             let after = match places.last() {
                 Some(&last) if last >= tail_from => Some(sum_at(last)),
-                _ => middle_last.get(&end).copied().or_else(|| {
+                _ => middle_last(end).or_else(|| {
                     let kept = places.partition_point(|&at| at < head);
                     kept.checked_sub(1).map(|i| sum_at(places[i]))
                 }),
