@@ -59,6 +59,7 @@ pub use shared::SharedFutures;
 use shared::{After, Boundary, Candidate, Class, Surroundings};
 use std::cell::OnceCell;
 use std::rc::Rc;
+use std::sync::Arc;
 
 mod cursor;
 mod restart;
@@ -111,7 +112,7 @@ struct Facts {
 struct End {
     sink_bytes: Vec<u8>,
     served: u64,
-    files: Vec<String>,
+    files: Arc<[String]>,
     stats: IncarnationStats,
     final_state: FinalState,
 }
@@ -243,7 +244,7 @@ impl Forks {
             end: End {
                 sink_bytes: end.unwrap_or_default(),
                 served: result.world.served_requests(SINK_WRITE_OP),
-                files: result.disk_files(),
+                files: result.disk_files().into(),
                 stats: result.incarnations[0].stats.clone(),
                 final_state: FinalState::of(&result.final_state),
             },
@@ -347,7 +348,7 @@ impl Forks {
             stats_at: snapshot.engine.stats(),
             stats_end: self.end.stats.clone(),
             served_after: self.end.served - snapshot.world.served_requests(SINK_WRITE_OP),
-            files: &self.end.files,
+            files: Arc::clone(&self.end.files),
             final_state: &self.end.final_state,
         }
     }
@@ -383,7 +384,7 @@ impl Forks {
                 stats_at: state.stats(),
                 stats_end: stats_end.clone(),
                 served_after: served_end - state.served(),
-                files,
+                files: Arc::clone(files),
                 final_state,
             },
         }
@@ -413,7 +414,7 @@ impl Forks {
                 // The sink served the point's requests up to the boundary, then those the
                 // other run sent after it (the same requests follow).
                 served: paused.world.served_requests(SINK_WRITE_OP) + rest.served_after,
-                files: rest.files.to_vec(),
+                files: Arc::clone(&rest.files),
                 final_state: rest.final_state.clone(),
             },
         }
@@ -640,7 +641,7 @@ impl Forks {
             ended: Ended {
                 incarnations: result.incarnations.clone(),
                 served: result.world.served_requests(SINK_WRITE_OP),
-                files: result.disk_files(),
+                files: result.disk_files().into(),
                 final_state: FinalState::of(&result.final_state),
             },
         })
@@ -697,7 +698,7 @@ impl Forks {
             After::Finished {
                 stats_end: last.stats.clone(),
                 served_end: result.world.served_requests(SINK_WRITE_OP),
-                files: result.disk_files(),
+                files: result.disk_files().into(),
                 final_state: FinalState::of(&result.final_state),
             },
         );
@@ -719,7 +720,8 @@ struct Ending {
 struct Ended {
     incarnations: Vec<Incarnation>,
     served: u64,
-    files: Vec<String>,
+    /// Shared: every point of a restart class or a converged future ends with the same.
+    files: Arc<[String]>,
     final_state: FinalState,
 }
 
@@ -732,7 +734,7 @@ struct Rest<'a> {
     stats_at: &'a IncarnationStats,
     stats_end: IncarnationStats,
     served_after: u64,
-    files: &'a [String],
+    files: Arc<[String]>,
     final_state: &'a FinalState,
 }
 

@@ -10,6 +10,7 @@ use crate::runner::{Incarnation, IncarnationEnd, Restarting};
 use keel_engine::sink::readable_prefix_len_bytes;
 use keel_engine::SINK_WRITE_OP;
 use keel_sim::{Clock, Contents, Disk, TxLog, World};
+use std::sync::Arc;
 
 /// A run's world at a restart with its plan spent, before the new process's recovery, kept
 /// until the run ends. Only the world survives a crash, so two runs at restarts whose
@@ -65,7 +66,7 @@ pub struct RestartClass {
     pub incarnation: Incarnation,
     /// The sink writes served after the restart.
     pub served_after: u64,
-    pub files: Vec<String>,
+    pub files: Arc<[String]>,
     pub final_state: FinalState,
     /// Its recovery, the first step counted from the restart.
     pub recovery: Option<RecoverySteps>,
@@ -111,7 +112,7 @@ impl Forks {
         let ended = Ended {
             incarnations,
             served: world.served_requests(SINK_WRITE_OP) + class.served_after,
-            files: class.files.clone(),
+            files: Arc::clone(&class.files),
             final_state: class.final_state.clone(),
         };
         self.observe_sink(&sink, &ended, world, restart)
@@ -214,7 +215,7 @@ impl Forks {
             appended: appended.to_vec(),
             incarnation: incarnation.clone(),
             served_after: served_end - candidate.served,
-            files: ending.ended.files.clone(),
+            files: Arc::clone(&ending.ended.files),
             final_state: ending.ended.final_state.clone(),
             recovery,
             state: candidate,

@@ -47,6 +47,7 @@ use keel_sim::{Clock, Disk, TxLog};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
+use std::sync::Arc;
 
 /// The most futures a sweep keeps at once. Points come in step order, so a class's members
 /// follow each other: the oldest classes are forgotten first.
@@ -182,7 +183,7 @@ pub enum After {
     Finished {
         stats_end: IncarnationStats,
         served_end: u64,
-        files: Vec<String>,
+        files: Arc<[String]>,
         final_state: FinalState,
     },
 }
