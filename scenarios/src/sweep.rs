@@ -182,10 +182,27 @@ pub struct PointRecord {
     /// the fault-free run: see `fork.rs`); the sweep's fingerprint does not hash it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<String>,
-    pub reproduce: String,
 }
 
 impl PointRecord {
+    /// The one command that replays this point and judges its view: made only for a point
+    /// a report names (a sweep has millions of points, and formatting a plan for each was a
+    /// tenth of a depth-2 sweep's time).
+    pub fn reproduce(&self, spec: &ScenarioSpec) -> String {
+        let command = match self.faults.as_slice() {
+            [only] => reproduce_point(&spec.command("run"), self.sink, only),
+            faults => {
+                let plan = FaultPlan::new(faults.iter().copied()).expect("distinct steps");
+                // The view is appended below, as for a single fault.
+                replay_plan_command(spec, self.sink, None, &plan)
+            }
+        };
+        match self.view {
+            Some(view) => format!("{command} --view {}", view.name()),
+            None => command,
+        }
+    }
+
     /// Why this point fails what is asked (None: what its sink promises to its view).
     pub fn failures(&self, asked: Option<&Expectation>) -> Vec<String> {
         failures(
@@ -224,7 +241,6 @@ pub const SHARING_CHUNK_POINTS: u64 = 1024;
 /// one after the other, each as [`run_point`] does, later ones sharing the futures of
 /// earlier ones where they reach the same state.
 pub fn run_chunk(
-    spec: &ScenarioSpec,
     baselines: &BTreeMap<SinkKind, Baseline>,
     forks: Option<&BTreeMap<SinkKind, Forks>>,
     points: &SweepPoints,
@@ -242,7 +258,7 @@ pub fn run_chunk(
         .iter()
         .map(|(index, point)| {
             let shared = tables.entry(point.sink).or_default();
-            run_point(spec, baselines, forks, *index, point, Some(shared))
+            run_point(baselines, forks, *index, point, Some(shared))
         })
         .collect()
 }
@@ -264,7 +280,6 @@ pub fn sharing_chunks(range: Range<u64>) -> Vec<Range<u64>> {
 /// once per consumer view for the transactional sink. With `shared`, a forked point may
 /// stop where an earlier point's run stood for it, and is remembered for later ones.
 pub fn run_point(
-    spec: &ScenarioSpec,
     baselines: &BTreeMap<SinkKind, Baseline>,
     forks: Option<&BTreeMap<SinkKind, Forks>>,
     index: u64,
@@ -284,43 +299,31 @@ pub fn run_point(
             ..baseline.spec.clone()
         }),
     };
-    let reproduce = match point.faults.as_slice() {
-        [only] => reproduce_point(&spec.command("run"), point.sink, only),
-        // The view, if any, is appended below, once per consumer view.
-        _ => replay_plan_command(spec, point.sink, None, &plan),
-    };
     let verdicts = judge(&baseline.reference, &observation);
     let outcome_digest = outcome_digest(&baseline.reference, &observation, &verdicts);
     verdicts
         .into_iter()
-        .map(|verdict| {
-            let reproduce = match verdict.view {
-                Some(view) => format!("{reproduce} --view {}", view.name()),
-                None => reproduce.clone(),
-            };
-            PointRecord {
-                index,
-                sink: point.sink,
-                row: point.row.clone(),
-                view: verdict.view,
-                dirty_reads: verdict.dirty_reads,
-                visibility_delay_ms_max: verdict.visibility_delay_ms_max,
-                faults: point.faults.clone(),
-                sampled: point.sampled.clone(),
-                duplicates: verdict.duplicates,
-                lost: verdict.lost,
-                wrong: verdict.wrong,
-                corrupt: verdict.corrupt,
-                stale_windows: verdict.stale_windows,
-                rolled_back: verdict.rolled_back,
-                failed_recovery: verdict.recovery != Recovery::Ok,
-                broken: verdict.broken(),
-                model_mismatch: verdict.model_mismatch.as_ref().map(|m| m.to_string()),
-                outcome: verdict.summary(),
-                outcome_digest: outcome_digest.clone(),
-                fingerprint: fingerprint.map(|f| f.to_string()),
-                reproduce,
-            }
+        .map(|verdict| PointRecord {
+            index,
+            sink: point.sink,
+            row: point.row.clone(),
+            view: verdict.view,
+            dirty_reads: verdict.dirty_reads,
+            visibility_delay_ms_max: verdict.visibility_delay_ms_max,
+            faults: point.faults.clone(),
+            sampled: point.sampled.clone(),
+            duplicates: verdict.duplicates,
+            lost: verdict.lost,
+            wrong: verdict.wrong,
+            corrupt: verdict.corrupt,
+            stale_windows: verdict.stale_windows,
+            rolled_back: verdict.rolled_back,
+            failed_recovery: verdict.recovery != Recovery::Ok,
+            broken: verdict.broken(),
+            model_mismatch: verdict.model_mismatch.as_ref().map(|m| m.to_string()),
+            outcome: verdict.summary(),
+            outcome_digest: outcome_digest.clone(),
+            fingerprint: fingerprint.map(|f| f.to_string()),
         })
         .collect()
 }

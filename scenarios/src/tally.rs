@@ -182,7 +182,7 @@ impl<'a> SweepTally<'a> {
                     _ => None,
                 },
                 outcome: record.outcome.clone(),
-                reproduce: with_expect(&record.reproduce, self.asked),
+                reproduce: with_expect(&record.reproduce(self.spec), self.asked),
             });
         }
         if self.model_mismatch.is_none() {
@@ -197,7 +197,7 @@ impl<'a> SweepTally<'a> {
                 view: record.view,
                 failures: broken,
                 outcome: record.outcome.clone(),
-                reproduce: with_expect(&record.reproduce, self.asked),
+                reproduce: with_expect(&record.reproduce(self.spec), self.asked),
             });
         }
     }

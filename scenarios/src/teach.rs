@@ -203,7 +203,7 @@ fn crash_sweep(
     let records: Vec<PointRecord> = points
         .iter()
         .enumerate()
-        .flat_map(|(i, point)| run_point(spec, &baselines, None, i as u64, point, None))
+        .flat_map(|(i, point)| run_point(&baselines, None, i as u64, point, None))
         .collect();
     Ok((aggregate(spec, &sweep, &records, None), records))
 }

@@ -108,8 +108,7 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
     });
     let chunks = sharing_chunks(range.clone());
     let progress = Progress::new((range.end - range.start) as usize, args.job.quiet);
-    let run =
-        |chunk: &Range<u64>| run_chunk(&spec, &baselines, forks.as_ref(), &points, chunk.clone());
+    let run = |chunk: &Range<u64>| run_chunk(&baselines, forks.as_ref(), &points, chunk.clone());
     let on_done = |chunk: &Vec<Vec<PointRecord>>| {
         for records in chunk {
             progress.done(
