@@ -198,31 +198,6 @@ pub(super) fn apply_data_op(contents: &mut Contents, op: &DataOp) {
     }
 }
 
-pub(super) fn apply_to_bytes(contents: &mut Vec<u8>, op: &DataOp) {
-    match op {
-        DataOp::Write {
-            offset_bytes,
-            bytes,
-        } => write_at(contents, *offset_bytes, bytes),
-        DataOp::SetLen { len_bytes } => {
-            contents.resize(
-                usize::try_from(*len_bytes).expect("length fits in memory"),
-                0,
-            );
-        }
-    }
-}
-
-/// Writes `bytes` at `offset_bytes`, extending `contents` with zeros if needed.
-pub(super) fn write_at(contents: &mut Vec<u8>, offset_bytes: u64, bytes: &[u8]) {
-    let offset = usize::try_from(offset_bytes).expect("offset fits in memory");
-    let end = offset + bytes.len();
-    if contents.len() < end {
-        contents.resize(end, 0);
-    }
-    contents[offset..end].copy_from_slice(bytes);
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
