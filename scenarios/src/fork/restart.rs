@@ -167,16 +167,26 @@ impl Forks {
     /// How much of `bytes` the sink connector's open reads as records
     /// ([`readable_prefix_len_bytes`]), and whether `bytes` were found to be a prefix of the
     /// fault-free file: at once for a line-aligned prefix of the fault-free file's readable
-    /// lines (all of it; the chunks both files share are not read), else by reading them.
+    /// lines (all of it; the chunks both files share are not read), else by reading them
+    /// from the last line the two files have in common (a power loss's torn sink tail: the
+    /// lines before it are the fault-free file's, read as records already).
     pub(super) fn readable_len(&self, bytes: &Contents) -> (usize, bool) {
         let line_aligned = bytes.last().is_none_or(|b| b == b'\n');
-        if line_aligned
-            && bytes.len() <= self.known_readable_len_bytes
-            && self.known_contents.starts_with(bytes)
-        {
+        let common_bytes = self
+            .known_contents
+            .common_prefix_len(bytes)
+            .min(self.known_readable_len_bytes);
+        if line_aligned && common_bytes == bytes.len() {
             return (bytes.len(), true);
         }
-        (readable_prefix_len_bytes(&bytes.to_vec()), false)
+        // The fault-free file's readable prefix is whole record lines, so the scan from 0
+        // passes the end of the last of them that `bytes` holds too.
+        let known = &self.known_bytes()[..common_bytes];
+        let lines_common_bytes = known.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let rest = bytes.copy_range(lines_common_bytes..bytes.len());
+        let readable_bytes = lines_common_bytes + readable_prefix_len_bytes(&rest);
+        debug_assert_eq!(readable_bytes, readable_prefix_len_bytes(&bytes.to_vec()));
+        (readable_bytes, false)
     }
 
     /// Remembers the future of a run from its first restart with its plan spent

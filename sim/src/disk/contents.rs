@@ -167,6 +167,25 @@ impl Contents {
             .all(|(theirs, ours)| Arc::ptr_eq(theirs, ours) || ours.starts_with(theirs))
     }
 
+    /// How many bytes `self` and `other` have in common at their start: chunks the two
+    /// share are counted unread, so two versions of one file cost the chunks they differ in.
+    pub fn common_prefix_len(&self, other: &Contents) -> usize {
+        let mut common_bytes = 0;
+        for (ours, theirs) in self.chunks.iter().zip(other.chunks.iter()) {
+            if Arc::ptr_eq(ours, theirs) {
+                common_bytes += ours.len();
+                continue;
+            }
+            let same_bytes = common_prefix_len_of(ours, theirs);
+            common_bytes += same_bytes;
+            if same_bytes < CHUNK_BYTES {
+                break;
+            }
+        }
+        assert!(common_bytes <= self.len_bytes.min(other.len_bytes));
+        common_bytes
+    }
+
     /// The invariant of the module header (debug builds only: O(chunks)).
     fn check(&self) {
         debug_assert!(self.chunks.iter().all(|chunk| !chunk.is_empty()));
@@ -181,6 +200,22 @@ impl Contents {
             self.len_bytes
         );
     }
+}
+
+/// How many bytes `a` and `b` have in common at their start, compared a block at a time.
+fn common_prefix_len_of(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK_BYTES: usize = 64;
+    let len = a.len().min(b.len());
+    let mut same_bytes = 0;
+    while same_bytes + BLOCK_BYTES <= len
+        && a[same_bytes..same_bytes + BLOCK_BYTES] == b[same_bytes..same_bytes + BLOCK_BYTES]
+    {
+        same_bytes += BLOCK_BYTES;
+    }
+    while same_bytes < len && a[same_bytes] == b[same_bytes] {
+        same_bytes += 1;
+    }
+    same_bytes
 }
 
 impl From<Vec<u8>> for Contents {
@@ -292,6 +327,9 @@ mod tests {
                 assert_eq!(fork.to_vec(), *bytes, "a fork is unaffected by {op:?}");
                 assert_eq!(contents.starts_with(fork), plain.starts_with(bytes));
                 assert_eq!(fork.starts_with(&contents), bytes.starts_with(&plain));
+                let common = plain.iter().zip(bytes).take_while(|(a, b)| a == b).count();
+                assert_eq!(contents.common_prefix_len(fork), common, "{op:?}");
+                assert_eq!(fork.common_prefix_len(&contents), common, "{op:?}");
             }
             let mid = plain.len() / 3;
             assert_eq!(contents.copy_range(mid..plain.len()), plain[mid..]);

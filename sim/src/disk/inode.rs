@@ -137,6 +137,16 @@ pub(super) fn ranges_add(ranges: &mut Vec<(u64, u64)>, start: u64, end: u64) {
     if start >= end {
         return;
     }
+    // In order (the common case: appends), in O(1): after the last range, or from within it.
+    match ranges.last_mut() {
+        None => return ranges.push((start, end)),
+        Some(&mut (_, last_end)) if last_end < start => return ranges.push((start, end)),
+        Some((last_start, last_end)) if *last_start <= start => {
+            *last_end = (*last_end).max(end);
+            return;
+        }
+        Some(_) => {}
+    }
     let (mut start, mut end) = (start, end);
     let mut kept = Vec::with_capacity(ranges.len() + 1);
     for &(s, e) in ranges.iter() {
@@ -154,7 +164,8 @@ pub(super) fn ranges_add(ranges: &mut Vec<(u64, u64)>, start: u64, end: u64) {
 
 /// Removes `[start, end)` from sorted disjoint `ranges`.
 pub(super) fn ranges_remove(ranges: &mut Vec<(u64, u64)>, start: u64, end: u64) {
-    if start >= end || ranges.is_empty() {
+    // Nothing at or past `start` (the common case: appends), in O(1).
+    if start >= end || ranges.last().is_none_or(|&(_, last_end)| last_end <= start) {
         return;
     }
     let mut kept = Vec::with_capacity(ranges.len() + 1);
@@ -200,6 +211,51 @@ pub(super) fn apply_data_op(contents: &mut Contents, op: &DataOp) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn ranges_act_as_a_set_of_bytes() {
+        // Adds, removes and clips drawn by a fixed LCG, in order and out of it, against a
+        // set of bytes: the ranges stay sorted, disjoint, apart, and hold exactly the set.
+        let mut ranges = Vec::new();
+        let mut bytes = std::collections::BTreeSet::new();
+        let mut lcg = 7u64;
+        let mut next = |bound: u64| {
+            lcg = lcg
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (lcg >> 33) % bound
+        };
+        for round in 0..4_000u64 {
+            // Mostly near the end, as appends are.
+            let start = if round % 3 == 0 {
+                next(200)
+            } else {
+                round / 20 + next(30)
+            };
+            let end = start + next(12);
+            match next(10) {
+                0..=5 => {
+                    super::ranges_add(&mut ranges, start, end);
+                    bytes.extend(start..end);
+                }
+                6..=8 => {
+                    super::ranges_remove(&mut ranges, start, end);
+                    bytes.retain(|&b| !(start..end).contains(&b));
+                }
+                _ => {
+                    super::ranges_clip(&mut ranges, end + 100);
+                    bytes.retain(|&b| b < end + 100);
+                }
+            }
+            assert!(
+                ranges.windows(2).all(|w| w[0].1 < w[1].0),
+                "{round}: {ranges:?}"
+            );
+            assert!(ranges.iter().all(|&(s, e)| s < e));
+            let held: Vec<u64> = ranges.iter().flat_map(|&(s, e)| s..e).collect();
+            assert_eq!(held, bytes.iter().copied().collect::<Vec<_>>(), "{round}");
+        }
+    }
+
     #[test]
     fn ranges_merge_split_and_clip() {
         let mut ranges = Vec::new();

@@ -766,8 +766,14 @@ impl Disk {
                             let len_before = contents.len() as u64;
                             let at = usize::try_from(*offset_bytes).expect("fits in memory");
                             contents.write_at(at, &bytes[start..end]);
-                            ranges_add(&mut unwritten, len_before, contents.len() as u64);
-                            ranges_remove(&mut unwritten, *offset_bytes, offset_bytes + kept_bytes);
+                            // Bytes it wrote over an earlier hole are written now; bytes it
+                            // grew the file by before its offset are a hole (nothing past
+                            // its end is new).
+                            if !unwritten.is_empty() {
+                                let written_end_bytes = offset_bytes + kept_bytes;
+                                ranges_remove(&mut unwritten, *offset_bytes, written_end_bytes);
+                            }
+                            ranges_add(&mut unwritten, len_before, *offset_bytes);
                             kept = true;
                         }
                         outcome.pieces.push(PieceOutcome {
