@@ -54,8 +54,12 @@ impl SinkKind {
     }
 
     /// The sink's file on the simulated disk (the transactional sink has none).
-    pub fn file_name(&self) -> String {
-        format!("sink-{}.jsonl", self.name())
+    pub fn file_name(&self) -> &'static str {
+        match self {
+            SinkKind::Append => "sink-append.jsonl",
+            SinkKind::Idempotent => "sink-idempotent.jsonl",
+            SinkKind::Transactional => "sink-transactional.jsonl",
+        }
     }
 }
 
@@ -213,7 +217,7 @@ impl SinkConnector {
         rewrite: bool,
         tail_repair: bool,
     ) -> Result<SinkConnector, SinkError> {
-        let file = kind.file_name();
+        let file = kind.file_name().to_string();
         let (created, contents) = world
             .effect("sink.open", file.clone(), |env| {
                 let created = !env.disk.exists(&file);
@@ -329,6 +333,13 @@ impl SinkConnector {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sink_file_is_named_after_its_kind() {
+        for kind in SinkKind::ALL {
+            assert_eq!(kind.file_name(), format!("sink-{}.jsonl", kind.name()));
+        }
+    }
 
     #[test]
     fn the_readable_prefix_stops_at_the_first_torn_line() {

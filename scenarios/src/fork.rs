@@ -200,7 +200,7 @@ impl Forks {
         // The oracle reads the sink where the README documents it: a converged point's sink
         // is the engine's file, so only where the two are one file.
         let file = sink.file_name();
-        let sink_bytes = result.world.env().disk.read(&file).ok();
+        let sink_bytes = result.world.env().disk.read(file).ok();
         let (facts, end) = match sink_bytes {
             Some(sink_bytes)
                 if !sink.is_transactional()
@@ -211,7 +211,7 @@ impl Forks {
                     .iter()
                     .map(|snapshot| {
                         let disk = &snapshot.world.env().disk;
-                        let bytes = disk.read(&file).expect("the sink is open between events");
+                        let bytes = disk.read(file).expect("the sink is open between events");
                         Facts {
                             disk: compared_disk(disk, sink).expect("the sink file exists"),
                             sink_len_bytes: bytes.len(),
@@ -397,7 +397,7 @@ impl Forks {
             .world
             .env()
             .disk
-            .read(&self.spec.config.sink.file_name())
+            .read(self.spec.config.sink.file_name())
             .expect("compared: the sink file exists");
         for bytes in &rest.appended {
             sink_bytes.extend_from_slice(bytes);
@@ -634,7 +634,7 @@ impl Forks {
             .world
             .env()
             .disk
-            .read(&self.spec.config.sink.file_name())
+            .read(self.spec.config.sink.file_name())
             .ok()?;
         Some(Ending {
             sink_bytes,
@@ -659,7 +659,7 @@ impl Forks {
             .world
             .env()
             .disk
-            .read(&self.spec.config.sink.file_name())
+            .read(self.spec.config.sink.file_name())
             .expect("compared: the sink file exists");
         let class = Class::new(
             candidate,
@@ -684,7 +684,7 @@ impl Forks {
             return;
         }
         let file = self.spec.config.sink.file_name();
-        let Ok(sink_end) = result.world.env().disk.read(&file) else {
+        let Ok(sink_end) = result.world.env().disk.read(file) else {
             return;
         };
         let last = result
@@ -791,7 +791,7 @@ fn boundary_of<'a>(between: &'a Between, disk: &'a Disk) -> Boundary<'a> {
 /// are the one thing the future does not read); every other disk as it is.
 fn compared_disk(disk: &Disk, sink: SinkKind) -> Result<Disk, DiskError> {
     match sink {
-        SinkKind::Append => disk.with_file_emptied(&sink.file_name()),
+        SinkKind::Append => disk.with_file_emptied(sink.file_name()),
         SinkKind::Idempotent | SinkKind::Transactional => Ok(disk.clone()),
     }
 }

@@ -16,6 +16,7 @@ use keel_sim::disk::POWER_LOSS_ENUMERATION_BOUND;
 use keel_sim::{FaultKind, FaultPlan, FingerprintBuilder, PlannedFault};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::ops::Range;
 
 mod points;
@@ -341,23 +342,28 @@ fn outcome_digest(
     observation: &Observation,
     verdicts: &[Verdict],
 ) -> String {
-    let mut digest = FingerprintBuilder::default();
+    // One text, written with `write!` (no string per line), hashed once: the same bytes
+    // in the same order as before, so the same digest.
+    let mut text = String::new();
     for view in &observation.views {
         let records = view.records.hash();
-        digest.write(format!("records={} {:016x}\n", records.len, records.hash).as_bytes());
-        digest.write(format!("corrupt={}\n", view.corrupt_lines).as_bytes());
+        let (len, hash) = (records.len, records.hash);
+        let corrupt = view.corrupt_lines;
+        write!(text, "records={len} {hash:016x}\ncorrupt={corrupt}\n").expect("to a String");
     }
     // The windows' text as its hash, worked out once per shared map of windows.
     let windows = reference.final_windows_hash(&observation.final_windows);
-    digest.write(format!("final_windows={windows:016x}").as_bytes());
+    write!(text, "final_windows={windows:016x}").expect("to a String");
     // Part of the final state (`recovers` compares it); written only when some event was
     // dropped, so digests of runs without a lateness bound are what they were.
     if observation.dropped_late > 0 {
-        digest.write(format!("\ndropped_late={}", observation.dropped_late).as_bytes());
+        write!(text, "\ndropped_late={}", observation.dropped_late).expect("to a String");
     }
     for verdict in verdicts {
-        digest.write(format!("\n{}", verdict.summary()).as_bytes());
+        write!(text, "\n{}", verdict.summary()).expect("to a String");
     }
+    let mut digest = FingerprintBuilder::default();
+    digest.write(text.as_bytes());
     digest.finish().to_string()
 }
 

@@ -12,6 +12,7 @@ use crate::sweep::{
 };
 use keel_sim::{Fault, FingerprintBuilder};
 use std::collections::BTreeSet;
+use std::fmt::Write as _;
 
 /// What a row's sampled steps add up to, while tallying.
 #[derive(Clone, Copy, Debug)]
@@ -92,6 +93,8 @@ pub struct SweepTally<'a> {
     coverage: Vec<Coverage>,
     /// Over one line per run ("sink faults digest"), in point order.
     fingerprint: FingerprintBuilder,
+    /// The line a point adds to the fingerprint (a buffer kept across points).
+    line: String,
     model_mismatch: Option<String>,
     violation: Option<Violation>,
 }
@@ -112,6 +115,7 @@ impl<'a> SweepTally<'a> {
             outcomes: Vec::new(),
             coverage: Vec::new(),
             fingerprint: FingerprintBuilder::default(),
+            line: String::new(),
             model_mismatch: None,
             violation: None,
         }
@@ -122,10 +126,13 @@ impl<'a> SweepTally<'a> {
     pub fn add(&mut self, record: &PointRecord) {
         let sink = record.sink.name();
         let view = record.view.map(|v| v.name().to_string());
-        let position = self
-            .rows
-            .iter()
-            .position(|r| r.sink == sink && r.fault == record.row && r.view == view);
+        let is_its_row = |r: &SweepRow| r.sink == sink && r.fault == record.row && r.view == view;
+        // Points come row by row (views alternating): the last two rows first.
+        let recent = self.rows.len().saturating_sub(2);
+        let position = (recent..self.rows.len())
+            .rev()
+            .find(|&i| is_its_row(&self.rows[i]))
+            .or_else(|| self.rows.iter().position(is_its_row));
         let position = position.unwrap_or_else(|| {
             self.rows.push(SweepRow {
                 sink: sink.to_string(),
@@ -145,14 +152,19 @@ impl<'a> SweepTally<'a> {
         self.coverage[position].count(&record.sampled);
         // One line per run: a transactional point's second view is the same run.
         if record.view != Some(View::ReadUncommitted) {
-            let faults: Vec<String> = record
-                .faults
-                .iter()
-                .map(|f| format!("{}@{}", f.fault, f.step))
-                .collect();
-            self.fingerprint.write(
-                format!("{sink} {} {}\n", faults.join(","), record.outcome_digest).as_bytes(),
-            );
+            // "sink fault@step,fault@step digest", made in one buffer kept across points.
+            let line = &mut self.line;
+            line.clear();
+            line.push_str(sink);
+            for (i, f) in record.faults.iter().enumerate() {
+                let separator = if i == 0 { ' ' } else { ',' };
+                write!(line, "{separator}{}@{}", f.fault, f.step).expect("to a String");
+            }
+            if record.faults.is_empty() {
+                line.push(' ');
+            }
+            writeln!(line, " {}", record.outcome_digest).expect("to a String");
+            self.fingerprint.write(line.as_bytes());
         }
         row.points += 1;
         row.points_with_duplicates += u64::from(record.duplicates > 0);

@@ -136,7 +136,7 @@ impl Forks {
         {
             return None;
         }
-        let sink_bytes = disk.read_shared(&sink.file_name()).ok()?;
+        let sink_bytes = disk.read_shared(sink.file_name()).ok()?;
         let (readable_len_bytes, whole_known) = self.readable_len(&sink_bytes);
         let sink_torn = readable_len_bytes < sink_bytes.len();
         let sink_kept_len_bytes = if sink_torn && self.spec.config.protocol.tail_repair() {

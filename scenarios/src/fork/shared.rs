@@ -121,7 +121,7 @@ impl Candidate {
             engine: between.engine.clone(),
             txlog: env.txlog.clone(),
             disk,
-            sink_bytes: env.disk.read(&sink.file_name()).ok()?,
+            sink_bytes: env.disk.read(sink.file_name()).ok()?,
             stats: between.engine.stats().clone(),
             served: between.world.served_requests(SINK_WRITE_OP),
             incarnations_ended: between.incarnations.len(),
