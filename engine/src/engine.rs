@@ -565,14 +565,15 @@ impl Engine {
     }
 
     /// Whether this process, between two events, would go on exactly as `other` does given
-    /// the same world: the same knobs, operator state, sink connector (a file sink's; the
-    /// log sink's connector is never compared: false), known checkpoint files, incremental
+    /// the same world: the same knobs, operator state, sink connector (a file sink's, as
+    /// [`SinkConnector::same_future_as`] compares it: the world's sink file decides the rest;
+    /// the log sink's connector is never compared: false), known checkpoint files, incremental
     /// chain (changed windows, committed chain, known chain files: what the next delta,
     /// compaction and removals depend on) and last record (what a zombie would retry). What it did so far (`stats`) is not compared: it
     /// only counts and reports, nothing reads it to decide.
     pub fn same_future_as(&self, other: &Engine) -> bool {
         let file_sinks_equal = match (&self.sink, &other.sink) {
-            (Some(Sink::File(a)), Some(Sink::File(b))) => a == b,
+            (Some(Sink::File(a)), Some(Sink::File(b))) => a.same_future_as(b),
             _ => false,
         };
         file_sinks_equal

@@ -321,6 +321,16 @@ impl SinkConnector {
         )))
     }
 
+    /// Whether this connector goes on as `other` does over the same sink file: the same
+    /// sink and file. The idempotent sink's key index is not compared: it holds the keys of
+    /// the file's complete lines up to where it last read, and it reads the rest of them
+    /// before every use (`KeyIndex::refresh`; a file cut below that point is read again), so
+    /// over equal files two indexes decide alike whatever each has read so far (one
+    /// refreshed before its last append, one after a replay that only skipped).
+    pub fn same_future_as(&self, other: &SinkConnector) -> bool {
+        self.kind == other.kind && self.file == other.file
+    }
+
     /// Makes every record written so far durable (one step: fsync of the sink file).
     pub fn sync<S: Storage>(&mut self, world: &mut World<S>) -> Result<(), SinkError> {
         let file = &self.file;

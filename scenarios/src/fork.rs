@@ -16,13 +16,16 @@
 //! - the engine: knobs, operator state, sink connector, the checkpoint files it knows, the
 //!   last record (`Engine::same_future_as`; only its counters may differ);
 //! - the input position (the same boundary), and no fault still to come (`plan_spent`);
-//! - the disk, every file and name with its durable state and pending operations, exactly,
-//!   and no byte a failed fsync left unpersisted anywhere (a cache drop would change it);
-//!   except the append sink's file, whose bytes the append connector never reads after
-//!   recovery (it only appends and fsyncs it): its bytes may differ, and the point's final
-//!   file is its own bytes then followed by what the fault-free run appended after the
-//!   boundary (checked to be a pure append: the fault-free file at the boundary is a prefix
-//!   of its final file);
+//! - the disk as the process sees it ([`keel_sim::Disk::same_view_as`]): the same names,
+//!   each with the same bytes, the same read-only state, and no byte a failed fsync left
+//!   unpersisted anywhere (a cache drop would change it). What is durable and what is still
+//!   pending is not compared: with no fault to come, nothing can tell them apart (only a
+//!   power loss, a failed fsync or an eviction does, and each is a planned fault). The
+//!   append sink's file is left out: the append connector never reads it after recovery
+//!   (it only appends and fsyncs it), so its bytes may differ, and the point's final file
+//!   is its own bytes then followed by what the fault-free run appended after the boundary
+//!   (checked to be a pure append: the fault-free file at the boundary is a prefix of its
+//!   final file);
 //! - the transactional log, exactly (file sinks never touch it); the transactional sink
 //!   never converges (its log keeps the aborted transactions of a fault);
 //! - the clock where it can be observed: with processing-time keys the clock (and the sink's
@@ -33,7 +36,8 @@
 //!   out fresh streams, none is consumed during a run), and the step counter and the
 //!   incarnation reach only the trace once no fault aims at a step.
 //!
-//! Anything else, and the point runs on. A converged point's trace is not computed, so it
+//! A single-fault point compares itself so at each of the few boundaries just after its
+//! fault, not only at snapshots (`fork/ahead.rs`). Anything else, and the point runs on. A converged point's trace is not computed, so it
 //! has no trace fingerprint: a sweep's fingerprint hashes what both algorithms compute, each
 //! point's faults and outcome digest (see `tally::SweepTally`). `keel sweep --naive` runs
 //! every point from scratch to its end instead: the reference the default is checked
@@ -51,6 +55,7 @@ use crate::runner::{
     resume, run, run_between, run_recording_crash_states, Between, Control, Driven, Incarnation,
     IncarnationEnd, Moment, Outcome, Paused, RunResult, RunSpec,
 };
+use ahead::AheadBoundary;
 use keel_engine::sink::readable_prefix_len_bytes;
 use keel_engine::{IncarnationStats, KeyScheme, SinkKind, SINK_WRITE_OP};
 use keel_sim::{Contents, Disk, DiskError, FaultPlan, Fingerprint};
@@ -61,6 +66,7 @@ use std::cell::OnceCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
+mod ahead;
 mod cursor;
 mod restart;
 mod shared;
@@ -312,6 +318,38 @@ impl Forks {
             .find(|class| same_future(key, &this, &class.state.boundary()))
     }
 
+    /// The fault-free run at the boundary the run shown by `between` stands at, if that is
+    /// just after the fault of a single-fault point and the run goes on from there as the
+    /// fault-free run did (`fork/ahead.rs`); `compared` as for [`Forks::converges`].
+    fn converges_ahead<'d>(
+        &self,
+        plan: &FaultPlan,
+        between: &Between,
+        shared: &SharedFutures,
+        compared: impl FnOnce() -> Option<&'d Disk>,
+    ) -> Option<Rc<AheadBoundary>> {
+        if plan.faults().len() != 1 {
+            return None;
+        }
+        let cursor = shared.fault_free().borrow();
+        let boundary = self.ahead_at(cursor.as_ref()?, shared.ahead(), between.index)?;
+        if !boundary.facts.sink_appended_only {
+            return None;
+        }
+        let base = boundary.paused.world.env();
+        let fault_free = Boundary {
+            clock: &base.clock,
+            sink_down_until_ms: base.sink_down_until_ms,
+            engine: &boundary.paused.engine,
+            txlog: &base.txlog,
+            disk: &boundary.facts.disk,
+        };
+        let key = self.spec.config.key;
+        let d = compared()?;
+        let r = same_future(key, &boundary_of(between, d), &fault_free);
+        r.then_some(boundary)
+    }
+
     /// The fault-free run's file sink where the oracle reads it (empty: the log, or no file).
     fn known_bytes(&self) -> &[u8] {
         self.known.as_ref().map_or(&[], KnownSink::bytes)
@@ -535,6 +573,7 @@ impl Forks {
         let mut joined: Option<Rc<Class>> = None;
         let mut restart_candidate: Option<RestartCandidate> = None;
         let mut restart_joined: Option<(RestartCandidate, Rc<RestartClass>)> = None;
+        let mut converged_ahead: Option<Rc<AheadBoundary>> = None;
         let driven = resume(&self.spec, paused, &mut |moment| {
             if !converge {
                 return Control::Continue;
@@ -567,6 +606,10 @@ impl Forks {
             let Some(shared) = shared else {
                 return Control::Continue;
             };
+            if let Some(boundary) = self.converges_ahead(plan, &between, shared, compared) {
+                converged_ahead = Some(boundary);
+                return Control::Stop;
+            }
             if let Some(class) = self.shares(&between, shared, compared) {
                 joined = Some(class);
                 return Control::Stop;
@@ -592,9 +635,11 @@ impl Forks {
                 PointRun::of(&result, &spec, self.known.as_ref())
             }
             Driven::Stopped(paused) => {
-                let rest = match &joined {
-                    Some(class) => self.shared(class),
-                    None => {
+                let rest = match (&joined, &converged_ahead) {
+                    (Some(class), _) => self.shared(class),
+                    // Not remembered as a class: the fault-free run stands for it here.
+                    (None, Some(boundary)) => self.rest_after_ahead(boundary),
+                    (None, None) => {
                         if let (Some(candidate), Some(shared)) = (candidate, shared) {
                             self.remember(candidate, &paused, shared);
                         }
@@ -759,7 +804,7 @@ fn same_surroundings(key: KeyScheme, a: &Surroundings, b: &Surroundings) -> bool
             a.sink_down_until_ms <= a.clock.now_ms() && b.sink_down_until_ms <= b.clock.now_ms()
         }
     };
-    clock_unobserved && a.txlog == b.txlog && a.disk == b.disk
+    clock_unobserved && a.txlog == b.txlog && a.disk.same_view_as(b.disk)
 }
 
 /// The compared disk of the run `between` shows, if it can converge or share a future here:

@@ -593,6 +593,41 @@ impl Disk {
         Ok(())
     }
 
+    /// Whether the process sees the same disk in both: the same names, each with the same
+    /// bytes, and the same read-only state (and profile and sector). What is durable and
+    /// what is pending is not compared: only a fault tells them apart (a power loss, a
+    /// failed fsync, a page eviction), so two disks the same here go on alike through any
+    /// operations when no fault is to come (what converging runs have: see the sweep's
+    /// `fork.rs`). Bytes a failed fsync left unpersisted read from the page cache until an
+    /// eviction: disks holding any are never the same here. Chunks both share are not read.
+    pub fn same_view_as(&self, other: &Disk) -> bool {
+        let unpersisted = |disk: &Disk| disk.inodes.values().any(|i| !i.unpersisted.is_empty());
+        self.sector_size_bytes == other.sector_size_bytes
+            && self.model == other.model
+            && self.read_only == other.read_only
+            && self.io_error_armed == other.io_error_armed
+            && !unpersisted(self)
+            && !unpersisted(other)
+            && self.names.len() == other.names.len()
+            && {
+                // Names that share a file in one share it in the other (a write through one
+                // shows through the other).
+                let mut paired: BTreeMap<InodeId, InodeId> = BTreeMap::new();
+                self.names
+                    .iter()
+                    .zip(&other.names)
+                    .all(|((a, a_inode), (b, b_inode))| {
+                        a == b
+                            && *paired.entry(*a_inode).or_insert(*b_inode) == *b_inode
+                            && self.inodes[a_inode].current == other.inodes[b_inode].current
+                    })
+                    && {
+                        let theirs: std::collections::BTreeSet<_> = paired.values().collect();
+                        theirs.len() == paired.len()
+                    }
+            }
+    }
+
     /// Whether every operation so far is durable: a power loss now would change nothing.
     pub fn is_all_durable(&self) -> bool {
         self.pending_dir.is_empty()
@@ -647,6 +682,62 @@ fn not_found(name: &str) -> DiskError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Disks the process sees alike are `same_view_as` each other whatever is durable;
+    /// a byte, a name, a read-only file system or an unpersisted byte tells them apart.
+    #[test]
+    fn disks_are_the_same_view_by_names_and_bytes_not_by_durability() {
+        let synced = |disk: &mut Disk| {
+            disk.create("a").unwrap();
+            disk.append("a", b"one").unwrap();
+            disk.fsync("a").unwrap();
+            disk.fsync_dir().unwrap();
+        };
+        let mut base = Disk::with_model(4, FsModel::Posix);
+        synced(&mut base);
+        // The same names and bytes, nothing durable yet.
+        let mut pending = Disk::with_model(4, FsModel::Posix);
+        pending.create("a").unwrap();
+        pending.append("a", b"one").unwrap();
+        assert_ne!(base, pending);
+        assert!(base.same_view_as(&pending));
+        assert!(pending.same_view_as(&base));
+        // Reached another way: written in two pieces, a file created and removed between.
+        let mut other_way = Disk::with_model(4, FsModel::Posix);
+        other_way.create("tmp").unwrap();
+        other_way.create("a").unwrap();
+        other_way.append("a", b"on").unwrap();
+        other_way.remove("tmp").unwrap();
+        other_way.append("a", b"e").unwrap();
+        assert!(base.same_view_as(&other_way));
+        let mut byte = base.clone();
+        byte.write("a", 0, b"O").unwrap();
+        assert!(!base.same_view_as(&byte));
+        let mut name = base.clone();
+        name.rename("a", "b").unwrap();
+        assert!(!base.same_view_as(&name));
+        let mut extra = base.clone();
+        extra.create("c").unwrap();
+        assert!(!base.same_view_as(&extra));
+        assert!(!extra.same_view_as(&base));
+        // A failed fsync leaves bytes the disk does not hold: never the same view.
+        let mut failed = Disk::with_model(4, FsModel::Posix);
+        failed.create("a").unwrap();
+        failed.append("a", b"one").unwrap();
+        failed.fsync_dir().unwrap();
+        failed.fsync_fail("a").unwrap();
+        assert_eq!(failed.read("a").unwrap(), b"one");
+        assert!(!failed.same_view_as(&base));
+        assert!(!failed.same_view_as(&failed.clone()));
+        // btrfs turns read-only at a failed fsync.
+        let mut read_only = Disk::with_model(4, FsModel::Btrfs);
+        synced(&mut read_only);
+        let mut btrfs = read_only.clone();
+        read_only.create("x").unwrap();
+        read_only.fsync_fail("x").unwrap();
+        btrfs.create("x").unwrap();
+        assert!(!read_only.same_view_as(&btrfs));
+    }
 
     /// Every disk `states` builds, on every file-system profile: `with_file_emptied("s")`
     /// equals a copy truncated to 0 and synced, errors included. Returns the disks checked.

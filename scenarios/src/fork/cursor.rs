@@ -144,7 +144,7 @@ impl Forks {
     }
 
     /// The run `at` shows, run on to its next event boundary (None: it ends first).
-    fn next_boundary(&self, at: &Paused) -> Option<Paused> {
+    pub(super) fn next_boundary(&self, at: &Paused) -> Option<Paused> {
         let mut at_start = true;
         let driven = resume(&self.spec, at.clone(), &mut |moment| match moment {
             // The boundary it is paused at comes first.

@@ -6,14 +6,15 @@
 //!
 //! The rule is the convergence rule of `fork.rs` ([`super::same_future`]), applied between
 //! two faulty runs instead of a faulty run and the fault-free one: the same engine (all but
-//! its counters), the same disk but for the append sink's bytes, no byte a failed fsync left
-//! unpersisted, the same transactional log, the clock equal where the engine observes it, and
+//! its counters), the same disk as the process sees it (names and bytes, durable or not)
+//! but for the append sink's bytes, no byte a failed fsync left unpersisted, the same
+//! transactional log, the clock equal where the engine observes it, and
 //! no fault still to come in either run. A point is remembered at its first boundary with its
 //! plan spent, once its own run is over: converged on the fault-free run (what it left after
 //! the boundary is its own appends up to the snapshot it converged at, then the fault-free
 //! run's rest), or run to its end, completed in the same incarnation (its appends, files,
 //! final windows and counters at the end), and only when it only appended to its sink after
-//! the boundary. Power-loss crash states that leave the same disk share this way too.
+//! the boundary. Power-loss crash states that leave the same files share this way too.
 //!
 //! At a restart the rule is the same without the engine: a crash leaves only the world, so
 //! two runs restarting in equal surroundings (the compared disk, the log, the clock where
@@ -38,6 +39,7 @@
 //! The table is bounded ([`SHARED_FUTURES_MAX`]): forgetting a class costs time, never a
 //! different observation.
 
+use super::ahead::Ahead;
 use super::cursor::FirstFaults;
 use super::restart::{RestartCandidate, RestartClass};
 use crate::observation::FinalState;
@@ -222,6 +224,8 @@ pub struct SharedFutures {
     /// The fault-free run at the boundary where the last single-fault point started, where
     /// the next one starts if its fault is not earlier (`fork/cursor.rs`).
     fault_free: RefCell<Option<Paused>>,
+    /// The fault-free run at the boundaries just after `fault_free`'s (`fork/ahead.rs`).
+    ahead: Ahead,
 }
 
 impl SharedFutures {
@@ -242,6 +246,12 @@ impl SharedFutures {
     /// The fault-free run where the last single-fault point started, kept for the next one.
     pub fn fault_free(&self) -> &RefCell<Option<Paused>> {
         &self.fault_free
+    }
+
+    /// The fault-free run at the boundaries just after `fault_free`'s, kept for the points
+    /// that start there.
+    pub(super) fn ahead(&self) -> &Ahead {
+        &self.ahead
     }
 
     /// The remembered restart, newest first, whose surroundings are `state`'s.

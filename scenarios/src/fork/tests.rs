@@ -112,7 +112,9 @@ fn shared_equals_naive(
 #[test]
 fn a_point_that_shares_an_earlier_points_future_observes_what_the_naive_run_observes() {
     // How many share depends on `shared::SHARED_FUTURES_MAX` (a forgotten class is run again);
-    // what each point observes does not.
+    // what each point observes does not. Most single-fault points converge on the
+    // fault-free run just after their fault (`fork/ahead.rs`) before any class could stand
+    // for them at a boundary: the few that share there are what is left.
     use CheckpointProtocol::{NoFsyncRename, NoTailRepair, Safe};
     let figures = [
         shared_equals_naive(SinkKind::Append, CheckpointMode::Full, Safe),
@@ -129,12 +131,12 @@ fn a_point_that_shares_an_earlier_points_future_observes_what_the_naive_run_obse
     assert_eq!(
         figures,
         [
-            (1530, 352, 960),
-            (1530, 309, 892),
-            (1752, 445, 1078),
-            (1482, 300, 916),
-            (1530, 308, 892),
-            (1530, 352, 960),
+            (1530, 5, 1007),
+            (1530, 5, 957),
+            (1752, 8, 1162),
+            (1482, 4, 937),
+            (1530, 5, 957),
+            (1530, 5, 1007),
         ]
     );
 }
@@ -212,7 +214,7 @@ fn a_second_fault_forked_from_the_run_of_the_first_observes_what_the_naive_run_o
         pairs_equal_naive(SinkKind::Append),
         pairs_equal_naive(SinkKind::Idempotent),
     ];
-    assert_eq!(figures, [(788, 784, 19), (788, 784, 141)]);
+    assert_eq!(figures, [(788, 784, 6), (788, 784, 20)]);
 }
 
 #[test]
@@ -222,5 +224,5 @@ fn a_converged_point_observes_what_the_naive_run_observes() {
         forked_equals_naive(SinkKind::Idempotent, None),
         forked_equals_naive(SinkKind::Idempotent, Some(0)),
     ];
-    assert_eq!(figures, [(236, 215), (236, 209), (232, 206)]);
+    assert_eq!(figures, [(236, 216), (236, 215), (232, 211)]);
 }
