@@ -146,6 +146,14 @@ pub fn parse_file_name(name: &str) -> Option<(FileKind, u64)> {
         })
 }
 
+/// [`parse_file_name`] of a name exactly as [`FileKind::file_name`] makes it (no leading
+/// zero), without making the name: `delta-07.json` is not one.
+pub fn parse_canonical_file_name(name: &str) -> Option<(FileKind, u64)> {
+    let (kind, index) = parse_file_name(name)?;
+    let digits = index.checked_ilog10().map_or(1, |log| log as usize + 1);
+    (name.len() == kind.prefix().len() + digits + SUFFIX.len()).then_some((kind, index))
+}
+
 /// A file of a chain as the file after it (or the manifest) names it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -848,5 +856,17 @@ mod tests {
         assert_eq!(parse_file_name("manifest-2.json.tmp"), None);
         assert_eq!(parse_file_name("state-16.json"), None);
         assert_eq!(parse_file_name("delta-.json"), None);
+        assert_eq!(parse_file_name("delta-07.json"), Some((FileKind::Delta, 7)));
+        // Canonical: as `file_name` makes them, and only those.
+        for kind in [FileKind::Base, FileKind::Delta, FileKind::Manifest] {
+            for index in [0, 1, 9, 10, 99, 100, 12_345, u64::MAX] {
+                let name = kind.file_name(index);
+                assert_eq!(parse_canonical_file_name(&name), Some((kind, index)));
+                let padded = name.replacen('-', "-0", 1);
+                assert_eq!(parse_file_name(&padded), Some((kind, index)), "{padded}");
+                assert_eq!(parse_canonical_file_name(&padded), None, "{padded}");
+            }
+        }
+        assert_eq!(parse_canonical_file_name("state-16.json"), None);
     }
 }

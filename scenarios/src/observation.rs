@@ -10,7 +10,7 @@ use keel_engine::{
     SINK_WRITE_OP,
 };
 use keel_sim::txlog::{EntryKind, TxnStatus};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 mod known;
@@ -520,7 +520,7 @@ impl Observation {
 /// base up to it (a chain holds one delta per checkpoint since its base); everything else
 /// is stray.
 fn stray_files(files: &[String], sink_file: &str) -> Vec<String> {
-    let chain = newest_chain(files);
+    let chain = NewestChain::of(files);
     let newest = files
         .iter()
         .filter_map(|name| Checkpoint::index_from_file_name(name).map(|index| (index, name)))
@@ -545,35 +545,49 @@ fn stray_files(files: &[String], sink_file: &str) -> Vec<String> {
     stray
 }
 
-/// The names of the newest incremental checkpoint's manifest and chain, if there is a
-/// manifest.
-fn newest_chain(files: &[String]) -> Option<BTreeSet<String>> {
-    let parsed: Vec<(FileKind, u64)> = files
-        .iter()
-        .filter_map(|name| incremental::parse_file_name(name))
-        .collect();
-    let manifest = parsed
-        .iter()
-        .filter(|(kind, _)| *kind == FileKind::Manifest)
-        .map(|&(_, index)| index)
-        .max()?;
-    let base = parsed
-        .iter()
-        .filter(|&&(kind, index)| kind == FileKind::Base && index <= manifest)
-        .map(|&(_, index)| index);
-    let base = base.max();
-    let mut chain: BTreeSet<String> = parsed
-        .iter()
-        .filter(|&&(kind, index)| {
-            kind == FileKind::Delta && base.is_some_and(|b| b < index && index <= manifest)
-        })
-        .map(|&(kind, index)| kind.file_name(index))
-        .collect();
-    chain.insert(FileKind::Manifest.file_name(manifest));
-    if let Some(base) = base {
-        chain.insert(FileKind::Base.file_name(base));
+/// The newest incremental checkpoint's manifest and chain, if there is a manifest: the
+/// manifest's index, and the base's (the newest at or below it) whose deltas after it up to
+/// the manifest are in the chain.
+#[derive(Clone, Copy, Debug)]
+struct NewestChain {
+    manifest: u64,
+    base: Option<u64>,
+}
+
+impl NewestChain {
+    fn of(files: &[String]) -> Option<NewestChain> {
+        let parsed: Vec<(FileKind, u64)> = files
+            .iter()
+            .filter_map(|name| incremental::parse_file_name(name))
+            .collect();
+        let manifest = parsed
+            .iter()
+            .filter(|(kind, _)| *kind == FileKind::Manifest)
+            .map(|&(_, index)| index)
+            .max()?;
+        let base = parsed
+            .iter()
+            .filter(|&&(kind, index)| kind == FileKind::Base && index <= manifest)
+            .map(|&(_, index)| index)
+            .max();
+        Some(NewestChain { manifest, base })
     }
-    Some(chain)
+
+    /// Whether the file `name` is the manifest, the base or a delta of the chain, named as
+    /// the engine names them (`FileKind::file_name`: no leading zero), without making the
+    /// names (a sweep asks this of every file every point leaves).
+    fn contains(&self, name: &str) -> bool {
+        let Some((kind, index)) = incremental::parse_canonical_file_name(name) else {
+            return false;
+        };
+        match kind {
+            FileKind::Manifest => index == self.manifest,
+            FileKind::Base => Some(index) == self.base,
+            FileKind::Delta => self
+                .base
+                .is_some_and(|b| b < index && index <= self.manifest),
+        }
+    }
 }
 
 /// Restarts that restored an older checkpoint than the newest one committed before them.
@@ -891,6 +905,18 @@ mod tests {
             ],
         );
         check(&[sink, "manifest-8.json"], sink, &[]);
+        // Only names as the engine makes them: a padded index is another file.
+        check(
+            &[
+                sink,
+                "base-8.json",
+                "delta-016.json",
+                "delta-16.json",
+                "manifest-16.json",
+            ],
+            sink,
+            &["delta-016.json"],
+        );
         check(
             &[sink, "base-8.json", "state-8.json"],
             sink,
