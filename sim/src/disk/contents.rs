@@ -99,7 +99,9 @@ impl Contents {
             match chunks.last_mut() {
                 Some(last) if last.len() < CHUNK_BYTES => {
                     let n = rest.len().min(CHUNK_BYTES - last.len());
-                    Arc::make_mut(last).extend_from_slice(&rest[..n]);
+                    let last = Arc::make_mut(last);
+                    reserve_within_chunk(last, n);
+                    last.extend_from_slice(&rest[..n]);
                     rest = &rest[n..];
                 }
                 _ => {
@@ -140,6 +142,7 @@ impl Contents {
                     Some(last) if last.len() < CHUNK_BYTES => {
                         let grow = missing.min(CHUNK_BYTES - last.len());
                         let last = Arc::make_mut(last);
+                        reserve_within_chunk(last, grow);
                         last.resize(last.len() + grow, 0);
                         missing -= grow;
                     }
@@ -200,6 +203,19 @@ impl Contents {
             self.len_bytes
         );
     }
+}
+
+/// Makes room for `more` bytes in `chunk`, growing it as a `Vec` does (doubling) but never
+/// past [`CHUNK_BYTES`]: a full chunk holds no spare capacity (a snapshot of a run keeps its
+/// sink file's last chunk, and doubling past the chunk size had kept up to twice its bytes).
+fn reserve_within_chunk(chunk: &mut Vec<u8>, more: usize) {
+    let needed = chunk.len() + more;
+    assert!(needed <= CHUNK_BYTES);
+    if needed > chunk.capacity() {
+        let capacity = needed.max(chunk.capacity() * 2).min(CHUNK_BYTES);
+        chunk.reserve_exact(capacity - chunk.len());
+    }
+    assert!(chunk.capacity() >= needed);
 }
 
 /// How many bytes `a` and `b` have in common at their start, compared a block at a time.
@@ -319,6 +335,13 @@ mod tests {
                 }
             }
             assert_eq!(contents.len(), plain.len(), "{op:?}");
+            assert!(
+                contents
+                    .chunks
+                    .iter()
+                    .all(|chunk| chunk.capacity() <= CHUNK_BYTES),
+                "no chunk grows past its size: {op:?}"
+            );
             assert_eq!(contents.to_vec(), plain, "{op:?}");
             assert_eq!(contents.last(), plain.last().copied());
             assert_eq!(contents, Contents::from(plain.clone()), "{op:?}");
