@@ -30,17 +30,58 @@ pub fn applies(op: &str, kind: FaultKind) -> bool {
     }
 }
 
-/// One step of the fault-free run: where faults can be aimed.
+/// One step of the fault-free run: where faults can be aimed. A sweep keeps one per step
+/// (3 to 4 an event), so a row owns one string, its target.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct SiteRow {
     pub step: u64,
     pub time_ms: u64,
-    pub op: String,
+    pub op: &'static str,
     pub target: String,
     /// The fault kinds that apply here.
-    pub faults: Vec<FaultKind>,
+    pub faults: FaultKinds,
     /// How many disk states a power loss right after this step can leave (null: > 2^64).
     pub power_loss_states: Option<u64>,
+}
+
+/// A set of fault kinds, a bit each in the order of [`FaultKind::ALL`] (the order it lists
+/// and serializes them in: as the `Vec` it replaces, a list of names).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FaultKinds(u16);
+
+impl FaultKinds {
+    fn bit(kind: FaultKind) -> u16 {
+        const { assert!(FaultKind::ALL.len() <= 16) };
+        let position = FaultKind::ALL.iter().position(|k| *k == kind);
+        1 << position.expect("every kind is in FaultKind::ALL")
+    }
+
+    pub fn contains(&self, kind: &FaultKind) -> bool {
+        self.0 & FaultKinds::bit(*kind) != 0
+    }
+
+    /// The kinds in the set, in the order of [`FaultKind::ALL`].
+    pub fn iter(&self) -> impl Iterator<Item = FaultKind> + '_ {
+        FaultKind::ALL
+            .into_iter()
+            .filter(|kind| self.contains(kind))
+    }
+}
+
+impl FromIterator<FaultKind> for FaultKinds {
+    fn from_iter<I: IntoIterator<Item = FaultKind>>(kinds: I) -> FaultKinds {
+        FaultKinds(
+            kinds
+                .into_iter()
+                .fold(0, |bits, kind| bits | FaultKinds::bit(kind)),
+        )
+    }
+}
+
+impl Serialize for FaultKinds {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
 }
 
 /// The fault-free run of `spec`, recording crash-state counts, and its steps as sites.
@@ -58,7 +99,7 @@ pub fn sites_from_run(baseline: &RunResult) -> Vec<SiteRow> {
         counts.len() as u64 + 1 >= baseline.world.steps_taken(),
         "sites need a run recorded with run_recording_crash_states"
     );
-    baseline
+    let mut rows: Vec<SiteRow> = baseline
         .world
         .trace()
         .lines()
@@ -72,7 +113,7 @@ pub fn sites_from_run(baseline: &RunResult) -> Vec<SiteRow> {
             } => Some(SiteRow {
                 step: *step,
                 time_ms: *time_ms,
-                op: op.to_string(),
+                op,
                 target: target.clone(),
                 faults: FaultKind::ALL
                     .into_iter()
@@ -87,7 +128,10 @@ pub fn sites_from_run(baseline: &RunResult) -> Vec<SiteRow> {
             }),
             _ => None,
         })
-        .collect()
+        .collect();
+    // Kept for the whole sweep: no spare capacity.
+    rows.shrink_to_fit();
+    rows
 }
 
 pub fn sites_table(rows: &[SiteRow]) -> Table {
@@ -104,7 +148,7 @@ pub fn sites_table(rows: &[SiteRow]) -> Table {
         table.push(vec![
             row.step.to_string(),
             row.time_ms.to_string(),
-            row.op.clone(),
+            row.op.to_string(),
             row.target.clone(),
             faults.join(","),
             row.power_loss_states
@@ -112,4 +156,32 @@ pub fn sites_table(rows: &[SiteRow]) -> Table {
         ]);
     }
     table
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every subset of the kinds: the set holds exactly them, lists them in the order of
+    /// `FaultKind::ALL`, and serializes as the list of them did.
+    #[test]
+    fn a_set_of_fault_kinds_holds_lists_and_serializes_as_the_list() {
+        let all = FaultKind::ALL;
+        for subset in 0..1u32 << all.len() {
+            let kinds: Vec<FaultKind> = (0..all.len())
+                .filter(|i| subset & (1 << i) != 0)
+                .map(|i| all[i])
+                .collect();
+            // Built in reverse order, with a repeat: a set.
+            let set: FaultKinds = kinds.iter().rev().chain(kinds.first()).copied().collect();
+            assert_eq!(set.iter().collect::<Vec<_>>(), kinds);
+            for kind in all {
+                assert_eq!(set.contains(&kind), kinds.contains(&kind), "{kind:?}");
+            }
+            assert_eq!(
+                serde_json::to_string(&set).unwrap(),
+                serde_json::to_string(&kinds).unwrap()
+            );
+        }
+    }
 }

@@ -73,7 +73,7 @@ fn lanes(sites: &[SiteRow], lang: Lang) -> Vec<Lane> {
         },
     ];
     for site in sites {
-        let lane = match site.op.as_str() {
+        let lane = match site.op {
             "disk.create" | "disk.write" | "disk.rename" | "disk.remove"
                 if is_checkpoint_file(site) =>
             {
@@ -98,7 +98,7 @@ fn visibility_waits(sites: &[SiteRow]) -> Vec<(u64, u64, u64)> {
     let mut open = String::new();
     let mut waits = Vec::new();
     for (i, site) in sites.iter().enumerate() {
-        match site.op.as_str() {
+        match site.op {
             "log.begin" => open = txn(&site.target),
             "log.send" => {
                 let commit = sites[i + 1..]
