@@ -37,11 +37,12 @@
 //!   incarnation reach only the trace once no fault aims at a step.
 //!
 //! A single-fault point compares itself so at each of the few boundaries just after its
-//! fault, not only at snapshots (`fork/ahead.rs`). Anything else, and the point runs on. A converged point's trace is not computed, so it
-//! has no trace fingerprint: a sweep's fingerprint hashes what both algorithms compute, each
-//! point's faults and outcome digest (see `tally::SweepTally`). `keel sweep --naive` runs
-//! every point from scratch to its end instead: the reference the default is checked
-//! against, report for report (`scenarios/tests/fork.rs`).
+//! fault, not only at snapshots (`fork/ahead.rs`). Anything else, and the point runs on. A
+//! converged point's trace is not computed, so it has no trace fingerprint: a sweep's
+//! fingerprint hashes what both algorithms compute, each point's faults and outcome digest
+//! (see `tally::SweepTally`). `keel sweep --naive` runs every point from scratch to its end
+//! instead: the reference the default is checked against, report for report
+//! (`scenarios/tests/fork.rs`).
 //!
 //! A point also stops where an earlier point's run stands for it: at an event boundary
 //! (`fork/shared.rs`) or at a restart, before its recovery (`fork/restart.rs`). A point of
@@ -344,10 +345,8 @@ impl Forks {
             txlog: &base.txlog,
             disk: &boundary.facts.disk,
         };
-        let key = self.spec.config.key;
-        let d = compared()?;
-        let r = same_future(key, &boundary_of(between, d), &fault_free);
-        r.then_some(boundary)
+        let this = boundary_of(between, compared()?);
+        same_future(self.spec.config.key, &this, &fault_free).then_some(boundary)
     }
 
     /// The fault-free run's file sink where the oracle reads it (empty: the log, or no file).
