@@ -18,8 +18,8 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 /// How many boundaries after the cursor a point compares itself with the fault-free run at:
-/// a run that recovers and replays up to its fault usually matches at the first boundary
-/// after it, and one that does not (a checkpoint still to finish) is left to the snapshots.
+/// a run that recovers and replays up to its fault can match at the first boundary after it,
+/// and one that matches only later (a checkpoint still to finish) is left to the snapshots.
 pub const AHEAD_BOUNDARIES_MAX: u64 = 8;
 
 /// The fault-free run at one event boundary, with what converging there needs.
