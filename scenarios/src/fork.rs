@@ -207,29 +207,6 @@ impl Forks {
         // The oracle reads the sink where the README documents it: a converged point's sink
         // is the engine's file, so only where the two are one file.
         let file = sink.file_name();
-        let sink_bytes = result.world.env().disk.read(file).ok();
-        let (facts, end) = match sink_bytes {
-            Some(sink_bytes)
-                if !sink.is_transactional()
-                    && one_incarnation
-                    && file == documented_sink_file(sink) =>
-            {
-                let facts = snapshots
-                    .iter()
-                    .map(|snapshot| {
-                        let disk = &snapshot.world.env().disk;
-                        let bytes = disk.read(file).expect("the sink is open between events");
-                        Facts {
-                            disk: compared_disk(disk, sink).expect("the sink file exists"),
-                            sink_len_bytes: bytes.len(),
-                            sink_appended_only: sink_bytes.starts_with(&bytes),
-                        }
-                    })
-                    .collect();
-                (facts, Some(sink_bytes))
-            }
-            _ => (Vec::new(), None),
-        };
         let known_contents = (!sink.is_transactional())
             .then(|| {
                 result
@@ -240,6 +217,24 @@ impl Forks {
                     .ok()
             })
             .flatten();
+        let sink_bytes = result.world.env().disk.read(file).ok();
+        let (facts, end) = match (sink_bytes, &known_contents) {
+            (Some(sink_bytes), Some(known))
+                if !sink.is_transactional()
+                    && one_incarnation
+                    && file == documented_sink_file(sink) =>
+            {
+                let facts = snapshots
+                    .iter()
+                    .map(|snapshot| {
+                        facts_of(&snapshot.world.env().disk, sink, known)
+                            .expect("the sink is open between events")
+                    })
+                    .collect();
+                (facts, Some(sink_bytes))
+            }
+            _ => (Vec::new(), None),
+        };
         let known = known_contents
             .as_ref()
             .map(|contents| KnownSink::new(contents.to_vec()));
@@ -286,17 +281,10 @@ impl Forks {
         let Some(disk) = compared() else {
             return false;
         };
-        let base = snapshot.world.env();
         same_future(
             self.spec.config.key,
             &boundary_of(between, disk),
-            &Boundary {
-                clock: &base.clock,
-                sink_down_until_ms: base.sink_down_until_ms,
-                engine: &snapshot.engine,
-                txlog: &base.txlog,
-                disk: &facts.disk,
-            },
+            &fault_free_boundary(snapshot, facts),
         )
     }
 
@@ -337,15 +325,8 @@ impl Forks {
         if !boundary.facts.sink_appended_only {
             return None;
         }
-        let base = boundary.paused.world.env();
-        let fault_free = Boundary {
-            clock: &base.clock,
-            sink_down_until_ms: base.sink_down_until_ms,
-            engine: &boundary.paused.engine,
-            txlog: &base.txlog,
-            disk: &boundary.facts.disk,
-        };
         let this = boundary_of(between, compared()?);
+        let fault_free = fault_free_boundary(&boundary.paused, &boundary.facts);
         same_future(self.spec.config.key, &this, &fault_free).then_some(boundary)
     }
 
@@ -379,12 +360,18 @@ impl Forks {
 
     /// What the fault-free run did after its snapshot `at`.
     fn rest_after(&self, at: usize) -> Rest<'_> {
-        let snapshot = &self.snapshots[at];
+        self.rest_from(&self.snapshots[at], &self.facts[at])
+    }
+
+    /// What the fault-free run did after the boundary it stands at in `paused`, whose facts
+    /// are `facts` (a snapshot's, or one just after a point's fault: `fork/ahead.rs`).
+    fn rest_from<'a>(&'a self, paused: &'a Paused, facts: &Facts) -> Rest<'a> {
+        assert!(facts.sink_appended_only);
         Rest {
-            appended: vec![&self.end.sink_bytes[self.facts[at].sink_len_bytes..]],
-            stats_at: snapshot.engine.stats(),
+            appended: vec![&self.end.sink_bytes[facts.sink_len_bytes..]],
+            stats_at: paused.engine.stats(),
             stats_end: self.end.stats.clone(),
-            served_after: self.end.served - snapshot.world.served_requests(SINK_WRITE_OP),
+            served_after: self.end.served - paused.world.served_requests(SINK_WRITE_OP),
             files: Arc::clone(&self.end.files),
             final_state: &self.end.final_state,
         }
@@ -637,7 +624,7 @@ impl Forks {
                 let rest = match (&joined, &converged_ahead) {
                     (Some(class), _) => self.shared(class),
                     // Not remembered as a class: the fault-free run stands for it here.
-                    (None, Some(boundary)) => self.rest_after_ahead(boundary),
+                    (None, Some(boundary)) => self.rest_from(&boundary.paused, &boundary.facts),
                     (None, None) => {
                         if let (Some(candidate), Some(shared)) = (candidate, shared) {
                             self.remember(candidate, &paused, shared);
@@ -817,6 +804,30 @@ fn comparable(between: &Between, sink: SinkKind) -> Option<Disk> {
         return None;
     }
     compared_disk(disk, sink).ok()
+}
+
+/// What converging at a boundary of the fault-free run compares and takes there, whose
+/// disk is `disk` and whose final sink file is `known` (None: no sink file there). Its sink
+/// file is read shared, and compared with the final one chunk by chunk, not copied.
+fn facts_of(disk: &Disk, sink: SinkKind, known: &Contents) -> Option<Facts> {
+    let sink_bytes = disk.read_shared(sink.file_name()).ok()?;
+    Some(Facts {
+        disk: compared_disk(disk, sink).ok()?,
+        sink_len_bytes: sink_bytes.len(),
+        sink_appended_only: known.starts_with(&sink_bytes),
+    })
+}
+
+/// The fault-free run's boundary `paused` shows, with its `facts`.
+fn fault_free_boundary<'a>(paused: &'a Paused, facts: &'a Facts) -> Boundary<'a> {
+    let env = paused.world.env();
+    Boundary {
+        clock: &env.clock,
+        sink_down_until_ms: env.sink_down_until_ms,
+        engine: &paused.engine,
+        txlog: &env.txlog,
+        disk: &facts.disk,
+    }
 }
 
 /// The boundary `between` shows, with `disk` its compared disk.

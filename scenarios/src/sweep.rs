@@ -6,7 +6,7 @@ use crate::baseline::Baseline;
 use crate::fork::{Forks, PointRun, SharedFutures};
 use crate::observation::{Observation, Recovery};
 use crate::property::{failures, Expectation, Property};
-use crate::reproduce::{replay_plan_command, reproduce_point};
+use crate::reproduce::replay_plan_command;
 use crate::runner::{RunSpec, View};
 use crate::spec::ScenarioSpec;
 use crate::table::{Table, TableFormat};
@@ -190,14 +190,10 @@ impl PointRecord {
     /// a report names (a sweep has millions of points, and formatting a plan for each was a
     /// tenth of a depth-2 sweep's time).
     pub fn reproduce(&self, spec: &ScenarioSpec) -> String {
-        let command = match self.faults.as_slice() {
-            [only] => reproduce_point(&spec.command("run"), self.sink, only),
-            faults => {
-                let plan = FaultPlan::new(faults.iter().copied()).expect("distinct steps");
-                // The view is appended below, as for a single fault.
-                replay_plan_command(spec, self.sink, None, &plan)
-            }
-        };
+        let plan = FaultPlan::new(self.faults.iter().copied()).expect("distinct steps");
+        // `keel run --fault ...` for one fault, else a plan file; the view is appended to
+        // either (not written into the plan: the command sweeps have always printed).
+        let command = replay_plan_command(spec, self.sink, None, &plan);
         match self.view {
             Some(view) => format!("{command} --view {}", view.name()),
             None => command,

@@ -155,13 +155,10 @@ impl<'a> SweepTally<'a> {
             // "sink fault@step,fault@step digest", made in one buffer kept across points.
             let line = &mut self.line;
             line.clear();
-            line.push_str(sink);
+            write!(line, "{sink} ").expect("to a String");
             for (i, f) in record.faults.iter().enumerate() {
-                let separator = if i == 0 { ' ' } else { ',' };
+                let separator = if i == 0 { "" } else { "," };
                 write!(line, "{separator}{}@{}", f.fault, f.step).expect("to a String");
-            }
-            if record.faults.is_empty() {
-                line.push(' ');
             }
             writeln!(line, " {}", record.outcome_digest).expect("to a String");
             self.fingerprint.write(line.as_bytes());

@@ -601,31 +601,21 @@ impl Disk {
     /// `fork.rs`). Bytes a failed fsync left unpersisted read from the page cache until an
     /// eviction: disks holding any are never the same here. Chunks both share are not read.
     pub fn same_view_as(&self, other: &Disk) -> bool {
-        let unpersisted = |disk: &Disk| disk.inodes.values().any(|i| !i.unpersisted.is_empty());
+        // One name a file (no hard links): names and their bytes are the whole view.
         self.sector_size_bytes == other.sector_size_bytes
             && self.model == other.model
             && self.read_only == other.read_only
             && self.io_error_armed == other.io_error_armed
-            && !unpersisted(self)
-            && !unpersisted(other)
+            && self.unpersisted_bytes() == 0
+            && other.unpersisted_bytes() == 0
             && self.names.len() == other.names.len()
-            && {
-                // Names that share a file in one share it in the other (a write through one
-                // shows through the other).
-                let mut paired: BTreeMap<InodeId, InodeId> = BTreeMap::new();
-                self.names
-                    .iter()
-                    .zip(&other.names)
-                    .all(|((a, a_inode), (b, b_inode))| {
-                        a == b
-                            && *paired.entry(*a_inode).or_insert(*b_inode) == *b_inode
-                            && self.inodes[a_inode].current == other.inodes[b_inode].current
-                    })
-                    && {
-                        let theirs: std::collections::BTreeSet<_> = paired.values().collect();
-                        theirs.len() == paired.len()
-                    }
-            }
+            && self
+                .names
+                .iter()
+                .zip(&other.names)
+                .all(|((a, a_inode), (b, b_inode))| {
+                    a == b && self.inodes[a_inode].current == other.inodes[b_inode].current
+                })
     }
 
     /// Whether every operation so far is durable: a power loss now would change nothing.

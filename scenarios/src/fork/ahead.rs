@@ -9,13 +9,11 @@
 //! converging compares and takes there, as a snapshot's facts are. The rule is the one of
 //! `fork.rs` ([`super::same_future`]), only at more boundaries.
 
-use super::{compared_disk, Facts, Forks, Rest};
+use super::{facts_of, Facts, Forks};
 use crate::runner::Paused;
-use keel_engine::SINK_WRITE_OP;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
-use std::sync::Arc;
 
 /// How many boundaries after the cursor a point compares itself with the fault-free run at:
 /// a run that recovers and replays up to its fault can match at the first boundary after it,
@@ -83,30 +81,13 @@ impl Forks {
         Some(Rc::clone(boundary))
     }
 
-    /// The facts of the fault-free run at `paused`, as a snapshot's are made.
+    /// The fault-free run at `paused`, with its facts made as a snapshot's are.
     fn ahead_boundary(&self, paused: Paused) -> Option<AheadBoundary> {
-        let sink = self.spec.config.sink;
-        let disk = &paused.world.env().disk;
-        let sink_bytes = disk.read_shared(sink.file_name()).ok()?;
-        let facts = Facts {
-            disk: compared_disk(disk, sink).ok()?,
-            sink_len_bytes: sink_bytes.len(),
-            sink_appended_only: self.known_contents.starts_with(&sink_bytes),
-        };
+        let facts = facts_of(
+            &paused.world.env().disk,
+            self.spec.config.sink,
+            &self.known_contents,
+        )?;
         Some(AheadBoundary { paused, facts })
-    }
-
-    /// What the fault-free run did after `boundary`, as a run that converged there takes it
-    /// on.
-    pub(super) fn rest_after_ahead<'a>(&'a self, boundary: &'a AheadBoundary) -> Rest<'a> {
-        assert!(boundary.facts.sink_appended_only);
-        Rest {
-            appended: vec![&self.end.sink_bytes[boundary.facts.sink_len_bytes..]],
-            stats_at: boundary.paused.engine.stats(),
-            stats_end: self.end.stats.clone(),
-            served_after: self.end.served - boundary.paused.world.served_requests(SINK_WRITE_OP),
-            files: Arc::clone(&self.end.files),
-            final_state: &self.end.final_state,
-        }
     }
 }

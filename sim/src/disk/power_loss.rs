@@ -550,12 +550,17 @@ fn apply_dir_op(names: &mut BTreeMap<String, InodeId>, op: &DirOp, in_order: boo
 impl Disk {
     /// How many crash states a power loss could leave this disk in.
     pub fn power_loss_states(&self) -> PowerLossStates {
+        self.states_of(&choices(self))
+    }
+
+    /// [`Disk::power_loss_states`] from this disk's `choices`, already listed.
+    fn states_of(&self, choices: &[Choice]) -> PowerLossStates {
         if self.read_only {
             // Nothing more reaches the disk: every choice stays at "nothing survived".
             return PowerLossStates { count: Some(1) };
         }
         PowerLossStates {
-            count: count(&choices(self)),
+            count: count(choices),
         }
     }
 
@@ -567,14 +572,7 @@ impl Disk {
     /// and must be below [`PowerLossStates::count`]; otherwise any u64 is a seed.
     pub fn power_loss(&mut self, state: u64) -> PowerLossOutcome {
         let choices = choices(self);
-        // As `power_loss_states`, from the choices already listed.
-        let states = if self.read_only {
-            PowerLossStates { count: Some(1) }
-        } else {
-            PowerLossStates {
-                count: count(&choices),
-            }
-        };
+        let states = self.states_of(&choices);
         let seeded = !states.is_enumerable(POWER_LOSS_ENUMERATION_BOUND);
         let digits = if self.read_only {
             assert_eq!(state, 0, "a read-only file system has one crash state");
