@@ -4,15 +4,17 @@
 //! One `Engine` value is one process incarnation. Its memory dies with it: after a crash the
 //! runner drops it and starts a new one, which learns everything it knows from the disk.
 
+use crate::chain_memo::{self, ChainMemo};
 use crate::checkpoint::{Checkpoint, Invalid};
 use crate::event::{Event, JSON_SAFE_INT_MAX};
 use crate::incremental::{self, FileKind, Incremental, NotRestored, ReadFile};
+use crate::known_sink::KnownSinkFile;
 use crate::protocol::{CheckpointMode, CheckpointProtocol};
 use crate::record::Record;
 use crate::sink::{SinkConnector, SinkError, SinkKind};
 use crate::txsink::TxSink;
 use crate::window::OperatorState;
-use keel_sim::{Crash, Storage, World};
+use keel_sim::{Contents, Crash, Storage, World};
 use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
@@ -222,6 +224,20 @@ pub struct Engine {
     /// full mode).
     incremental: Incremental,
     stats: IncarnationStats,
+    /// What the harness handed it to spare work done before: caches, not state.
+    caches: EngineCaches,
+}
+
+/// What a harness hands the engine to spare it work it has seen done. Caches, not state:
+/// what the engine does, reads and writes is the same with them or without them (a sweep
+/// checks this against `--naive`, whose runs have none), and a process hands them on to
+/// the next one (`Engine::caches`).
+#[derive(Clone, Debug, Default)]
+pub struct EngineCaches {
+    /// A sink file the sink connector builds on (`known_sink.rs`).
+    pub sink: Option<Arc<KnownSinkFile>>,
+    /// Restores of incremental chains (`chain_memo.rs`).
+    pub chains: Option<Arc<ChainMemo>>,
 }
 
 impl Engine {
@@ -235,7 +251,30 @@ impl Engine {
             last_record: None,
             incremental: Incremental::default(),
             stats: IncarnationStats::default(),
+            caches: EngineCaches::default(),
         }
+    }
+
+    /// This engine with `caches` ([`EngineCaches`]).
+    pub fn with_caches(mut self, caches: EngineCaches) -> Engine {
+        self.caches = caches;
+        self
+    }
+
+    /// Its caches, to hand on to the next process.
+    pub fn caches(&self) -> &EngineCaches {
+        &self.caches
+    }
+
+    /// Takes `caches` from now on. An open sink connector builds on the known sink file if
+    /// what it has read of its file (`sink_file`, the file now) is whole lines of it.
+    pub fn share_caches(&mut self, caches: &EngineCaches, sink_file: Option<&Contents>) {
+        if let (Some(Sink::File(connector)), Some(known), Some(file)) =
+            (self.sink.as_mut(), &caches.sink, sink_file)
+        {
+            connector.share_known(known, file);
+        }
+        self.caches = caches.clone();
     }
 
     pub fn stats(&self) -> &IncarnationStats {
@@ -272,6 +311,7 @@ impl Engine {
                 world,
                 protocol.rewrite_sink_on_open(),
                 protocol.tail_repair(),
+                self.caches.sink.as_ref(),
             )?)
         });
         Ok(())
@@ -388,11 +428,12 @@ impl Engine {
         for number in manifests {
             let name = FileKind::Manifest.file_name(number);
             let bytes = world
-                .effect("disk.read", name.clone(), |env| env.disk.read(&name))?
+                .effect("disk.read", name.clone(), |env| env.disk.read_shared(&name))?
                 .map_err(|e| abort(format!("recovery: {e}")))?;
             let mut reader = StepReader { world };
+            let memo = self.caches.chains.as_deref();
             let restored =
-                match incremental::restore(&name, &bytes, protocol.checksum(), &mut reader) {
+                match chain_memo::restore(&name, &bytes, protocol.checksum(), &mut reader, memo) {
                     Ok(restored) if restored.chain.number == number => restored,
                     Ok(restored) => {
                         let why = format!("{name}: holds number {}", restored.chain.number);
@@ -851,10 +892,10 @@ struct StepReader<'a, S: Storage> {
 
 impl<S: Storage> ReadFile for StepReader<'_, S> {
     type Error = Interrupt;
-    fn read_file(&mut self, name: &str) -> Result<Option<Vec<u8>>, Interrupt> {
+    fn read_file(&mut self, name: &str) -> Result<Option<Contents>, Interrupt> {
         let read = self
             .world
-            .effect("disk.read", name, |env| env.disk.read(name))?;
+            .effect("disk.read", name, |env| env.disk.read_shared(name))?;
         match read {
             Ok(bytes) => Ok(Some(bytes)),
             Err(keel_sim::DiskError::NotFound { .. }) => Ok(None),

@@ -86,6 +86,7 @@ use crate::checkpoint::{
     WindowFile,
 };
 use crate::window::OperatorState;
+use keel_sim::Contents;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -435,6 +436,7 @@ impl Incremental {
 }
 
 /// A manifest and its chain, read and checked: the restored checkpoint and the chain.
+#[derive(Clone, Debug)]
 pub struct Restored {
     pub checkpoint: Checkpoint,
     pub chain: Chain,
@@ -443,7 +445,7 @@ pub struct Restored {
 /// Reads files for [`restore`]: the bytes of a name, `Ok(None)` if it does not exist.
 pub trait ReadFile {
     type Error;
-    fn read_file(&mut self, name: &str) -> Result<Option<Vec<u8>>, Self::Error>;
+    fn read_file(&mut self, name: &str) -> Result<Option<Contents>, Self::Error>;
 }
 
 /// Why a manifest was not restored, or a read that failed (`Io`).
@@ -624,6 +626,7 @@ fn read_named<R: ReadFile>(
     let bytes = reader
         .read_file(&file.file)
         .map_err(NotRestored::Io)?
+        .map(|contents| contents.to_vec())
         .ok_or_else(|| {
             Invalid::Rejected(format!(
                 "names {}, which is missing (named by {referrer})",
@@ -646,6 +649,7 @@ fn read_named<R: ReadFile>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chain_memo::{self, ChainMemo};
     use crate::window::WindowState;
 
     #[test]
@@ -712,8 +716,8 @@ mod tests {
 
     impl ReadFile for Files {
         type Error = ();
-        fn read_file(&mut self, name: &str) -> Result<Option<Vec<u8>>, ()> {
-            Ok(self.0.get(name).cloned())
+        fn read_file(&mut self, name: &str) -> Result<Option<Contents>, ()> {
+            Ok(self.0.get(name).map(|bytes| Contents::from(&bytes[..])))
         }
     }
 
@@ -842,6 +846,91 @@ mod tests {
         assert_eq!(
             why(&mut files),
             "names base-1.json, which is missing (named by delta-2.json)"
+        );
+    }
+
+    /// A reader that logs the names it reads.
+    struct Logged<'f>(&'f mut Files, Vec<String>);
+
+    impl ReadFile for Logged<'_> {
+        type Error = ();
+        fn read_file(&mut self, name: &str) -> Result<Option<Contents>, ()> {
+            self.1.push(name.to_string());
+            self.0.read_file(name)
+        }
+    }
+
+    /// What a restore of manifest-2.json returns and the files it reads, without the memo
+    /// and then twice through `memo`: all three the same. Returns the result.
+    fn check_memo(files: &mut Files, memo: &ChainMemo) -> Result<(Checkpoint, Chain), Invalid> {
+        let manifest = Contents::from(&files.0["manifest-2.json"][..]);
+        let outcome = |result: Result<Restored, NotRestored<()>>| match result {
+            Ok(restored) => Ok((restored.checkpoint, restored.chain)),
+            Err(NotRestored::Invalid(invalid)) => Err(invalid),
+            Err(NotRestored::Io(())) => unreachable!("the files are in memory"),
+        };
+        let mut direct = Logged(files, Vec::new());
+        let expected = outcome(restore(
+            "manifest-2.json",
+            &manifest.to_vec(),
+            true,
+            &mut direct,
+        ));
+        let expected_reads = direct.1;
+        for _ in 0..2 {
+            let mut memoized = Logged(files, Vec::new());
+            let result = chain_memo::restore(
+                "manifest-2.json",
+                &manifest,
+                true,
+                &mut memoized,
+                Some(memo),
+            );
+            assert_eq!(outcome(result), expected);
+            assert_eq!(memoized.1, expected_reads);
+        }
+        expected
+    }
+
+    #[test]
+    fn a_memoized_restore_reads_what_a_restore_reads_and_returns_what_it_returns() {
+        let mut inc = Incremental::default();
+        let mut files = Files(BTreeMap::new());
+        commit(
+            &mut inc,
+            &mut files,
+            8,
+            &state(&[(10, 40, false)], 9),
+            &[10],
+        );
+        let s16 = state(&[(10, 41, true), (20, 7, false)], 17);
+        commit(&mut inc, &mut files, 16, &s16, &[10, 20]);
+        let memo = ChainMemo::default();
+        assert_eq!(check_memo(&mut files, &memo).unwrap().0.state, s16);
+        // A delta torn, flipped or missing, then the base missing: each read until it
+        // differs from what the memo's restore read, then restored in full.
+        let delta = files.0["delta-2.json"].clone();
+        let mut torn = delta.clone();
+        torn.truncate(delta.len() - 1);
+        let mut flipped = delta.clone();
+        *flipped.last_mut().unwrap() = b' ';
+        for damaged in [Some(torn), Some(flipped), None] {
+            match damaged {
+                Some(bytes) => files.0.insert("delta-2.json".to_string(), bytes),
+                None => files.0.remove("delta-2.json"),
+            };
+            assert!(matches!(
+                check_memo(&mut files, &memo),
+                Err(Invalid::Rejected(_))
+            ));
+        }
+        files.0.insert("delta-2.json".to_string(), delta);
+        assert_eq!(check_memo(&mut files, &memo).unwrap().0.state, s16);
+        files.0.remove("base-1.json");
+        let why = check_memo(&mut files, &memo).unwrap_err();
+        assert_eq!(
+            why,
+            Invalid::Rejected("names base-1.json, which is missing (named by delta-2.json)".into())
         );
     }
 

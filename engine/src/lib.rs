@@ -5,10 +5,12 @@
 //! world only through `keel_sim::World` (generic over its `Storage`: the simulated disk or a
 //! real directory): no std::fs, no threads, no wall clock.
 
+pub mod chain_memo;
 pub mod checkpoint;
 pub mod engine;
 pub mod event;
 pub mod incremental;
+pub mod known_sink;
 pub mod protocol;
 pub mod record;
 pub mod sink;
@@ -16,11 +18,14 @@ pub mod txsink;
 pub mod window;
 pub mod windows_map;
 
+pub use chain_memo::ChainMemo;
 pub use checkpoint::{Checkpoint, PendingTxn};
 pub use engine::{
-    Engine, EngineConfig, EngineError, IncarnationStats, Interrupt, KeyScheme, IN_PLACE_FILE,
+    Engine, EngineCaches, EngineConfig, EngineError, IncarnationStats, Interrupt, KeyScheme,
+    IN_PLACE_FILE,
 };
 pub use event::{parse_events, Event, EventParseError, EVENT_INT_MAX, EVENT_INT_MIN};
+pub use known_sink::KnownSinkFile;
 pub use protocol::{CheckpointMode, CheckpointProtocol};
 pub use record::{Record, RecordKind};
 pub use sink::{SinkKind, SINK_WRITE_OP};

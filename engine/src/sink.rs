@@ -6,8 +6,9 @@
 //! its own contents when the request arrives, so a retried or replayed record whose key is
 //! already there is skipped, whoever sent it.
 
+use crate::known_sink::KnownSinkFile;
 use crate::record::Record;
-use keel_sim::{Crash, DiskError, Storage, World};
+use keel_sim::{Contents, Crash, DiskError, Storage, World};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fmt;
@@ -93,17 +94,23 @@ impl From<Crash> for SinkError {
 
 /// The keys of the complete lines of the sink file, kept up to date incrementally.
 ///
-/// Copied with the engine at every fork of a sweep's point, so it is kept in two parts: the
-/// keys indexed before the last merge, shared between copies, and the keys indexed since,
-/// at most an eighth of them (or [`RECENT_KEYS_MIN`]). A copy costs the recent keys; a merge
-/// copies the shared ones only if a copy still holds them, once every eighth of their number
-/// of inserts.
+/// Copied with the engine at every fork of a sweep's point, so it is kept in three parts:
+/// the keys of the lines the file shares with a [`KnownSinkFile`] (looked up there, not
+/// copied), the keys indexed before the last merge, shared between copies, and the keys
+/// indexed since, at most an eighth of the merged ones (or [`RECENT_KEYS_MIN`]). A copy
+/// costs the recent keys; a merge copies the shared ones only if a copy still holds them,
+/// once every eighth of their number of inserts.
 #[derive(Clone, Debug, Default)]
 struct KeyIndex {
     /// Bytes of the file already indexed (always just after a newline).
     indexed_len_bytes: u64,
+    /// The file's first `known_len_bytes` are whole lines of this file: their keys are
+    /// its keys of the lines that end there or before.
+    known: Option<Arc<KnownSinkFile>>,
+    known_len_bytes: u64,
+    /// Keys of the lines after `known_len_bytes`, none of them a known key.
     merged: Arc<BTreeSet<String>>,
-    /// Keys not in `merged`.
+    /// Keys not in `merged`, nor known.
     recent: BTreeSet<String>,
 }
 
@@ -111,11 +118,46 @@ struct KeyIndex {
 const RECENT_KEYS_MIN: usize = 256;
 
 impl KeyIndex {
+    /// The index of a file whose first `len_bytes` are whole lines of `known`, read to there.
+    fn on_known(known: &Arc<KnownSinkFile>, len_bytes: u64) -> KeyIndex {
+        assert!(len_bytes <= known.len_bytes() as u64);
+        KeyIndex {
+            indexed_len_bytes: len_bytes,
+            known: Some(Arc::clone(known)),
+            known_len_bytes: len_bytes,
+            ..KeyIndex::default()
+        }
+    }
+
+    /// The index of a file not read yet, which builds on `known` at its first refresh.
+    fn building_on(known: Option<&Arc<KnownSinkFile>>) -> KeyIndex {
+        KeyIndex {
+            known: known.cloned(),
+            ..KeyIndex::default()
+        }
+    }
+
     fn refresh<S: Storage>(&mut self, disk: &S, file: &str) -> Result<(), DiskError> {
         let len_bytes = disk.len_bytes(file)?;
         if len_bytes < self.indexed_len_bytes {
             // The file was truncated (tail repair or power loss): index it again.
-            *self = KeyIndex::default();
+            *self = KeyIndex::building_on(self.known.as_ref());
+        }
+        if self.indexed_len_bytes == 0 {
+            if let Some(known) = &self.known {
+                // The file as it is now, not as the open read it: a fault may have changed
+                // it since (a page eviction), and the index is of what this refresh reads.
+                let contents = disk.read_shared(file)?;
+                let shared_bytes = known.shared_lines_len_bytes(&contents) as u64;
+                *self = KeyIndex::on_known(known, shared_bytes);
+                debug_assert!(
+                    self.key_set()
+                        .into_iter()
+                        .map(String::from)
+                        .collect::<BTreeSet<_>>()
+                        == keys_of_lines(&contents.copy_range(0..shared_bytes as usize))
+                );
+            }
         }
         let tail = disk.read_from(file, self.indexed_len_bytes)?;
         let Some(last_newline) = tail.iter().rposition(|&b| b == b'\n') else {
@@ -125,9 +167,11 @@ impl KeyIndex {
             .split(|&b| b == b'\n')
             .filter_map(|line| std::str::from_utf8(line).ok().and_then(Record::parse_line))
             .map(|record| record.key);
-        if self.len() == 0 {
-            // Indexing a whole file (a new process's first request): built at once.
-            self.merged = Arc::new(keys.collect());
+        if self.merged.is_empty() && self.recent.is_empty() {
+            // Indexing a whole file, or all of it after the known lines (a new process's
+            // first request): built at once.
+            let merged = keys.filter(|key| !self.known_contains(key)).collect();
+            self.merged = Arc::new(merged);
         } else {
             for key in keys {
                 self.insert(key);
@@ -137,23 +181,42 @@ impl KeyIndex {
         Ok(())
     }
 
-    /// Every key, in order (`merged` and `recent` are disjoint).
-    fn keys(&self) -> impl Iterator<Item = &String> {
-        let (mut merged, mut recent) =
-            (self.merged.iter().peekable(), self.recent.iter().peekable());
-        std::iter::from_fn(move || match (merged.peek(), recent.peek()) {
-            (Some(m), Some(r)) if r < m => recent.next(),
-            (Some(_), _) => merged.next(),
-            (None, _) => recent.next(),
+    fn known_contains(&self, key: &str) -> bool {
+        self.known.as_ref().is_some_and(|known| {
+            known
+                .first_line_end(key)
+                .is_some_and(|end| end <= self.known_len_bytes)
         })
     }
 
+    /// Every key (the three parts are disjoint).
+    fn key_set(&self) -> BTreeSet<&str> {
+        let known = self
+            .known
+            .iter()
+            .flat_map(|known| known.keys_before(self.known_len_bytes));
+        let set: BTreeSet<&str> = known
+            .chain(self.merged.iter().map(String::as_str))
+            .chain(self.recent.iter().map(String::as_str))
+            .collect();
+        debug_assert_eq!(
+            set.len(),
+            self.merged.len()
+                + self.recent.len()
+                + self
+                    .known
+                    .as_ref()
+                    .map_or(0, |known| known.keys_before(self.known_len_bytes).count())
+        );
+        set
+    }
+
     fn contains(&self, key: &str) -> bool {
-        self.recent.contains(key) || self.merged.contains(key)
+        self.recent.contains(key) || self.merged.contains(key) || self.known_contains(key)
     }
 
     fn insert(&mut self, key: String) {
-        if self.merged.contains(&key) {
+        if self.merged.contains(&key) || self.known_contains(&key) {
             return;
         }
         self.recent.insert(key);
@@ -163,22 +226,25 @@ impl KeyIndex {
         }
         assert!(self.recent.len() <= RECENT_KEYS_MIN.max(self.merged.len() / 8));
     }
-
-    fn len(&self) -> usize {
-        self.merged.len() + self.recent.len()
-    }
 }
 
 /// The same keys indexed to the same length, however they are split.
 impl PartialEq for KeyIndex {
     fn eq(&self, other: &KeyIndex) -> bool {
-        if self.indexed_len_bytes != other.indexed_len_bytes || self.len() != other.len() {
+        if self.indexed_len_bytes != other.indexed_len_bytes {
             return false;
         }
-        if Arc::ptr_eq(&self.merged, &other.merged) {
+        let same_known = match (&self.known, &other.known) {
+            (Some(a), Some(b)) => {
+                Arc::ptr_eq(a, b) && self.known_len_bytes == other.known_len_bytes
+            }
+            (None, None) => true,
+            _ => false,
+        };
+        if same_known && Arc::ptr_eq(&self.merged, &other.merged) {
             return self.recent == other.recent;
         }
-        self.keys().eq(other.keys())
+        self.key_set() == other.key_set()
     }
 }
 
@@ -196,6 +262,15 @@ pub fn readable_prefix_len_bytes(contents: &[u8]) -> usize {
     offset
 }
 
+/// The keys of `bytes`' whole lines that read as records.
+fn keys_of_lines(bytes: &[u8]) -> BTreeSet<String> {
+    bytes
+        .split(|&b| b == b'\n')
+        .filter_map(|line| std::str::from_utf8(line).ok().and_then(Record::parse_line))
+        .map(|record| record.key)
+        .collect()
+}
+
 /// The engine's end of a sink: the process memory part, lost on a crash.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SinkConnector {
@@ -211,20 +286,23 @@ impl SinkConnector {
     /// failed fsync left unpersisted is dirty again, so the next sync writes it or fails.
     /// With `tail_repair`, a tail
     /// that is not whole records (a torn append) is truncated away and the cut made durable.
+    /// With `known`, the lines the file shares with it are neither read again nor indexed
+    /// again (a cache: see `known_sink.rs`).
     pub fn open<S: Storage>(
         kind: SinkKind,
         world: &mut World<S>,
         rewrite: bool,
         tail_repair: bool,
+        known: Option<&Arc<KnownSinkFile>>,
     ) -> Result<SinkConnector, SinkError> {
         let file = kind.file_name().to_string();
         let (created, contents) = world
             .effect("sink.open", file.clone(), |env| {
                 let created = !env.disk.exists(&file);
                 env.disk.open_or_create(&file)?;
-                let contents = env.disk.read(&file)?;
+                let contents = env.disk.read_shared(&file)?;
                 if rewrite && !contents.is_empty() {
-                    env.disk.write(&file, 0, &contents)?;
+                    env.disk.write(&file, 0, &contents.to_vec())?;
                 }
                 Ok((created, contents))
             })?
@@ -235,7 +313,13 @@ impl SinkConnector {
                 .effect("disk.fsync-dir", ".", |env| env.disk.fsync_dir())?
                 .map_err(|e| SinkError::Fatal(format!("sink open: {e}")))?;
         }
-        let readable_len_bytes = readable_prefix_len_bytes(&contents);
+        let known_len_bytes = known.map_or(0, |known| known.shared_lines_len_bytes(&contents));
+        let readable_len_bytes = known_len_bytes
+            + readable_prefix_len_bytes(&contents.copy_range(known_len_bytes..contents.len()));
+        debug_assert_eq!(
+            readable_len_bytes,
+            readable_prefix_len_bytes(&contents.to_vec())
+        );
         if readable_len_bytes < contents.len() {
             let dropped = contents.len() - readable_len_bytes;
             if tail_repair {
@@ -259,8 +343,19 @@ impl SinkConnector {
         Ok(SinkConnector {
             kind,
             file,
-            index: KeyIndex::default(),
+            index: KeyIndex::building_on(known),
         })
+    }
+
+    /// Builds on `known` from now on, if the file's bytes the key index has read (`file`
+    /// is the file now) are whole lines of it: the same keys, looked up there instead.
+    pub fn share_known(&mut self, known: &Arc<KnownSinkFile>, file: &Contents) {
+        let indexed_len_bytes = self.index.indexed_len_bytes;
+        if indexed_len_bytes <= known.shared_lines_len_bytes(file) as u64 {
+            let index = KeyIndex::on_known(known, indexed_len_bytes);
+            debug_assert!(index == self.index);
+            self.index = index;
+        }
     }
 
     /// Sends one record to the sink, retrying failed requests with backoff. `written` counts
@@ -363,13 +458,35 @@ mod tests {
         assert_eq!(readable_prefix_len_bytes(b""), 0);
     }
 
-    /// A key index grown one key at a time from `keys`, with a copy taken after `fork_at`
-    /// keys that then grows on its own: the index lists its keys in order, holds exactly
-    /// them, and equals an index of the same keys however its parts are split.
-    fn check(keys: &[&str], fork_at: usize) -> Vec<String> {
-        let mut index = KeyIndex::default();
+    /// A sink line with `key`.
+    fn line_of(key: &str) -> String {
+        format!(
+            r#"{{"key": "{key}", "window_end": 10, "sum": 55, "watermark": 10, "kind": "fire"}}"#
+        )
+    }
+
+    /// A key index grown one key at a time from `keys`, after the first `known_lines` of
+    /// them were looked up in a known file (of those lines and one more) instead, with a copy
+    /// taken after `fork_at` keys that then grows on its own: the index holds exactly its
+    /// keys, and equals an index of the same keys however its parts are split.
+    fn check(keys: &[&str], known_lines: usize, fork_at: usize) -> Vec<String> {
+        let file: String = keys[..known_lines]
+            .iter()
+            .chain(["after the known lines"].iter())
+            .map(|key| line_of(key) + "\n")
+            .collect();
+        let known = Arc::new(KnownSinkFile::new(&Contents::from(file.as_bytes())));
+        let known_len_bytes: usize = keys[..known_lines]
+            .iter()
+            .map(|k| line_of(k).len() + 1)
+            .sum();
+        assert_eq!(
+            known.shared_lines_len_bytes(&Contents::from(&file.as_bytes()[..known_len_bytes + 5])),
+            known_len_bytes
+        );
+        let mut index = KeyIndex::on_known(&known, known_len_bytes as u64);
         let mut copy = None;
-        for (i, key) in keys.iter().enumerate() {
+        for (i, key) in keys.iter().enumerate().skip(known_lines) {
             if i == fork_at {
                 copy = Some(index.clone());
             }
@@ -378,24 +495,31 @@ mod tests {
                 copy.insert(format!("copy {key}"));
             }
         }
-        let listed: Vec<String> = index.keys().cloned().collect();
+        let listed: Vec<String> = index.key_set().into_iter().map(String::from).collect();
         let mut expected: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
         expected.sort();
         expected.dedup();
         assert_eq!(listed, expected);
         assert!(keys.iter().all(|key| index.contains(key)));
         assert!(!index.contains("absent"));
+        assert!(
+            !index.contains("after the known lines"),
+            "past the known length"
+        );
         let at_once = KeyIndex {
+            indexed_len_bytes: known_len_bytes as u64,
             merged: Arc::new(expected.iter().cloned().collect()),
             ..KeyIndex::default()
         };
         assert_eq!(index, at_once);
-        assert_eq!(index.len(), expected.len());
         if let Some(copy) = copy {
             assert_ne!(copy, index);
             assert_eq!(
-                copy.keys().filter(|k| k.starts_with("copy ")).count(),
-                keys.len() - fork_at
+                copy.key_set()
+                    .iter()
+                    .filter(|k| k.starts_with("copy "))
+                    .count(),
+                keys.len() - fork_at.max(known_lines)
             );
         }
         listed
@@ -408,9 +532,14 @@ mod tests {
             .collect();
         let many: Vec<&str> = many.iter().map(String::as_str).collect();
         // Past several merges (the first after 257 keys), with a copy taken before some.
-        assert_eq!(check(&many, 1_000).len(), 3_000);
-        assert_eq!(check(&many, 0).len(), 3_000);
-        assert_eq!(check(&["b", "a", "b", "c"], 2), ["a", "b", "c"]);
-        assert_eq!(check(&[], 0), Vec::<String>::new());
+        assert_eq!(check(&many, 0, 1_000).len(), 3_000);
+        assert_eq!(check(&many, 0, 0).len(), 3_000);
+        // The first keys in a known file; the rest merged past it, with a copy before.
+        assert_eq!(check(&many, 1_500, 2_000).len(), 3_000);
+        assert_eq!(check(&many, 2_999, 2_999).len(), 3_000);
+        assert_eq!(check(&["b", "a", "b", "c"], 0, 2), ["a", "b", "c"]);
+        // A key known, then inserted again: held once.
+        assert_eq!(check(&["b", "a", "b", "c"], 1, 2), ["a", "b", "c"]);
+        assert_eq!(check(&[], 0, 0), Vec::<String>::new());
     }
 }

@@ -58,7 +58,9 @@ use crate::runner::{
 };
 use ahead::AheadBoundary;
 use keel_engine::sink::readable_prefix_len_bytes;
-use keel_engine::{IncarnationStats, KeyScheme, SinkKind, SINK_WRITE_OP};
+use keel_engine::{
+    ChainMemo, EngineCaches, IncarnationStats, KeyScheme, KnownSinkFile, SinkKind, SINK_WRITE_OP,
+};
 use keel_sim::{Contents, Disk, DiskError, FaultPlan, Fingerprint};
 use restart::{RestartCandidate, RestartClass};
 pub use shared::SharedFutures;
@@ -201,6 +203,7 @@ impl Forks {
             unreachable!("never told to stop")
         };
         let sink = spec.config.sink;
+        share_caches(&mut snapshots, &result.world.env().disk, sink);
         // Converging takes the rest of a point from the fault-free run's one incarnation.
         let one_incarnation =
             result.incarnations.len() == 1 && result.outcome == Outcome::Completed;
@@ -895,3 +898,21 @@ fn taken_on(
 
 #[cfg(test)]
 mod tests;
+
+/// Hands every snapshot's engine the caches its points build on (`EngineCaches`): a memo
+/// of chain restores, and the fault-free run's sink file as `disk` (its end) holds it. A
+/// point's connector then reads and indexes only the bytes after the lines its file shares
+/// with that file, and a snapshot's key index is those lines, not a copy of their keys.
+fn share_caches(snapshots: &mut [Paused], disk: &Disk, sink: SinkKind) {
+    let caches = EngineCaches {
+        sink: (!sink.is_transactional())
+            .then(|| disk.read_shared(sink.file_name()).ok())
+            .flatten()
+            .map(|contents| Arc::new(KnownSinkFile::new(&contents))),
+        chains: Some(Arc::new(ChainMemo::default())),
+    };
+    for snapshot in snapshots {
+        let sink_file = snapshot.world.env().disk.read_shared(sink.file_name()).ok();
+        snapshot.engine.share_caches(&caches, sink_file.as_ref());
+    }
+}

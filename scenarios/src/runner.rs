@@ -393,6 +393,11 @@ fn drive(
     };
     // A process that was cut off but lives on, waiting to wake up.
     let mut zombie: Option<(u32, Engine)> = None;
+    // The engine's caches, handed from each process to the next (`EngineCaches`).
+    let mut caches = midway
+        .as_ref()
+        .map(|(engine, _)| engine.caches().clone())
+        .unwrap_or_default();
     for restarts in restarts_first..=RESTARTS_MAX {
         let (engine, result) = match midway.take() {
             Some((mut engine, index)) => {
@@ -413,7 +418,7 @@ fn drive(
                         }
                     }
                 }
-                let mut engine = Engine::new(spec.config);
+                let mut engine = Engine::new(spec.config).with_caches(std::mem::take(&mut caches));
                 let result =
                     start_incarnation(&mut world, &mut engine, &mut zombie, &mut incarnations)
                         .and_then(|()| engine.resume_index(&spec.events))
@@ -424,6 +429,7 @@ fn drive(
             }
         };
         let stats = engine.stats().clone();
+        caches = engine.caches().clone();
         let (end, outcome) = match result {
             Ok(Some(index)) => {
                 return Driven::Stopped(Box::new(Paused {

@@ -7,7 +7,7 @@
 //! through [`Storage::simulated`], which a real directory answers with `None`: real storage
 //! supports process crashes only.
 
-use crate::disk::{Disk, DiskError};
+use crate::disk::{Contents, Disk, DiskError};
 use crate::trace::TraceLine;
 
 /// A flat directory of files and the operations the engine performs on it, one step each.
@@ -27,6 +27,10 @@ pub trait Storage {
     fn read(&self, name: &str) -> Result<Vec<u8>, DiskError>;
     /// The file's contents from `offset_bytes` to its end (empty past the end).
     fn read_from(&self, name: &str, offset_bytes: u64) -> Result<Vec<u8>, DiskError>;
+    /// The file's contents as the process sees them, as [`Contents`]: the simulated disk
+    /// shares its chunks (no copy), so a reader can compare them with bytes it knew before
+    /// at the cost of the chunks they differ in; real storage reads the file.
+    fn read_shared(&self, name: &str) -> Result<Contents, DiskError>;
     fn len_bytes(&self, name: &str) -> Result<u64, DiskError>;
     /// Makes the file's data and size durable (not its name).
     fn fsync(&mut self, name: &str) -> Result<(), DiskError>;
@@ -82,6 +86,10 @@ impl Storage for Disk {
     #[inline]
     fn read_from(&self, name: &str, offset_bytes: u64) -> Result<Vec<u8>, DiskError> {
         Disk::read_from(self, name, offset_bytes)
+    }
+    #[inline]
+    fn read_shared(&self, name: &str) -> Result<Contents, DiskError> {
+        Disk::read_shared(self, name)
     }
     #[inline]
     fn len_bytes(&self, name: &str) -> Result<u64, DiskError> {

@@ -7,7 +7,7 @@
 //! are simulation-only: [`Storage::simulated`] is `None` here.
 
 use super::pacing::Pacer;
-use keel_sim::{Disk, DiskError, Fingerprint, Storage, TraceLine};
+use keel_sim::{Contents, Disk, DiskError, Fingerprint, Storage, TraceLine};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
@@ -151,6 +151,10 @@ impl Storage for RealDir {
             .and_then(|_| file.read_to_end(&mut bytes))
             .map_err(|e| os_error("read", name, e))?;
         Ok(bytes)
+    }
+
+    fn read_shared(&self, name: &str) -> Result<Contents, DiskError> {
+        self.read(name).map(Contents::from)
     }
 
     fn len_bytes(&self, name: &str) -> Result<u64, DiskError> {

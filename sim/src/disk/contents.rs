@@ -189,6 +189,24 @@ impl Contents {
         common_bytes
     }
 
+    /// Where the last `byte` before `end` lies (`end` within the file): read backwards
+    /// from `end`, so it costs the bytes after that one (a line's, to find where it began).
+    pub fn last_index_of(&self, byte: u8, end: usize) -> Option<usize> {
+        assert!(end <= self.len_bytes);
+        let mut chunk_end = end;
+        // Bounded: one round per chunk before `end`.
+        while chunk_end > 0 {
+            let chunk_index = (chunk_end - 1) / CHUNK_BYTES;
+            let chunk_start = chunk_index * CHUNK_BYTES;
+            let chunk = &self.chunks[chunk_index][..chunk_end - chunk_start];
+            if let Some(at) = chunk.iter().rposition(|&b| b == byte) {
+                return Some(chunk_start + at);
+            }
+            chunk_end = chunk_start;
+        }
+        None
+    }
+
     /// The invariant of the module header (debug builds only: O(chunks)).
     fn check(&self) {
         debug_assert!(self.chunks.iter().all(|chunk| !chunk.is_empty()));
@@ -355,6 +373,12 @@ mod tests {
                 assert_eq!(fork.common_prefix_len(&contents), common, "{op:?}");
             }
             let mid = plain.len() / 3;
+            for byte in [0, 2, 3, 6, 7, 9] {
+                for end in [0, mid, plain.len().saturating_sub(1), plain.len()] {
+                    let expected = plain[..end].iter().rposition(|&b| b == byte);
+                    assert_eq!(contents.last_index_of(byte, end), expected, "{op:?}");
+                }
+            }
             assert_eq!(contents.copy_range(mid..plain.len()), plain[mid..]);
             assert_eq!(contents.copy_range(0..mid), plain[..mid]);
         }
