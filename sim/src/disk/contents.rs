@@ -64,7 +64,9 @@ impl Contents {
         self.chunks.last().and_then(|chunk| chunk.last().copied())
     }
 
-    /// Writes `bytes` at `offset_bytes`, extending the file with zeros if needed.
+    /// Writes `bytes` at `offset_bytes`, extending the file with zeros if needed. A chunk
+    /// that already holds the bytes written over it is left as it is, still shared: a
+    /// process writing a file back as it read it copies none of it.
     pub fn write_at(&mut self, offset_bytes: usize, bytes: &[u8]) {
         if offset_bytes == self.len_bytes {
             self.append(bytes);
@@ -77,11 +79,13 @@ impl Contents {
         let mut at = offset_bytes;
         // Bounded: one round per chunk the write touches.
         while at < end {
-            let chunk = Arc::make_mut(&mut Arc::make_mut(&mut self.chunks)[at / CHUNK_BYTES]);
             let from = at % CHUNK_BYTES;
-            let to = (end - (at - from)).min(chunk.len());
-            chunk[from..to]
-                .copy_from_slice(&bytes[at - offset_bytes..at - offset_bytes + to - from]);
+            let to = (end - (at - from)).min(self.chunks[at / CHUNK_BYTES].len());
+            let written = &bytes[at - offset_bytes..at - offset_bytes + to - from];
+            if self.chunks[at / CHUNK_BYTES][from..to] != *written {
+                let chunk = Arc::make_mut(&mut Arc::make_mut(&mut self.chunks)[at / CHUNK_BYTES]);
+                chunk[from..to].copy_from_slice(written);
+            }
             at += to - from;
         }
         self.check();
@@ -456,6 +460,29 @@ mod tests {
             Op::Fork,
             Op::Resize(c + 1),
         ]);
+    }
+
+    #[test]
+    fn writing_back_the_same_bytes_keeps_every_chunk_shared() {
+        let mut contents = Contents::from(vec![7; 3 * CHUNK_BYTES + 1]);
+        let fork = contents.clone();
+        contents.write_at(0, &fork.to_vec());
+        contents.write_at(CHUNK_BYTES - 1, &[7, 8, 7]);
+        let shared: Vec<bool> = fork
+            .chunks
+            .iter()
+            .zip(contents.chunks.iter())
+            .map(|(a, b)| std::sync::Arc::ptr_eq(a, b))
+            .collect();
+        assert_eq!(
+            shared,
+            [true, false, true, true],
+            "only the byte that changed"
+        );
+        assert_eq!(
+            contents.copy_range(CHUNK_BYTES - 1..CHUNK_BYTES + 2),
+            [7, 8, 7]
+        );
     }
 
     #[test]
