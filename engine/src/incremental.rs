@@ -804,19 +804,20 @@ mod tests {
         assert_eq!(restored.checkpoint.state, s24);
     }
 
-    #[test]
-    fn a_manifest_naming_a_missing_or_damaged_delta_is_rejected() {
+    /// A base at index 8 and a delta on it at 16 (`manifest-2.json`), and the state at 16.
+    fn base_and_delta() -> (Files, OperatorState) {
         let mut inc = Incremental::default();
         let mut files = Files(BTreeMap::new());
-        commit(
-            &mut inc,
-            &mut files,
-            8,
-            &state(&[(10, 40, false)], 9),
-            &[10],
-        );
+        let s8 = state(&[(10, 40, false)], 9);
+        commit(&mut inc, &mut files, 8, &s8, &[10]);
         let s16 = state(&[(10, 41, true), (20, 7, false)], 17);
         commit(&mut inc, &mut files, 16, &s16, &[10, 20]);
+        (files, s16)
+    }
+
+    #[test]
+    fn a_manifest_naming_a_missing_or_damaged_delta_is_rejected() {
+        let (mut files, _) = base_and_delta();
         let manifest = files.0["manifest-2.json"].clone();
         let delta = files.0.remove("delta-2.json").unwrap();
         let why = |files: &mut Files| match restore("manifest-2.json", &manifest, true, files) {
@@ -894,17 +895,7 @@ mod tests {
 
     #[test]
     fn a_memoized_restore_reads_what_a_restore_reads_and_returns_what_it_returns() {
-        let mut inc = Incremental::default();
-        let mut files = Files(BTreeMap::new());
-        commit(
-            &mut inc,
-            &mut files,
-            8,
-            &state(&[(10, 40, false)], 9),
-            &[10],
-        );
-        let s16 = state(&[(10, 41, true), (20, 7, false)], 17);
-        commit(&mut inc, &mut files, 16, &s16, &[10, 20]);
+        let (mut files, s16) = base_and_delta();
         let memo = ChainMemo::default();
         assert_eq!(check_memo(&mut files, &memo).unwrap().0.state, s16);
         // A delta torn, flipped or missing, then the base missing: each read until it
