@@ -302,7 +302,7 @@ impl SinkConnector {
                 env.disk.open_or_create(&file)?;
                 let contents = env.disk.read_shared(&file)?;
                 if rewrite && !contents.is_empty() {
-                    env.disk.write(&file, 0, &contents.to_vec())?;
+                    env.disk.write_back(&file)?;
                 }
                 Ok((created, contents))
             })?

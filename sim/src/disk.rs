@@ -83,7 +83,7 @@ mod fs_model;
 mod inode;
 mod power_loss;
 
-use inode::{DataOp, Inode};
+use inode::{DataOp, Inode, Written};
 
 pub use contents::{Contents, CHUNK_BYTES};
 
@@ -377,7 +377,20 @@ impl Disk {
         self.injected("write", name)?;
         self.inode_mut(name)?.apply(DataOp::Write {
             offset_bytes,
-            bytes: bytes.to_vec(),
+            bytes: Written::Own(bytes.to_vec()),
+        });
+        Ok(())
+    }
+
+    /// Writes the file's bytes back over themselves, as a process writes back what it read:
+    /// the same as `write(name, 0, <its bytes>)`, every byte dirty again, but the pending
+    /// write shares the file's chunks instead of copying them.
+    pub fn write_back(&mut self, name: &str) -> Result<(), DiskError> {
+        let current = self.inode(name)?.current.clone();
+        self.injected("write", name)?;
+        self.inode_mut(name)?.apply(DataOp::Write {
+            offset_bytes: 0,
+            bytes: Written::Shared(current),
         });
         Ok(())
     }

@@ -153,6 +153,11 @@ impl Storage for RealDir {
         Ok(bytes)
     }
 
+    fn write_back(&mut self, name: &str) -> Result<(), DiskError> {
+        let bytes = self.read(name)?;
+        self.write(name, 0, &bytes)
+    }
+
     fn read_shared(&self, name: &str) -> Result<Contents, DiskError> {
         self.read(name).map(Contents::from)
     }

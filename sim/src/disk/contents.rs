@@ -91,6 +91,26 @@ impl Contents {
         self.check();
     }
 
+    /// Writes `other`'s bytes at `offset_bytes`, as [`Self::write_at`] does: at offset 0,
+    /// chunk by chunk, so a chunk the two share is left as it is, unread.
+    pub fn write_contents_at(&mut self, offset_bytes: usize, other: &Contents) {
+        if offset_bytes != 0 {
+            self.write_at(offset_bytes, &other.to_vec());
+            return;
+        }
+        // Bounded: one round per chunk of `other`.
+        for (i, chunk) in other.chunks.iter().enumerate() {
+            let shared = self
+                .chunks
+                .get(i)
+                .is_some_and(|ours| Arc::ptr_eq(ours, chunk));
+            if !shared {
+                self.write_at(i * CHUNK_BYTES, chunk);
+            }
+        }
+        self.check();
+    }
+
     /// Adds `bytes` at the end of the file.
     fn append(&mut self, bytes: &[u8]) {
         if bytes.is_empty() {

@@ -8,9 +8,54 @@ use std::sync::Arc;
 /// A change to a file's data or size that no fsync has covered yet.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum DataOp {
-    Write { offset_bytes: u64, bytes: Vec<u8> },
+    Write { offset_bytes: u64, bytes: Written },
     SetLen { len_bytes: u64 },
 }
+
+/// The bytes of a pending write: its own, or, for a file written back over itself
+/// (`Disk::write_back`), the file's bytes then, sharing their chunks (a write-back of a long
+/// file copies none of it). Equal when the bytes are, however they are held.
+#[derive(Clone, Debug)]
+pub(super) enum Written {
+    Own(Vec<u8>),
+    Shared(Contents),
+}
+
+impl Written {
+    pub(super) fn len(&self) -> usize {
+        match self {
+            Written::Own(bytes) => bytes.len(),
+            Written::Shared(contents) => contents.len(),
+        }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes `range` (within the write).
+    pub(super) fn bytes(&self, range: std::ops::Range<usize>) -> std::borrow::Cow<'_, [u8]> {
+        match self {
+            Written::Own(bytes) => std::borrow::Cow::Borrowed(&bytes[range]),
+            Written::Shared(contents) => std::borrow::Cow::Owned(contents.copy_range(range)),
+        }
+    }
+}
+
+impl PartialEq for Written {
+    fn eq(&self, other: &Written) -> bool {
+        match (self, other) {
+            (Written::Own(a), Written::Own(b)) => a == b,
+            (Written::Shared(a), Written::Shared(b)) => a == b,
+            (Written::Own(own), Written::Shared(shared))
+            | (Written::Shared(shared), Written::Own(own)) => {
+                own.len() == shared.len() && shared.to_vec() == *own
+            }
+        }
+    }
+}
+
+impl Eq for Written {}
 
 /// A file: its durable bytes, what the process reads, and what lies between.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -199,10 +244,13 @@ pub(super) fn apply_data_op(contents: &mut Contents, op: &DataOp) {
         DataOp::Write {
             offset_bytes,
             bytes,
-        } => contents.write_at(
-            usize::try_from(*offset_bytes).expect("offset fits in memory"),
-            bytes,
-        ),
+        } => {
+            let offset = usize::try_from(*offset_bytes).expect("offset fits in memory");
+            match bytes {
+                Written::Own(bytes) => contents.write_at(offset, bytes),
+                Written::Shared(bytes) => contents.write_contents_at(offset, bytes),
+            }
+        }
         DataOp::SetLen { len_bytes } => {
             contents.resize(usize::try_from(*len_bytes).expect("length fits in memory"))
         }

@@ -763,7 +763,7 @@ impl Disk {
                         if kept_bytes > 0 {
                             let len_before = contents.len() as u64;
                             let at = usize::try_from(*offset_bytes).expect("fits in memory");
-                            contents.write_at(at, &bytes[start..end]);
+                            contents.write_at(at, &bytes.bytes(start..end));
                             // Bytes it wrote over an earlier hole are written now; bytes it
                             // grew the file by before its offset are a hole (nothing past
                             // its end is new).

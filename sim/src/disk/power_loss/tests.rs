@@ -553,3 +553,45 @@ fn sector_pieces_are_aligned_on_the_file_offset() {
     assert_eq!(sector_pieces(1024, 512, 512), vec![(1024, 512)]);
     assert_eq!(sector_pieces(3, 0, 512), vec![]);
 }
+
+/// `write_back` is a write at 0 of what a read returns: the same disk, the same crash states
+/// resolved to the same files, and after a sync the same durable bytes. Across a chunk, with
+/// synced, pending and unpersisted bytes (a failed fsync), on every profile.
+#[test]
+fn a_write_back_is_a_write_of_the_bytes_read() {
+    for model in [FsModel::Posix, FsModel::Ext4, FsModel::Xfs, FsModel::Btrfs] {
+        let mut disk = Disk::with_model(4096, model);
+        disk.create("f").unwrap();
+        let first: Vec<u8> = (0..70_000u32).map(|i| (i % 253) as u8).collect();
+        disk.append("f", &first).unwrap();
+        disk.fsync("f").unwrap();
+        disk.fsync_dir().unwrap();
+        disk.append("f", &[b'p'; 5_000]).unwrap();
+        if model != FsModel::Btrfs {
+            // btrfs turns read-only at a failed fsync.
+            disk.fsync_fail("f").unwrap();
+        }
+        disk.append("f", &[b'q'; 3_000]).unwrap();
+        let mut shared = disk.clone();
+        shared.write_back("f").unwrap();
+        let mut own = disk.clone();
+        let read = own.read("f").unwrap();
+        own.write("f", 0, &read).unwrap();
+        assert!(shared == own, "{model}");
+        assert_eq!(shared.unpersisted_bytes(), 0);
+        let count = count_of(&own);
+        assert_eq!(count_of(&shared), count, "{model}");
+        assert!(count > 1, "{model}");
+        for state in (0..count).step_by((count / 64).max(1) as usize) {
+            assert_eq!(
+                view(&after(&shared, state).0),
+                view(&after(&own, state).0),
+                "{model} {state}"
+            );
+        }
+        shared.fsync("f").unwrap();
+        own.fsync("f").unwrap();
+        assert!(shared == own, "{model}");
+        assert_eq!(shared.read("f").unwrap(), read);
+    }
+}
