@@ -57,7 +57,6 @@ use crate::runner::{
     IncarnationEnd, Moment, Outcome, Paused, RunResult, RunSpec,
 };
 use ahead::AheadBoundary;
-use keel_engine::sink::readable_prefix_len_bytes;
 use keel_engine::{
     ChainMemo, EngineCaches, IncarnationStats, KeyScheme, KnownSinkFile, SinkKind, SINK_WRITE_OP,
 };
@@ -93,8 +92,8 @@ pub struct Forks {
     /// The fault-free run's file sink, where the oracle reads it, line by line: a point's
     /// file is mostly its bytes, and only the rest is parsed (None: the log, or no file).
     known: Option<KnownSink>,
-    /// How much of the known file the sink connector's open reads as records.
-    known_readable_len_bytes: usize,
+    /// What every snapshot's engine builds on (`share_caches`).
+    caches: EngineCaches,
     /// The known file as the fault-free run's disk held it: its chunks are shared with the
     /// snapshots' files, so a point's file is found to be a prefix of it without reading
     /// most of either (empty with no known file).
@@ -115,11 +114,12 @@ struct Facts {
     sink_appended_only: bool,
 }
 
-/// How the fault-free run ended: its sink file, the sink writes the simulated sink served,
-/// the files it left, its one incarnation's stats, its windows.
+/// How the fault-free run ended: its sink file's length (its bytes are the known file's),
+/// the sink writes the simulated sink served, the files it left, its one incarnation's
+/// stats, its windows.
 #[derive(Clone, Debug)]
 struct End {
-    sink_bytes: Vec<u8>,
+    sink_len_bytes: usize,
     served: u64,
     files: Arc<[String]>,
     stats: IncarnationStats,
@@ -203,7 +203,7 @@ impl Forks {
             unreachable!("never told to stop")
         };
         let sink = spec.config.sink;
-        share_caches(&mut snapshots, &result.world.env().disk, sink);
+        let caches = share_caches(&mut snapshots, &result.world.env().disk, sink);
         // Converging takes the rest of a point from the fault-free run's one incarnation.
         let one_incarnation =
             result.incarnations.len() == 1 && result.outcome == Outcome::Completed;
@@ -220,7 +220,7 @@ impl Forks {
                     .ok()
             })
             .flatten();
-        let sink_bytes = result.world.env().disk.read(file).ok();
+        let sink_bytes = result.world.env().disk.read_shared(file).ok();
         let (facts, end) = match (sink_bytes, &known_contents) {
             (Some(sink_bytes), Some(known))
                 if !sink.is_transactional()
@@ -234,7 +234,9 @@ impl Forks {
                             .expect("the sink is open between events")
                     })
                     .collect();
-                (facts, Some(sink_bytes))
+                // One file: the rest a converged point takes is the known file's tail.
+                assert!(sink_bytes == *known);
+                (facts, Some(sink_bytes.len()))
             }
             _ => (Vec::new(), None),
         };
@@ -247,15 +249,13 @@ impl Forks {
             snapshots,
             facts,
             end: End {
-                sink_bytes: end.unwrap_or_default(),
+                sink_len_bytes: end.unwrap_or_default(),
                 served: result.world.served_requests(SINK_WRITE_OP),
                 files: result.disk_files().into(),
                 stats: result.incarnations[0].stats.clone(),
                 final_state: FinalState::of(&result.final_state),
             },
-            known_readable_len_bytes: known
-                .as_ref()
-                .map_or(0, |known| readable_prefix_len_bytes(known.bytes())),
+            caches,
             known,
             known_contents: known_contents.unwrap_or_default(),
             boundary_steps,
@@ -333,11 +333,6 @@ impl Forks {
         same_future(self.spec.config.key, &this, &fault_free).then_some(boundary)
     }
 
-    /// The fault-free run's file sink where the oracle reads it (empty: the log, or no file).
-    fn known_bytes(&self) -> &[u8] {
-        self.known.as_ref().map_or(&[], KnownSink::bytes)
-    }
-
     /// Whether points of this sink may share futures: a file sink read where the oracle
     /// reads it, through the fault-free run's lines (what [`Forks::finish`] needs).
     fn shareable(&self) -> bool {
@@ -371,7 +366,10 @@ impl Forks {
     fn rest_from<'a>(&'a self, paused: &'a Paused, facts: &Facts) -> Rest<'a> {
         assert!(facts.sink_appended_only);
         Rest {
-            appended: vec![&self.end.sink_bytes[facts.sink_len_bytes..]],
+            appended: vec![Piece::Known {
+                from: facts.sink_len_bytes,
+                to: self.end.sink_len_bytes,
+            }],
             stats_at: paused.engine.stats(),
             stats_end: self.end.stats.clone(),
             served_after: self.end.served - paused.world.served_requests(SINK_WRITE_OP),
@@ -392,7 +390,7 @@ impl Forks {
             } => {
                 let fault_free = self.rest_after(*snapshot);
                 Rest {
-                    appended: vec![&class.appended, fault_free.appended[0]],
+                    appended: vec![Piece::Own(&class.appended), fault_free.appended[0]],
                     stats_at: state.stats(),
                     // The class's run's last incarnation at its end, as `converged` made it.
                     stats_end: taken_on(stats_then, fault_free.stats_at, &fault_free.stats_end),
@@ -407,7 +405,7 @@ impl Forks {
                 files,
                 final_state,
             } => Rest {
-                appended: vec![&class.appended],
+                appended: vec![Piece::Own(&class.appended)],
                 stats_at: state.stats(),
                 stats_end: stats_end.clone(),
                 served_after: served_end - state.served(),
@@ -419,23 +417,21 @@ impl Forks {
 
     /// How a run stopped at an event boundary ends, with `rest` what a run that went on from
     /// the same state did after it.
-    fn ending(&self, paused: &Paused, rest: &Rest) -> Ending {
-        let mut sink_bytes = paused
+    fn ending<'a>(&self, paused: &Paused, rest: &Rest<'a>) -> Ending<'a> {
+        let head = paused
             .world
             .env()
             .disk
-            .read(self.spec.config.sink.file_name())
+            .read_shared(self.spec.config.sink.file_name())
             .expect("compared: the sink file exists");
-        for bytes in &rest.appended {
-            sink_bytes.extend_from_slice(bytes);
-        }
         let mut incarnations = paused.incarnations.clone();
         incarnations.push(Incarnation {
             stats: taken_on(paused.engine.stats(), rest.stats_at, &rest.stats_end),
             end: IncarnationEnd::Completed,
         });
         Ending {
-            sink_bytes,
+            head,
+            tail: rest.appended.clone(),
             ended: Ended {
                 incarnations,
                 // The sink served the point's requests up to the boundary, then those the
@@ -456,12 +452,25 @@ impl Forks {
         world: &keel_sim::World,
         restart: Option<RestartSteps>,
     ) -> Observation {
-        self.observe_sink(
-            &[Piece::Own(&ending.sink_bytes)],
-            &ending.ended,
-            world,
-            restart,
-        )
+        let (known_len_bytes, own) = self.split_known(&ending.head, ending.head.len());
+        let mut sink = vec![
+            Piece::Known {
+                from: 0,
+                to: known_len_bytes,
+            },
+            Piece::Own(&own),
+        ];
+        sink.extend_from_slice(&ending.tail);
+        self.observe_sink(&sink, &ending.ended, world, restart)
+    }
+
+    /// The first `len_bytes` of `file` as the length they share with the known file at its
+    /// start (compared by shared chunks) and a copy of the rest: pieces of a point's sink
+    /// that cost what it wrote of its own.
+    fn split_known(&self, file: &Contents, len_bytes: usize) -> (usize, Vec<u8>) {
+        assert!(len_bytes <= file.len());
+        let known_len_bytes = self.known_contents.common_prefix_len(file).min(len_bytes);
+        (known_len_bytes, file.copy_range(known_len_bytes..len_bytes))
     }
 
     /// [`Forks::observe`] of a run whose sink file is made of `sink`, and which ended as
@@ -660,18 +669,19 @@ impl Forks {
 
     /// How a run that went to its end ended, if it completed, with its sink file where the
     /// oracle reads it.
-    fn ending_of(&self, result: &RunResult) -> Option<Ending> {
+    fn ending_of(&self, result: &RunResult) -> Option<Ending<'static>> {
         if result.outcome != Outcome::Completed {
             return None;
         }
-        let sink_bytes = result
+        let head = result
             .world
             .env()
             .disk
-            .read(self.spec.config.sink.file_name())
+            .read_shared(self.spec.config.sink.file_name())
             .ok()?;
         Some(Ending {
-            sink_bytes,
+            head,
+            tail: Vec::new(),
             ended: Ended {
                 incarnations: result.incarnations.clone(),
                 served: result.world.served_requests(SINK_WRITE_OP),
@@ -693,7 +703,7 @@ impl Forks {
             .world
             .env()
             .disk
-            .read(self.spec.config.sink.file_name())
+            .read_shared(self.spec.config.sink.file_name())
             .expect("compared: the sink file exists");
         let class = Class::new(
             candidate,
@@ -718,7 +728,7 @@ impl Forks {
             return;
         }
         let file = self.spec.config.sink.file_name();
-        let Ok(sink_end) = result.world.env().disk.read(file) else {
+        let Ok(sink_end) = result.world.env().disk.read_shared(file) else {
             return;
         };
         let last = result
@@ -744,8 +754,11 @@ impl Forks {
 
 /// How a completed run ended, in the parts its observation is made of: its sink file, and
 /// the rest.
-struct Ending {
-    sink_bytes: Vec<u8>,
+struct Ending<'a> {
+    /// Its sink file where it stopped (or at its end), shared with its disk.
+    head: Contents,
+    /// What the run that stood for it appended after that (nothing for a run to its end).
+    tail: Vec<Piece<'a>>,
     ended: Ended,
 }
 
@@ -764,7 +777,7 @@ struct Ended {
 /// boundary and at its end, the sink writes served after the boundary, and the files and
 /// final windows it ended with.
 struct Rest<'a> {
-    appended: Vec<&'a [u8]>,
+    appended: Vec<Piece<'a>>,
     stats_at: &'a IncarnationStats,
     stats_end: IncarnationStats,
     served_after: u64,
@@ -903,7 +916,7 @@ mod tests;
 /// of chain restores, and the fault-free run's sink file as `disk` (its end) holds it. A
 /// point's connector then reads and indexes only the bytes after the lines its file shares
 /// with that file, and a snapshot's key index is those lines, not a copy of their keys.
-fn share_caches(snapshots: &mut [Paused], disk: &Disk, sink: SinkKind) {
+fn share_caches(snapshots: &mut [Paused], disk: &Disk, sink: SinkKind) -> EngineCaches {
     let caches = EngineCaches {
         sink: (!sink.is_transactional())
             .then(|| disk.read_shared(sink.file_name()).ok())
@@ -915,4 +928,5 @@ fn share_caches(snapshots: &mut [Paused], disk: &Disk, sink: SinkKind) {
         let sink_file = snapshot.world.env().disk.read_shared(sink.file_name()).ok();
         snapshot.engine.share_caches(&caches, sink_file.as_ref());
     }
+    caches
 }

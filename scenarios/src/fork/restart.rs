@@ -32,9 +32,6 @@ pub struct RestartCandidate {
     /// Whether its tail is torn (not whole records): the open then takes the steps that
     /// cut it (or leaves it), so only runs with a torn tail stand for each other.
     pub sink_torn: bool,
-    /// Whether what the open keeps is a prefix of the fault-free run's file (so its
-    /// observation compares none of it: [`crate::observation::Piece`]).
-    pub sink_kept_known: bool,
     /// The steps taken by then (the next step's number).
     pub steps_taken: u64,
     /// The sink writes served by then.
@@ -58,10 +55,8 @@ impl RestartCandidate {
 #[derive(Debug)]
 pub struct RestartClass {
     pub state: RestartCandidate,
-    /// The bytes the run appended to its sink from the restart to its end.
-    pub appended: Vec<u8>,
-    /// Where they lie in the fault-free run's file, if they are its last bytes.
-    pub appended_known_from: Option<usize>,
+    /// The bytes the run appended to its sink from the restart to its end, in pieces.
+    pub appended: Vec<KeptPiece>,
     /// The incarnation the restart began, as it ended.
     pub incarnation: Incarnation,
     /// The sink writes served after the restart.
@@ -70,6 +65,32 @@ pub struct RestartClass {
     pub final_state: FinalState,
     /// Its recovery, the first step counted from the restart.
     pub recovery: Option<RecoverySteps>,
+}
+
+/// A [`Piece`] kept after the run it comes from.
+#[derive(Debug)]
+pub enum KeptPiece {
+    Known { from: usize, to: usize },
+    Own(Vec<u8>),
+}
+
+impl KeptPiece {
+    fn of(piece: &Piece) -> KeptPiece {
+        match *piece {
+            Piece::Known { from, to } => KeptPiece::Known { from, to },
+            Piece::Own(bytes) => KeptPiece::Own(bytes.to_vec()),
+        }
+    }
+
+    fn piece(&self) -> Piece<'_> {
+        match self {
+            KeptPiece::Known { from, to } => Piece::Known {
+                from: *from,
+                to: *to,
+            },
+            KeptPiece::Own(bytes) => Piece::Own(bytes),
+        }
+    }
 }
 
 impl Forks {
@@ -83,26 +104,15 @@ impl Forks {
         state: &RestartCandidate,
         class: &RestartClass,
     ) -> Observation {
-        let kept_len_bytes = state.sink_kept_len_bytes;
-        let own;
-        let sink = [
-            if state.sink_kept_known {
-                Piece::Known {
-                    from: 0,
-                    to: kept_len_bytes,
-                }
-            } else {
-                own = state.sink_bytes.copy_range(0..kept_len_bytes);
-                Piece::Own(&own)
+        let (known_len_bytes, own) = self.split_known(&state.sink_bytes, state.sink_kept_len_bytes);
+        let mut sink = vec![
+            Piece::Known {
+                from: 0,
+                to: known_len_bytes,
             },
-            match class.appended_known_from {
-                Some(from) => Piece::Known {
-                    from,
-                    to: self.known_bytes().len(),
-                },
-                None => Piece::Own(&class.appended),
-            },
+            Piece::Own(&own),
         ];
+        sink.extend(class.appended.iter().map(KeptPiece::piece));
         let mut incarnations = incarnations.to_vec();
         incarnations.push(class.incarnation.clone());
         let restart = class
@@ -137,18 +147,13 @@ impl Forks {
             return None;
         }
         let sink_bytes = disk.read_shared(sink.file_name()).ok()?;
-        let (readable_len_bytes, whole_known) = self.readable_len(&sink_bytes);
+        let readable_len_bytes = self.readable_len(&sink_bytes);
         let sink_torn = readable_len_bytes < sink_bytes.len();
         let sink_kept_len_bytes = if sink_torn && self.spec.config.protocol.tail_repair() {
             readable_len_bytes
         } else {
             sink_bytes.len()
         };
-        let sink_kept_known = whole_known
-            || sink_kept_len_bytes < sink_bytes.len()
-                && self
-                    .known_bytes()
-                    .starts_with(&sink_bytes.copy_range(0..sink_kept_len_bytes));
         Some(RestartCandidate {
             clock: env.clock,
             sink_down_until_ms: env.sink_down_until_ms,
@@ -157,7 +162,6 @@ impl Forks {
             sink_bytes,
             sink_kept_len_bytes,
             sink_torn,
-            sink_kept_known,
             steps_taken: world.steps_taken(),
             served: world.served_requests(SINK_WRITE_OP),
             incarnations_ended: restarting.incarnations.len(),
@@ -165,28 +169,19 @@ impl Forks {
     }
 
     /// How much of `bytes` the sink connector's open reads as records
-    /// ([`readable_prefix_len_bytes`]), and whether `bytes` were found to be a prefix of the
-    /// fault-free file: at once for a line-aligned prefix of the fault-free file's readable
-    /// lines (all of it; the chunks both files share are not read), else by reading them
-    /// from the last line the two files have in common (a power loss's torn sink tail: the
-    /// lines before it are the fault-free file's, read as records already).
-    pub(super) fn readable_len(&self, bytes: &Contents) -> (usize, bool) {
-        let line_aligned = bytes.last().is_none_or(|b| b == b'\n');
-        let common_bytes = self
-            .known_contents
-            .common_prefix_len(bytes)
-            .min(self.known_readable_len_bytes);
-        if line_aligned && common_bytes == bytes.len() {
-            return (bytes.len(), true);
-        }
-        // The fault-free file's readable prefix is whole record lines, so the scan from 0
-        // passes the end of the last of them that `bytes` holds too.
-        let known = &self.known_bytes()[..common_bytes];
-        let lines_common_bytes = known.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        let rest = bytes.copy_range(lines_common_bytes..bytes.len());
-        let readable_bytes = lines_common_bytes + readable_prefix_len_bytes(&rest);
+    /// ([`readable_prefix_len_bytes`]): the whole lines it shares with the fault-free file
+    /// (found by comparing shared chunks: `KnownSinkFile`), then what a scan of the rest
+    /// reads (a power loss's torn sink tail).
+    pub(super) fn readable_len(&self, bytes: &Contents) -> usize {
+        let known_len_bytes = self
+            .caches
+            .sink
+            .as_ref()
+            .map_or(0, |known| known.shared_lines_len_bytes(bytes));
+        let rest = bytes.copy_range(known_len_bytes..bytes.len());
+        let readable_bytes = known_len_bytes + readable_prefix_len_bytes(&rest);
         debug_assert_eq!(readable_bytes, readable_prefix_len_bytes(&bytes.to_vec()));
-        (readable_bytes, false)
+        readable_bytes
     }
 
     /// Remembers the future of a run from its first restart with its plan spent
@@ -203,12 +198,16 @@ impl Forks {
         if ending.ended.incarnations.len() != candidate.incarnations_ended + 1 {
             return;
         }
-        let kept = candidate
-            .sink_bytes
-            .copy_range(0..candidate.sink_kept_len_bytes);
-        let Some(appended) = ending.sink_bytes.strip_prefix(kept.as_slice()) else {
+        let kept_len_bytes = candidate.sink_kept_len_bytes;
+        let head = &ending.head;
+        // Bounded by the chunks the two files do not share.
+        if head.len() < kept_len_bytes
+            || head.common_prefix_len(&candidate.sink_bytes) < kept_len_bytes
+        {
             return;
-        };
+        }
+        let mut appended = vec![KeptPiece::Own(head.copy_range(kept_len_bytes..head.len()))];
+        appended.extend(ending.tail.iter().map(KeptPiece::of));
         let incarnation = ending
             .ended
             .incarnations
@@ -217,12 +216,8 @@ impl Forks {
         assert_eq!(incarnation.end, IncarnationEnd::Completed);
         let served_end = ending.ended.served;
         let recovery = RecoverySteps::after_last_restart(world.trace(), candidate.steps_taken);
-        let known = self.known_bytes();
         shared.remember_restart(RestartClass {
-            appended_known_from: known
-                .ends_with(appended)
-                .then(|| known.len() - appended.len()),
-            appended: appended.to_vec(),
+            appended,
             incarnation: incarnation.clone(),
             served_after: served_end - candidate.served,
             files: Arc::clone(&ending.ended.files),

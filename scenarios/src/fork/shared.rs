@@ -45,7 +45,7 @@ use super::restart::{RestartCandidate, RestartClass};
 use crate::observation::FinalState;
 use crate::runner::{Between, Paused};
 use keel_engine::{Engine, IncarnationStats, KeyScheme, SinkKind, SINK_WRITE_OP};
-use keel_sim::{Clock, Disk, TxLog};
+use keel_sim::{Clock, Contents, Disk, TxLog};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
@@ -92,7 +92,7 @@ pub struct Candidate {
     txlog: TxLog,
     disk: Disk,
     /// The sink file then, whole (checked to be a prefix of what the run ends with).
-    sink_bytes: Vec<u8>,
+    sink_bytes: Contents,
     stats: IncarnationStats,
     served: u64,
     /// The incarnations that had ended by then.
@@ -123,7 +123,7 @@ impl Candidate {
             engine: between.engine.clone(),
             txlog: env.txlog.clone(),
             disk,
-            sink_bytes: env.disk.read(sink.file_name()).ok()?,
+            sink_bytes: env.disk.read_shared(sink.file_name()).ok()?,
             stats: between.engine.stats().clone(),
             served: between.world.served_requests(SINK_WRITE_OP),
             incarnations_ended: between.incarnations.len(),
@@ -193,10 +193,11 @@ pub enum After {
 impl Class {
     /// The class of `state`, whose run went on as `after` says with its sink file then
     /// `sink_then`: None if the run did more than append to its sink after the boundary.
-    pub fn new(state: Candidate, sink_then: &[u8], after: After) -> Option<Class> {
-        let appended = sink_then
-            .strip_prefix(state.sink_bytes.as_slice())?
-            .to_vec();
+    pub fn new(state: Candidate, sink_then: &Contents, after: After) -> Option<Class> {
+        if !sink_then.starts_with(&state.sink_bytes) {
+            return None;
+        }
+        let appended = sink_then.copy_range(state.sink_bytes.len()..sink_then.len());
         Some(Class {
             state,
             appended,
