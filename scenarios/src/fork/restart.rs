@@ -168,6 +168,33 @@ impl Forks {
         })
     }
 
+    /// `pieces`, kept, with the longest run of them at their end that is the known file's
+    /// last bytes as one known piece: a point that takes them on reads none of them.
+    fn known_tail(&self, pieces: &[Piece]) -> Vec<KeptPiece> {
+        let known = self.known.as_ref().map_or(&[][..], |known| known.bytes());
+        let mut known_from = known.len();
+        let mut own_count = pieces.len();
+        // Bounded: one round per piece, from the last.
+        for piece in pieces.iter().rev() {
+            match *piece {
+                Piece::Known { from, to } if to == known_from => known_from = from,
+                Piece::Own(bytes) if known[..known_from].ends_with(bytes) => {
+                    known_from -= bytes.len();
+                }
+                _ => break,
+            }
+            own_count -= 1;
+        }
+        let mut kept: Vec<KeptPiece> = pieces[..own_count].iter().map(KeptPiece::of).collect();
+        if known_from < known.len() {
+            kept.push(KeptPiece::Known {
+                from: known_from,
+                to: known.len(),
+            });
+        }
+        kept
+    }
+
     /// How much of `bytes` the sink connector's open reads as records
     /// ([`readable_prefix_len_bytes`]): the whole lines it shares with the fault-free file
     /// (found by comparing shared chunks: `KnownSinkFile`), then what a scan of the rest
@@ -206,8 +233,10 @@ impl Forks {
         {
             return;
         }
-        let mut appended = vec![KeptPiece::Own(head.copy_range(kept_len_bytes..head.len()))];
-        appended.extend(ending.tail.iter().map(KeptPiece::of));
+        let own = head.copy_range(kept_len_bytes..head.len());
+        let mut pieces = vec![Piece::Own(&own)];
+        pieces.extend_from_slice(&ending.tail);
+        let appended = self.known_tail(&pieces);
         let incarnation = ending
             .ended
             .incarnations
