@@ -155,7 +155,7 @@ impl KeyIndex {
                         .into_iter()
                         .map(String::from)
                         .collect::<BTreeSet<_>>()
-                        == keys_of_lines(&contents.copy_range(0..shared_bytes as usize))
+                        == keys_of_lines(&contents.copy_range(0..shared_bytes as usize)).collect()
                 );
             }
         }
@@ -163,10 +163,7 @@ impl KeyIndex {
         let Some(last_newline) = tail.iter().rposition(|&b| b == b'\n') else {
             return Ok(());
         };
-        let keys = tail[..last_newline]
-            .split(|&b| b == b'\n')
-            .filter_map(|line| std::str::from_utf8(line).ok().and_then(Record::parse_line))
-            .map(|record| record.key);
+        let keys = keys_of_lines(&tail[..last_newline]);
         if self.merged.is_empty() && self.recent.is_empty() {
             // Indexing a whole file, or all of it after the known lines (a new process's
             // first request): built at once.
@@ -262,13 +259,25 @@ pub fn readable_prefix_len_bytes(contents: &[u8]) -> usize {
     offset
 }
 
-/// The keys of `bytes`' whole lines that read as records.
-fn keys_of_lines(bytes: &[u8]) -> BTreeSet<String> {
+/// [`readable_prefix_len_bytes`] of `contents`, reading only what follows the whole lines it
+/// shares with `known` (those are record lines: `KnownSinkFile`).
+pub fn readable_len_bytes(contents: &Contents, known: Option<&KnownSinkFile>) -> usize {
+    let known_len_bytes = known.map_or(0, |known| known.shared_lines_len_bytes(contents));
+    let rest = contents.copy_range(known_len_bytes..contents.len());
+    let readable_bytes = known_len_bytes + readable_prefix_len_bytes(&rest);
+    debug_assert_eq!(
+        readable_bytes,
+        readable_prefix_len_bytes(&contents.to_vec())
+    );
+    readable_bytes
+}
+
+/// The keys of the lines of `bytes` that read as records, in order.
+fn keys_of_lines(bytes: &[u8]) -> impl Iterator<Item = String> + '_ {
     bytes
         .split(|&b| b == b'\n')
         .filter_map(|line| std::str::from_utf8(line).ok().and_then(Record::parse_line))
         .map(|record| record.key)
-        .collect()
 }
 
 /// The engine's end of a sink: the process memory part, lost on a crash.
@@ -313,13 +322,7 @@ impl SinkConnector {
                 .effect("disk.fsync-dir", ".", |env| env.disk.fsync_dir())?
                 .map_err(|e| SinkError::Fatal(format!("sink open: {e}")))?;
         }
-        let known_len_bytes = known.map_or(0, |known| known.shared_lines_len_bytes(&contents));
-        let readable_len_bytes = known_len_bytes
-            + readable_prefix_len_bytes(&contents.copy_range(known_len_bytes..contents.len()));
-        debug_assert_eq!(
-            readable_len_bytes,
-            readable_prefix_len_bytes(&contents.to_vec())
-        );
+        let readable_len_bytes = readable_len_bytes(&contents, known.map(Arc::as_ref));
         if readable_len_bytes < contents.len() {
             let dropped = contents.len() - readable_len_bytes;
             if tail_repair {

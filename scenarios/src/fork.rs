@@ -909,9 +909,6 @@ fn taken_on(
     }
 }
 
-#[cfg(test)]
-mod tests;
-
 /// Hands every snapshot's engine the caches its points build on (`EngineCaches`): a memo
 /// of chain restores, and the fault-free run's sink file as `disk` (its end) holds it. A
 /// point's connector then reads and indexes only the bytes after the lines its file shares
@@ -930,3 +927,6 @@ fn share_caches(snapshots: &mut [Paused], disk: &Disk, sink: SinkKind) -> Engine
     }
     caches
 }
+
+#[cfg(test)]
+mod tests;

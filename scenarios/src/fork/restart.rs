@@ -7,7 +7,7 @@ use super::Ended;
 use super::{compared_disk, Ending, Forks};
 use crate::observation::{FinalState, Observation, Piece, RecoverySteps, RestartSteps};
 use crate::runner::{Incarnation, IncarnationEnd, Restarting};
-use keel_engine::sink::readable_prefix_len_bytes;
+use keel_engine::sink::readable_len_bytes;
 use keel_engine::SINK_WRITE_OP;
 use keel_sim::{Clock, Contents, Disk, TxLog, World};
 use std::sync::Arc;
@@ -147,10 +147,11 @@ impl Forks {
             return None;
         }
         let sink_bytes = disk.read_shared(sink.file_name()).ok()?;
-        let readable_len_bytes = self.readable_len(&sink_bytes);
-        let sink_torn = readable_len_bytes < sink_bytes.len();
+        // What the connector's open reads as records.
+        let readable_bytes = readable_len_bytes(&sink_bytes, self.caches.sink.as_deref());
+        let sink_torn = readable_bytes < sink_bytes.len();
         let sink_kept_len_bytes = if sink_torn && self.spec.config.protocol.tail_repair() {
-            readable_len_bytes
+            readable_bytes
         } else {
             sink_bytes.len()
         };
@@ -193,22 +194,6 @@ impl Forks {
             });
         }
         kept
-    }
-
-    /// How much of `bytes` the sink connector's open reads as records
-    /// ([`readable_prefix_len_bytes`]): the whole lines it shares with the fault-free file
-    /// (found by comparing shared chunks: `KnownSinkFile`), then what a scan of the rest
-    /// reads (a power loss's torn sink tail).
-    pub(super) fn readable_len(&self, bytes: &Contents) -> usize {
-        let known_len_bytes = self
-            .caches
-            .sink
-            .as_ref()
-            .map_or(0, |known| known.shared_lines_len_bytes(bytes));
-        let rest = bytes.copy_range(known_len_bytes..bytes.len());
-        let readable_bytes = known_len_bytes + readable_prefix_len_bytes(&rest);
-        debug_assert_eq!(readable_bytes, readable_prefix_len_bytes(&bytes.to_vec()));
-        readable_bytes
     }
 
     /// Remembers the future of a run from its first restart with its plan spent

@@ -91,13 +91,9 @@ impl Contents {
         self.check();
     }
 
-    /// Writes `other`'s bytes at `offset_bytes`, as [`Self::write_at`] does: at offset 0,
-    /// chunk by chunk, so a chunk the two share is left as it is, unread.
-    pub fn write_contents_at(&mut self, offset_bytes: usize, other: &Contents) {
-        if offset_bytes != 0 {
-            self.write_at(offset_bytes, &other.to_vec());
-            return;
-        }
+    /// Writes `other`'s bytes over the start of the file, as `write_at(0, ..)` does, chunk
+    /// by chunk: a chunk the two share is left as it is, unread.
+    pub fn write_over(&mut self, other: &Contents) {
         // Bounded: one round per chunk of `other`.
         for (i, chunk) in other.chunks.iter().enumerate() {
             let shared = self

@@ -248,7 +248,10 @@ pub(super) fn apply_data_op(contents: &mut Contents, op: &DataOp) {
             let offset = usize::try_from(*offset_bytes).expect("offset fits in memory");
             match bytes {
                 Written::Own(bytes) => contents.write_at(offset, bytes),
-                Written::Shared(bytes) => contents.write_contents_at(offset, bytes),
+                Written::Shared(bytes) => {
+                    assert_eq!(offset, 0, "a write-back covers the file from its start");
+                    contents.write_over(bytes)
+                }
             }
         }
         DataOp::SetLen { len_bytes } => {
