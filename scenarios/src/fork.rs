@@ -48,13 +48,10 @@
 //! (`fork/shared.rs`) or at a restart, before its recovery (`fork/restart.rs`). A point of
 //! two faults starts from the run of its first (`fork/cursor.rs`).
 
-use crate::observation::{
-    documented_sink_file, FinalState, KnownSink, Observation, Piece, RestartSteps, SinkOutage,
-    SinkWriteCounts,
-};
+use crate::observation::{documented_sink_file, FinalState, KnownSink, Observation, RestartSteps};
 use crate::runner::{
-    resume, run, run_between, run_recording_crash_states, Between, Control, Driven, Incarnation,
-    IncarnationEnd, Moment, Outcome, Paused, RunResult, RunSpec,
+    resume, run, run_between, run_recording_crash_states, Between, Control, Driven, IncarnationEnd,
+    Moment, Outcome, Paused, RunResult, RunSpec,
 };
 use ahead::AheadBoundary;
 use keel_engine::{
@@ -70,6 +67,7 @@ use std::sync::Arc;
 
 mod ahead;
 mod cursor;
+mod ending;
 mod restart;
 mod shared;
 
@@ -342,169 +340,6 @@ impl Forks {
             && sink.file_name() == documented_sink_file(sink)
     }
 
-    /// What the fault-free run did after the snapshot where a run stopped because it
-    /// converged ([`Forks::converges`]), as the run takes it on: its last incarnation's
-    /// counters moved as the fault-free run's moved after the boundary; its sink file
-    /// followed by what the fault-free run appended; the files and the final windows the
-    /// fault-free run ended with (the disks had the same names at the boundary, and the
-    /// same operations follow).
-    fn converged(&self, paused: &Paused) -> Rest<'_> {
-        let at = (paused.index / self.every_events) as usize;
-        let snapshot = &self.snapshots[at];
-        assert_eq!(snapshot.index, paused.index);
-        assert!(self.facts[at].sink_appended_only);
-        self.rest_after(at)
-    }
-
-    /// What the fault-free run did after its snapshot `at`.
-    fn rest_after(&self, at: usize) -> Rest<'_> {
-        self.rest_from(&self.snapshots[at], &self.facts[at])
-    }
-
-    /// What the fault-free run did after the boundary it stands at in `paused`, whose facts
-    /// are `facts` (a snapshot's, or one just after a point's fault: `fork/ahead.rs`).
-    fn rest_from<'a>(&'a self, paused: &'a Paused, facts: &Facts) -> Rest<'a> {
-        assert!(facts.sink_appended_only);
-        Rest {
-            appended: vec![Piece::Known {
-                from: facts.sink_len_bytes,
-                to: self.end.sink_len_bytes,
-            }],
-            stats_at: paused.engine.stats(),
-            stats_end: self.end.stats.clone(),
-            served_after: self.end.served - paused.world.served_requests(SINK_WRITE_OP),
-            files: Arc::clone(&self.end.files),
-            final_state: &self.end.final_state,
-        }
-    }
-
-    /// What the run of `class` did after its boundary, as a run stopped there because it
-    /// shares the class's future takes it on.
-    fn shared<'a>(&'a self, class: &'a Class) -> Rest<'a> {
-        let state = &class.state;
-        match &class.after {
-            After::Converged {
-                snapshot,
-                stats_then,
-                served_then,
-            } => {
-                let fault_free = self.rest_after(*snapshot);
-                Rest {
-                    appended: vec![Piece::Own(&class.appended), fault_free.appended[0]],
-                    stats_at: state.stats(),
-                    // The class's run's last incarnation at its end, as `converged` made it.
-                    stats_end: taken_on(stats_then, fault_free.stats_at, &fault_free.stats_end),
-                    served_after: served_then - state.served() + fault_free.served_after,
-                    files: fault_free.files,
-                    final_state: fault_free.final_state,
-                }
-            }
-            After::Finished {
-                stats_end,
-                served_end,
-                files,
-                final_state,
-            } => Rest {
-                appended: vec![Piece::Own(&class.appended)],
-                stats_at: state.stats(),
-                stats_end: stats_end.clone(),
-                served_after: served_end - state.served(),
-                files: Arc::clone(files),
-                final_state,
-            },
-        }
-    }
-
-    /// How a run stopped at an event boundary ends, with `rest` what a run that went on from
-    /// the same state did after it.
-    fn ending<'a>(&self, paused: &Paused, rest: &Rest<'a>) -> Ending<'a> {
-        let head = paused
-            .world
-            .env()
-            .disk
-            .read_shared(self.spec.config.sink.file_name())
-            .expect("compared: the sink file exists");
-        let mut incarnations = paused.incarnations.clone();
-        incarnations.push(Incarnation {
-            stats: taken_on(paused.engine.stats(), rest.stats_at, &rest.stats_end),
-            end: IncarnationEnd::Completed,
-        });
-        Ending {
-            head,
-            tail: rest.appended.clone(),
-            ended: Ended {
-                incarnations,
-                // The sink served the point's requests up to the boundary, then those the
-                // other run sent after it (the same requests follow).
-                served: paused.world.served_requests(SINK_WRITE_OP) + rest.served_after,
-                files: Arc::clone(&rest.files),
-                final_state: rest.final_state.clone(),
-            },
-        }
-    }
-
-    /// The observation of a completed run that ended as `ending` says, whose world had
-    /// seen every sink outage it was to see by `world` (its end, or where it stopped), and
-    /// whose recovery after a kill went as `restart` says.
-    fn observe(
-        &self,
-        ending: &Ending,
-        world: &keel_sim::World,
-        restart: Option<RestartSteps>,
-    ) -> Observation {
-        let (known_len_bytes, own) = self.split_known(&ending.head, ending.head.len());
-        let mut sink = vec![
-            Piece::Known {
-                from: 0,
-                to: known_len_bytes,
-            },
-            Piece::Own(&own),
-        ];
-        sink.extend_from_slice(&ending.tail);
-        self.observe_sink(&sink, &ending.ended, world, restart)
-    }
-
-    /// The first `len_bytes` of `file` as the length they share with the known file at its
-    /// start (compared by shared chunks) and a copy of the rest: pieces of a point's sink
-    /// that cost what it wrote of its own.
-    fn split_known(&self, file: &Contents, len_bytes: usize) -> (usize, Vec<u8>) {
-        assert!(len_bytes <= file.len());
-        let known_len_bytes = self.known_contents.common_prefix_len(file).min(len_bytes);
-        (known_len_bytes, file.copy_range(known_len_bytes..len_bytes))
-    }
-
-    /// [`Forks::observe`] of a run whose sink file is made of `sink`, and which ended as
-    /// `ended` says.
-    fn observe_sink(
-        &self,
-        sink: &[Piece],
-        ended: &Ended,
-        world: &keel_sim::World,
-        restart: Option<RestartSteps>,
-    ) -> Observation {
-        let known = self
-            .known
-            .as_ref()
-            .expect("a converging run's sink is the documented file");
-        let mut observation = Observation::of_file_view(
-            &self.spec.config,
-            known.observe_pieces(sink),
-            &ended.files,
-            &ended.incarnations,
-            &Outcome::Completed,
-            &ended.final_state,
-        );
-        let stats = ended.incarnations.iter().map(|i| &i.stats);
-        observation.sink_writes = Some(SinkWriteCounts {
-            served: ended.served,
-            written: stats.clone().map(|s| s.written).sum(),
-            skipped: stats.map(|s| s.skipped).sum(),
-        });
-        observation.sink_outage = SinkOutage::of(world, observation.restarts);
-        observation.restart = restart;
-        observation
-    }
-
     /// The latest snapshot from which a run whose first fault is at `step` can start: none
     /// if the fault comes before the first event (during the first recovery).
     fn before(&self, step: u64) -> Option<&Paused> {
@@ -667,30 +502,6 @@ impl Forks {
         }
     }
 
-    /// How a run that went to its end ended, if it completed, with its sink file where the
-    /// oracle reads it.
-    fn ending_of(&self, result: &RunResult) -> Option<Ending<'static>> {
-        if result.outcome != Outcome::Completed {
-            return None;
-        }
-        let head = result
-            .world
-            .env()
-            .disk
-            .read_shared(self.spec.config.sink.file_name())
-            .ok()?;
-        Some(Ending {
-            head,
-            tail: Vec::new(),
-            ended: Ended {
-                incarnations: result.incarnations.clone(),
-                served: result.world.served_requests(SINK_WRITE_OP),
-                files: result.disk_files().into(),
-                final_state: FinalState::of(&result.final_state),
-            },
-        })
-    }
-
     /// Remembers the future of a run from its first boundary with its plan spent
     /// (`candidate`), now that it converged at `paused` (a snapshot).
     fn remember(&self, candidate: Candidate, paused: &Paused, shared: &SharedFutures) {
@@ -750,39 +561,6 @@ impl Forks {
             shared.remember(class);
         }
     }
-}
-
-/// How a completed run ended, in the parts its observation is made of: its sink file, and
-/// the rest.
-struct Ending<'a> {
-    /// Its sink file where it stopped (or at its end), shared with its disk.
-    head: Contents,
-    /// What the run that stood for it appended after that (nothing for a run to its end).
-    tail: Vec<Piece<'a>>,
-    ended: Ended,
-}
-
-/// How a completed run ended, but for its sink file: its incarnations, the sink writes the
-/// simulated sink served, the files and the final windows it left.
-struct Ended {
-    incarnations: Vec<Incarnation>,
-    served: u64,
-    /// Shared: every point of a restart class or a converged future ends with the same.
-    files: Arc<[String]>,
-    final_state: FinalState,
-}
-
-/// What a run that goes on from an event boundary does after it, as a stopped run takes it
-/// on: the bytes it appends to its sink (in pieces), its last incarnation's stats at the
-/// boundary and at its end, the sink writes served after the boundary, and the files and
-/// final windows it ended with.
-struct Rest<'a> {
-    appended: Vec<Piece<'a>>,
-    stats_at: &'a IncarnationStats,
-    stats_end: IncarnationStats,
-    served_after: u64,
-    files: Arc<[String]>,
-    final_state: &'a FinalState,
 }
 
 /// Whether two runs at the same event boundary go on alike (the rules are in the module's
@@ -864,48 +642,6 @@ fn compared_disk(disk: &Disk, sink: SinkKind) -> Result<Disk, DiskError> {
     match sink {
         SinkKind::Append => disk.with_file_emptied(sink.file_name()),
         SinkKind::Idempotent | SinkKind::Transactional => Ok(disk.clone()),
-    }
-}
-
-/// The stats a converged run's last incarnation would have ended with: its own `now` at the
-/// boundary, with the counters the fault-free run moved after the same boundary (`base` at
-/// the boundary, `end` at its end) moved alike. Every field is named, so a new one needs a
-/// decision here.
-fn taken_on(
-    now: &IncarnationStats,
-    base: &IncarnationStats,
-    end: &IncarnationStats,
-) -> IncarnationStats {
-    let IncarnationStats {
-        restored,
-        resume_from_index,
-        written,
-        skipped,
-        rejected_checkpoints,
-        resume_decided,
-        last_committed,
-        processed_upto_index,
-    } = now.clone();
-    assert_eq!(
-        processed_upto_index, base.processed_upto_index,
-        "the same boundary"
-    );
-    IncarnationStats {
-        // Decided by recovery, before the boundary.
-        restored,
-        resume_from_index,
-        rejected_checkpoints,
-        resume_decided,
-        // Counted after it as the fault-free run counted.
-        written: written + (end.written - base.written),
-        skipped: skipped + (end.skipped - base.skipped),
-        processed_upto_index: end.processed_upto_index,
-        // A checkpoint committed after the boundary is the fault-free run's.
-        last_committed: if end.last_committed == base.last_committed {
-            last_committed
-        } else {
-            end.last_committed.clone()
-        },
     }
 }
 

@@ -2,9 +2,9 @@
 //! earlier point restarted in stops before its recovery and takes the rest of its run from
 //! that point's (the rule is in `fork/shared.rs`; the table is [`SharedFutures`]).
 
+use super::ending::{Ended, Ending};
 use super::shared::{SharedFutures, Surroundings};
-use super::Ended;
-use super::{compared_disk, Ending, Forks};
+use super::{compared_disk, Forks};
 use crate::observation::{FinalState, Observation, Piece, RecoverySteps, RestartSteps};
 use crate::runner::{Incarnation, IncarnationEnd, Restarting};
 use keel_engine::sink::readable_len_bytes;
