@@ -366,7 +366,10 @@ impl Engine {
                     }));
                 }
             };
-            self.check_settled(name, &checkpoint.state)?;
+            let unfired = checkpoint
+                .state
+                .unfired_behind_watermark(self.config.out_of_orderness);
+            self.check_settled(name, &checkpoint.state, unfired)?;
             // What recovery builds on must itself be durable: a checkpoint whose data is still
             // dirty (renamed before its fsync) may vanish in a power loss (PostgreSQL syncs
             // its data directory at startup for the same reason). An fsync cannot write what
@@ -455,7 +458,8 @@ impl Engine {
                         }));
                     }
                 };
-            self.check_settled(&name, &restored.checkpoint.state)?;
+            let unfired = restored.unfired_behind_watermark(self.config.out_of_orderness);
+            self.check_settled(&name, &restored.checkpoint.state, unfired)?;
             // What recovery builds on must be durable (as for full checkpoints).
             if protocol.fsync_data() {
                 let chain = &restored.chain;
@@ -493,9 +497,14 @@ impl Engine {
     /// fired, `window.rs`), which `on_event` builds on: the engine never writes a state
     /// without it, so a file that passes its checks and holds one is the engine's own defect
     /// and recovery fails, as for a trusted file that does not decode.
-    fn check_settled(&self, name: &str, state: &OperatorState) -> Result<(), Interrupt> {
+    fn check_settled(
+        &self,
+        name: &str,
+        state: &OperatorState,
+        unfired_behind_watermark: Option<i64>,
+    ) -> Result<(), Interrupt> {
         let ooo = self.config.out_of_orderness;
-        let Some(end) = state.unfired_behind_watermark(ooo) else {
+        let Some(end) = unfired_behind_watermark else {
             return Ok(());
         };
         let passes = if self.config.protocol.checksum() {

@@ -89,6 +89,7 @@ use crate::window::OperatorState;
 use keel_sim::Contents;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, OnceLock};
 
 /// A chain may always hold this many deltas; more on a big base ([`chain_deltas_max`]).
 pub const CHAIN_DELTAS_MAX: usize = 1024;
@@ -216,7 +217,9 @@ pub struct Chain {
     /// The checkpoint index its manifest commits.
     pub index: u64,
     pub base: FileRef,
-    pub deltas: Vec<FileRef>,
+    /// Shared between the engine's copies (a sweep clones the engine several times per
+    /// point, and a chain may hold thousands of deltas): the next commit copies it once.
+    pub deltas: Arc<Vec<FileRef>>,
     /// The deltas' bytes, summed (what compaction compares with the base's).
     pub delta_bytes: u64,
 }
@@ -410,14 +413,14 @@ impl Incremental {
                 chain.number = number;
                 chain.index = file.index;
                 chain.delta_bytes += file.len;
-                chain.deltas.push(file);
+                Arc::make_mut(&mut chain.deltas).push(file);
             }
             _ => {
                 self.chain = Some(Chain {
                     number,
                     index: file.index,
                     base: file,
-                    deltas: Vec::new(),
+                    deltas: Arc::default(),
                     delta_bytes: 0,
                 });
             }
@@ -428,7 +431,7 @@ impl Incremental {
     /// longer loose.
     pub fn adopt(&mut self, chain: Chain) {
         self.loose.remove(&(chain.base.number, FileKind::Base));
-        for delta in &chain.deltas {
+        for delta in chain.deltas.iter() {
             self.loose.remove(&(delta.number, FileKind::Delta));
         }
         self.chain = Some(chain);
@@ -440,6 +443,28 @@ impl Incremental {
 pub struct Restored {
     pub checkpoint: Checkpoint,
     pub chain: Chain,
+    /// The state's first window behind the watermark that has not fired, for an
+    /// out-of-orderness: shared by the clones a memo hands out (`chain_memo.rs`), so the
+    /// O(windows) check runs once per restore, not once per point that takes it.
+    unfired: Arc<OnceLock<(i64, Option<i64>)>>,
+}
+
+impl Restored {
+    /// [`OperatorState::unfired_behind_watermark`] of the restored state.
+    pub fn unfired_behind_watermark(&self, out_of_orderness: i64) -> Option<i64> {
+        match self.unfired.get() {
+            Some(&(ooo, unfired)) if ooo == out_of_orderness => unfired,
+            _ => {
+                let unfired = self
+                    .checkpoint
+                    .state
+                    .unfired_behind_watermark(out_of_orderness);
+                // A cell set already (by another out-of-orderness) keeps its value.
+                let _ = self.unfired.set((out_of_orderness, unfired));
+                unfired
+            }
+        }
+    }
 }
 
 /// Reads files for [`restore`]: the bytes of a name, `Ok(None)` if it does not exist.
@@ -575,10 +600,11 @@ pub fn restore<R: ReadFile>(
             number: manifest.number,
             index: manifest.index,
             base: manifest.base,
-            deltas: refs,
+            deltas: Arc::new(refs),
             delta_bytes,
         },
         checkpoint,
+        unfired: Arc::default(),
     })
 }
 

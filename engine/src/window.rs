@@ -114,10 +114,12 @@ impl OperatorState {
         if let Some(changed) = changed.as_deref_mut() {
             changed.insert(end);
         }
-        let window = self.windows.entry_or_default(end);
-        window.sum += i128::from(event.value);
-        window.cnt += 1;
-        let (sum, late) = (window.sum, window.fired);
+        let (sum, late) = {
+            let mut window = self.windows.entry_or_default(end);
+            window.sum += i128::from(event.value);
+            window.cnt += 1;
+            (window.sum, window.fired)
+        };
         let max_ts = self.max_ts.map_or(event.ts, |m| m.max(event.ts));
         self.max_ts = Some(max_ts);
         let watermark = max_ts - out_of_orderness;
@@ -142,9 +144,9 @@ impl OperatorState {
         let above = match previous_watermark {
             Some(previous) => {
                 if !late && end <= previous {
-                    let window = self.windows.get_mut(&end).expect("inserted above");
+                    let mut window = self.windows.get_mut(&end).expect("inserted above");
                     fire(
-                        window,
+                        &mut window,
                         end,
                         key_prefix,
                         watermark,

@@ -9,6 +9,15 @@
 //! is in key order; equality, `Debug` and serde read as the map of its entries (serde's
 //! bytes are a `BTreeMap<i64, WindowState>`'s).
 //!
+//! Equality of two chunked maps is decided by a digest kept as the map changes: the
+//! wrapping sum of a 128-bit hash of each entry ([`entry_digest`]), updated in O(1) by every
+//! write (a write through [`WindowMut`] when it is dropped). A point of a sweep compares its
+//! recovered state, decoded from a checkpoint and so sharing no chunk with the fault-free
+//! run's, with that run's at every boundary where it may converge: entry by entry that was
+//! O(windows) each time. Two different maps have the same digest with a chance of about
+//! 2^-128 per comparison (the entries are the run's, not chosen against the hash); debug
+//! builds, the tests', check every such verdict against the entries.
+//!
 //! A map of at most [`SMALL_ENTRIES_MAX`] windows is a plain `BTreeMap` instead (the
 //! chapter's runs, and `keel explore`'s): chunks would cost each write a search of the chunk
 //! map and an `Arc` check to save copying a few dozen entries. It turns chunked when it
@@ -18,7 +27,7 @@ use crate::window::WindowState;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::fmt;
-use std::ops::{Bound, RangeBounds};
+use std::ops::{Bound, Deref, DerefMut, RangeBounds};
 use std::sync::Arc;
 
 /// The most entries a chunk holds: a write to a shared chunk copies at most this many.
@@ -36,10 +45,14 @@ pub struct Windows {
     /// A lower bound of a chunk's keys -> the chunk. Every key of a chunk is at least its
     /// bound and below the next chunk's bound, so the chunk that holds (or would hold) a
     /// key is the last one whose bound is at most the key.
-    /// Empty while the map is small.
-    chunks: BTreeMap<i64, Chunk>,
+    /// Empty while the map is small. Shared between clones too, until one of them changes
+    /// it: a clone that is only read (a snapshot, a state a point is compared with) costs a
+    /// count, not a pointer per chunk.
+    chunks: Arc<BTreeMap<i64, Chunk>>,
     /// The entries in `chunks`.
     len: usize,
+    /// The wrapping sum of [`entry_digest`] over the entries in `chunks` (0 while small).
+    digest: u128,
     /// The entries while the map is small (`chunks` empty); empty otherwise.
     small: BTreeMap<i64, WindowState>,
 }
@@ -99,17 +112,7 @@ impl Windows {
 
     /// The entries of the chunk at `bound`, copied first if a clone shares them.
     fn chunk_mut(&mut self, bound: i64) -> &mut Vec<(i64, WindowState)> {
-        // The newest windows' chunk is found without a search.
-        let last = self
-            .chunks
-            .last_key_value()
-            .is_some_and(|(&last, _)| last == bound);
-        let chunk = if last {
-            self.chunks.last_entry().expect("checked above").into_mut()
-        } else {
-            self.chunks.get_mut(&bound).expect("a chunk at the bound")
-        };
-        Arc::make_mut(chunk)
+        chunk_mut(&mut self.chunks, bound)
     }
 
     /// The window with the greatest end at or below `end`, if any.
@@ -145,19 +148,23 @@ impl Windows {
     }
 
     /// The state of window `end`, if present; copies its chunk only then.
-    pub fn get_mut(&mut self, end: &i64) -> Option<&mut WindowState> {
+    pub fn get_mut(&mut self, end: &i64) -> Option<WindowMut<'_>> {
         if self.is_small() {
-            return self.small.get_mut(end);
+            return self
+                .small
+                .get_mut(end)
+                .map(|state| WindowMut::new(*end, state, None));
         }
         let (bound, position) = self.locate(*end)?;
         let position = position.ok()?;
-        Some(&mut self.chunk_mut(bound)[position].1)
+        let state = &mut chunk_mut(&mut self.chunks, bound)[position].1;
+        Some(WindowMut::new(*end, state, Some(&mut self.digest)))
     }
 
     /// The state of window `end`, inserted as the default first if absent.
-    pub fn entry_or_default(&mut self, end: i64) -> &mut WindowState {
+    pub fn entry_or_default(&mut self, end: i64) -> WindowMut<'_> {
         if self.grow_small(end) {
-            return self.small.entry(end).or_default();
+            return WindowMut::new(end, self.small.entry(end).or_default(), None);
         }
         let (bound, position) = match self.locate(end) {
             Some((bound, Ok(position))) => (bound, position),
@@ -167,7 +174,8 @@ impl Windows {
                 (bound, position.expect("inserted above"))
             }
         };
-        &mut self.chunk_mut(bound)[position].1
+        let state = &mut chunk_mut(&mut self.chunks, bound)[position].1;
+        WindowMut::new(end, state, Some(&mut self.digest))
     }
 
     /// Sets window `end` to `state`; returns what it held.
@@ -175,10 +183,11 @@ impl Windows {
         if self.grow_small(end) {
             return self.small.insert(end, state);
         }
+        self.digest = self.digest.wrapping_add(entry_digest(end, &state));
         let Some((bound, position)) = self.locate(end) else {
             // Below every chunk: the first chunk takes `end` as its new bound, if it has room.
-            let first = self
-                .chunks
+            let chunks = Arc::make_mut(&mut self.chunks);
+            let first = chunks
                 .first_entry()
                 .filter(|first| first.get().len() < CHUNK_ENTRIES_MAX);
             let mut entries = match first {
@@ -186,14 +195,16 @@ impl Windows {
                 None => Arc::new(Vec::new()),
             };
             Arc::make_mut(&mut entries).insert(0, (end, state));
-            self.chunks.insert(end, entries);
+            chunks.insert(end, entries);
             self.len += 1;
             return None;
         };
         let at = match position {
             Ok(at) => {
                 let entry = &mut self.chunk_mut(bound)[at].1;
-                return Some(std::mem::replace(entry, state));
+                let replaced = std::mem::replace(entry, state);
+                self.digest = self.digest.wrapping_sub(entry_digest(end, &replaced));
+                return Some(replaced);
             }
             Err(at) => at,
         };
@@ -207,7 +218,7 @@ impl Windows {
         if at == entries.len() {
             // Past the end of a full chunk: a chunk of its own, which keeps the chunks full
             // when windows are created in order (the common case).
-            self.chunks.insert(end, Arc::new(vec![(end, state)]));
+            Arc::make_mut(&mut self.chunks).insert(end, Arc::new(vec![(end, state)]));
             return None;
         }
         let mut upper = entries.split_off(CHUNK_ENTRIES_MAX / 2);
@@ -216,7 +227,7 @@ impl Windows {
         } else {
             upper.insert(at - CHUNK_ENTRIES_MAX / 2, (end, state));
         }
-        self.chunks.insert(upper[0].0, Arc::new(upper));
+        Arc::make_mut(&mut self.chunks).insert(upper[0].0, Arc::new(upper));
         None
     }
 
@@ -228,11 +239,16 @@ impl Windows {
         let (bound, position) = self.locate(*end)?;
         let position = position.ok()?;
         self.len -= 1;
-        if self.chunks[&bound].len() == 1 {
-            let chunk = self.chunks.remove(&bound).expect("located above");
-            return Some(chunk[0].1);
-        }
-        Some(self.chunk_mut(bound).remove(position).1)
+        let removed = if self.chunks[&bound].len() == 1 {
+            let chunk = Arc::make_mut(&mut self.chunks)
+                .remove(&bound)
+                .expect("located above");
+            chunk[0].1
+        } else {
+            self.chunk_mut(bound).remove(position).1
+        };
+        self.digest = self.digest.wrapping_sub(entry_digest(*end, &removed));
+        Some(removed)
     }
 
     pub fn first_key_value(&self) -> Option<(&i64, &WindowState)> {
@@ -322,17 +338,114 @@ impl Windows {
             return;
         }
         let chunk_range = self.chunk_range(&range);
-        // Bounded by the chunks in the range, and each by its entries.
-        for (_, chunk) in self.chunks.range_mut(chunk_range) {
-            let (from, to) = slice_of(chunk, &range);
-            let Some(first) = chunk[from..to].iter().position(|(_, w)| wanted(w)) else {
-                continue;
-            };
-            for (end, state) in &mut Arc::make_mut(chunk)[from + first..to] {
+        // The chunks that hold a wanted window, found before any is copied: a clone shares
+        // the chunk map until a chunk of it changes. Bounded by the chunks in the range, and
+        // each by its entries.
+        let changed: Vec<(i64, usize, usize)> = self
+            .chunks
+            .range(chunk_range)
+            .filter_map(|(&bound, chunk)| {
+                let (from, to) = slice_of(chunk, &range);
+                let first = chunk[from..to].iter().position(|(_, w)| wanted(w))?;
+                Some((bound, from + first, to))
+            })
+            .collect();
+        for (bound, from, to) in changed {
+            for (end, state) in &mut chunk_mut(&mut self.chunks, bound)[from..to] {
                 if wanted(state) {
-                    f(*end, state);
+                    f(
+                        *end,
+                        &mut WindowMut::new(*end, state, Some(&mut self.digest)),
+                    );
                 }
             }
+        }
+    }
+}
+
+/// The entries of the chunk at `bound` of `chunks`, each copied first if a clone shares it.
+fn chunk_mut(chunks: &mut Arc<BTreeMap<i64, Chunk>>, bound: i64) -> &mut Vec<(i64, WindowState)> {
+    // The newest windows' chunk is found without a search.
+    let last = chunks
+        .last_key_value()
+        .is_some_and(|(&last, _)| last == bound);
+    let chunks = Arc::make_mut(chunks);
+    let chunk = if last {
+        chunks.last_entry().expect("checked above").into_mut()
+    } else {
+        chunks.get_mut(&bound).expect("a chunk at the bound")
+    };
+    Arc::make_mut(chunk)
+}
+
+/// A 128-bit hash of one entry: two 64-bit lanes, each its own seed and finalizer
+/// (SplitMix64's and MurmurHash3's) chained over the entry's words. A map's digest is the
+/// wrapping sum of its entries' (see the module header).
+fn entry_digest(end: i64, state: &WindowState) -> u128 {
+    let words = [
+        end as u64,
+        state.sum as u64,
+        (state.sum >> 64) as u64,
+        state.cnt,
+        u64::from(state.fired),
+    ];
+    let splitmix = |mut z: u64| {
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let murmur = |mut z: u64| {
+        z = (z ^ (z >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+        z = (z ^ (z >> 33)).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        z ^ (z >> 33)
+    };
+    let high = words
+        .iter()
+        .fold(0x9e37_79b9_7f4a_7c15_u64, |h, &w| splitmix(h ^ w));
+    let low = words.iter().fold(0x2545_f491_4f6c_dd1d_u64, |h, &w| {
+        murmur(h.rotate_left(23) ^ w)
+    });
+    (u128::from(high) << 64) | u128::from(low)
+}
+
+/// A window's state to change in place: the map's digest takes the change when this is
+/// dropped.
+pub struct WindowMut<'a> {
+    end: i64,
+    state: &'a mut WindowState,
+    /// The map's digest and the entry's digest before the change (None: a small map).
+    digest: Option<(&'a mut u128, u128)>,
+}
+
+impl<'a> WindowMut<'a> {
+    fn new(end: i64, state: &'a mut WindowState, digest: Option<&'a mut u128>) -> Self {
+        let before = entry_digest(end, state);
+        WindowMut {
+            end,
+            state,
+            digest: digest.map(|digest| (digest, before)),
+        }
+    }
+}
+
+impl Deref for WindowMut<'_> {
+    type Target = WindowState;
+    fn deref(&self) -> &WindowState {
+        self.state
+    }
+}
+
+impl DerefMut for WindowMut<'_> {
+    fn deref_mut(&mut self) -> &mut WindowState {
+        self.state
+    }
+}
+
+impl Drop for WindowMut<'_> {
+    fn drop(&mut self) {
+        if let Some((digest, before)) = &mut self.digest {
+            let after = entry_digest(self.end, self.state);
+            **digest = digest.wrapping_sub(*before).wrapping_add(after);
         }
     }
 }
@@ -431,6 +544,9 @@ impl Windows {
     /// `map` in full chunks, in key order, however few entries it has.
     fn chunked(map: BTreeMap<i64, WindowState>) -> Windows {
         let len = map.len();
+        let digest = map.iter().fold(0u128, |sum, (&end, state)| {
+            sum.wrapping_add(entry_digest(end, state))
+        });
         let mut chunks = BTreeMap::new();
         let mut entries = map.into_iter().peekable();
         // Bounded by the entries: every pass takes at least one.
@@ -439,30 +555,34 @@ impl Windows {
             chunks.insert(bound, Arc::new(chunk));
         }
         Windows {
-            chunks,
+            chunks: Arc::new(chunks),
             len,
+            digest,
             small: BTreeMap::new(),
         }
     }
 }
 
 impl PartialEq for Windows {
-    /// The same entries in the same order. Maps chunked alike (a fork and its origin) compare
-    /// chunk by chunk, and a chunk they share at once; others entry by entry.
+    /// The same entries in the same order: two small maps entry by entry, two chunked ones
+    /// by their digests (see the module header; debug builds check the verdict against the
+    /// entries), a small map and a chunked one entry by entry.
     fn eq(&self, other: &Windows) -> bool {
         if self.len() != other.len() {
             return false;
         }
-        if self.is_small() && other.is_small() {
-            return self.small == other.small;
+        match (self.is_small(), other.is_small()) {
+            (true, true) => self.small == other.small,
+            (false, false) => {
+                if Arc::ptr_eq(&self.chunks, &other.chunks) {
+                    return true;
+                }
+                let same = self.digest == other.digest;
+                debug_assert_eq!(same, self.iter().eq(other.iter()), "a digest's verdict");
+                same
+            }
+            _ => self.iter().eq(other.iter()),
         }
-        let chunked_alike =
-            self.chunks.len() == other.chunks.len() && self.chunks.keys().eq(other.chunks.keys());
-        if chunked_alike {
-            return (self.chunks.values().zip(other.chunks.values()))
-                .all(|(x, y)| Arc::ptr_eq(x, y) || x == y);
-        }
-        self.iter().eq(other.iter())
     }
 }
 
@@ -536,7 +656,7 @@ mod tests {
                     want.entry(end).or_default().sum += value;
                 }
                 Op::Fire(end) => {
-                    if let Some(w) = windows.get_mut(&end) {
+                    if let Some(mut w) = windows.get_mut(&end) {
                         w.fired = true;
                     }
                     if let Some(w) = want.get_mut(&end) {
@@ -579,6 +699,11 @@ mod tests {
                 serde_json::to_string(&want).unwrap()
             );
             assert_eq!(windows, want.clone().into_iter().collect::<Windows>());
+            // The digest kept along is the one made from the entries.
+            let digest = want.iter().fold(0u128, |sum, (&end, w)| {
+                sum.wrapping_add(entry_digest(end, w))
+            });
+            assert_eq!(windows.digest, if windows.is_small() { 0 } else { digest });
             for probe in [-3, 0, 5, 17, 64, 100, 250] {
                 assert_eq!(windows.get(&probe), want.get(&probe), "step {step}");
                 let got: Vec<_> = windows.range(..=probe).map(|(&e, &w)| (e, w)).collect();
@@ -606,6 +731,14 @@ mod tests {
             let want_entries: Vec<_> = want.iter().map(|(&end, &w)| (end, w)).collect();
             assert_eq!(entries, want_entries);
             assert_eq!(fork, &fork.clone());
+        }
+        // Equality (by digest between chunked maps) is the entries' equality, between every
+        // two of the forks and the map as it ended.
+        forks.push((windows, want));
+        for (a, want_a) in &forks {
+            for (b, want_b) in &forks {
+                assert_eq!(a == b, want_a == want_b);
+            }
         }
     }
 

@@ -167,11 +167,15 @@ pub struct Disk {
     /// The unit a write tears at on power loss.
     sector_size_bytes: usize,
     inode_next: InodeId,
-    inodes: BTreeMap<InodeId, Inode>,
+    /// The three tables are shared between clones until one of them changes (a sweep
+    /// clones a disk several times per point, and a chain of incremental checkpoints keeps
+    /// up to thousands of files): a clone costs three counts, and the first change to a
+    /// table copies that table once.
+    inodes: Arc<BTreeMap<InodeId, Inode>>,
     /// The directory the process sees.
-    names: BTreeMap<String, InodeId>,
+    names: Arc<BTreeMap<String, InodeId>>,
     /// The directory as of the last successful directory fsync.
-    durable_names: BTreeMap<String, InodeId>,
+    durable_names: Arc<BTreeMap<String, InodeId>>,
     /// Namespace operations since that fsync, in order.
     pending_dir: Vec<DirOp>,
     /// Per pending namespace operation: whether a later fsync of its file logged it, so that
@@ -210,9 +214,9 @@ impl Disk {
         Disk {
             sector_size_bytes,
             inode_next: 0,
-            inodes: BTreeMap::new(),
-            names: BTreeMap::new(),
-            durable_names: BTreeMap::new(),
+            inodes: Arc::default(),
+            names: Arc::default(),
+            durable_names: Arc::default(),
             pending_dir: Vec::new(),
             pending_dir_logged: Vec::new(),
             model,
@@ -241,18 +245,19 @@ impl Disk {
         // takes a name from (an unlink, a rename over an existing name) may have no name
         // left, and with nothing pending a name is all that keeps an inode.
         let mut displaced = Vec::new();
+        let durable_names = Arc::make_mut(&mut self.durable_names);
         for op in std::mem::take(&mut self.pending_dir) {
             match op {
                 DirOp::Create { name, inode } => {
-                    displaced.extend(self.durable_names.insert(name, inode));
+                    displaced.extend(durable_names.insert(name, inode));
                 }
                 DirOp::Rename { from, to, inode } => {
-                    let moved = self.durable_names.remove(&from);
+                    let moved = durable_names.remove(&from);
                     assert_eq!(moved, Some(inode), "the directory replays its history");
-                    displaced.extend(self.durable_names.insert(to, inode));
+                    displaced.extend(durable_names.insert(to, inode));
                 }
                 DirOp::Unlink { name, inode } => {
-                    let removed = self.durable_names.remove(&name);
+                    let removed = durable_names.remove(&name);
                     assert_eq!(removed, Some(inode), "the directory replays its history");
                     displaced.push(inode);
                 }
@@ -267,7 +272,7 @@ impl Disk {
         // checkpoints, thousands of files, at once).
         for id in displaced {
             debug_assert!(!self.names.values().any(|named| *named == id));
-            self.inodes.remove(&id);
+            Arc::make_mut(&mut self.inodes).remove(&id);
         }
         debug_assert!(self.every_inode_reachable());
     }
@@ -330,8 +335,7 @@ impl Disk {
 
     fn inode_mut(&mut self, name: &str) -> Result<&mut Inode, DiskError> {
         let id = *self.names.get(name).ok_or_else(|| not_found(name))?;
-        Ok(self
-            .inodes
+        Ok(Arc::make_mut(&mut self.inodes)
             .get_mut(&id)
             .expect("every name points at a live inode"))
     }
@@ -353,8 +357,8 @@ impl Disk {
         }
         let inode = self.inode_next;
         self.inode_next += 1;
-        self.inodes.insert(inode, Inode::default());
-        self.names.insert(name.to_string(), inode);
+        Arc::make_mut(&mut self.inodes).insert(inode, Inode::default());
+        Arc::make_mut(&mut self.names).insert(name.to_string(), inode);
         self.push_dir(DirOp::Create {
             name: name.to_string(),
             inode,
@@ -466,8 +470,7 @@ impl Disk {
             }
             return Err(error);
         }
-        let inode = self
-            .inodes
+        let inode = Arc::make_mut(&mut self.inodes)
             .get_mut(&id)
             .expect("every name points at a live inode");
         let had_data = !inode.pending.is_empty();
@@ -517,7 +520,7 @@ impl Disk {
             return Vec::new();
         }
         let labels = self.inode_labels();
-        self.inodes
+        Arc::make_mut(&mut self.inodes)
             .iter_mut()
             .filter(|(_, inode)| !inode.unpersisted.is_empty())
             .map(|(id, inode)| (labels[id].clone(), inode.evict()))
@@ -550,8 +553,9 @@ impl Disk {
         assert!(to.len() <= NAME_LEN_MAX_BYTES);
         self.inode(from)?;
         self.injected("rename", from)?;
-        let inode = self.names.remove(from).ok_or_else(|| not_found(from))?;
-        let replaced = self.names.insert(to.to_string(), inode);
+        let names = Arc::make_mut(&mut self.names);
+        let inode = names.remove(from).ok_or_else(|| not_found(from))?;
+        let replaced = names.insert(to.to_string(), inode);
         self.push_dir(DirOp::Rename {
             from: from.to_string(),
             to: to.to_string(),
@@ -571,7 +575,7 @@ impl Disk {
                     .any(|op| dir_op_inode(op) == replaced);
             debug_assert_eq!(reachable, self.reachable(replaced));
             if !reachable {
-                self.inodes.remove(&replaced);
+                Arc::make_mut(&mut self.inodes).remove(&replaced);
             }
         }
         debug_assert!(self.every_inode_reachable());
@@ -582,7 +586,9 @@ impl Disk {
     pub fn remove(&mut self, name: &str) -> Result<(), DiskError> {
         self.inode(name)?;
         self.injected("remove", name)?;
-        let inode = self.names.remove(name).ok_or_else(|| not_found(name))?;
+        let inode = Arc::make_mut(&mut self.names)
+            .remove(name)
+            .ok_or_else(|| not_found(name))?;
         // The unlink itself references the inode until a directory commit: nothing becomes
         // unreachable here (`commit_dir` collects it).
         self.push_dir(DirOp::Unlink {
@@ -622,13 +628,15 @@ impl Disk {
             && self.unpersisted_bytes() == 0
             && other.unpersisted_bytes() == 0
             && self.names.len() == other.names.len()
-            && self
-                .names
-                .iter()
-                .zip(&other.names)
-                .all(|((a, a_inode), (b, b_inode))| {
-                    a == b && self.inodes[a_inode].current == other.inodes[b_inode].current
-                })
+            && ((Arc::ptr_eq(&self.names, &other.names)
+                && Arc::ptr_eq(&self.inodes, &other.inodes))
+                || self
+                    .names
+                    .iter()
+                    .zip(other.names.iter())
+                    .all(|((a, a_inode), (b, b_inode))| {
+                        a == b && self.inodes[a_inode].current == other.inodes[b_inode].current
+                    }))
     }
 
     /// Whether every operation so far is durable: a power loss now would change nothing.

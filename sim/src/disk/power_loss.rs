@@ -378,7 +378,7 @@ fn sector_pieces(offset_bytes: u64, len_bytes: u64, sector_size_bytes: u64) -> V
 fn choices(disk: &Disk) -> Vec<Choice> {
     let sector_size_bytes = disk.sector_size_bytes as u64;
     let mut choices = Vec::new();
-    for (&inode, file) in &disk.inodes {
+    for (&inode, file) in disk.inodes.iter() {
         for (op_index, op) in file.pending.iter().enumerate() {
             match op {
                 DataOp::Write {
@@ -411,13 +411,13 @@ fn choices(disk: &Disk) -> Vec<Choice> {
     // A profile's extra choices come last, so that they leave every other digit, and a
     // seeded state's draws, as they are.
     if disk.model.stale_data() {
-        for (&inode, file) in &disk.inodes {
+        for (&inode, file) in disk.inodes.iter() {
             if file.current.len() > file.durable.len() {
                 choices.push(Choice::Stale { inode });
             }
         }
     }
-    for (&inode, file) in &disk.inodes {
+    for (&inode, file) in disk.inodes.iter() {
         if file.failed_len_bytes.is_some() {
             choices.push(Choice::FailedSize { inode });
         }
@@ -598,7 +598,7 @@ impl Disk {
             .unwrap_or_default();
         let ops_kept = kept.iter().filter(|&&k| k).count();
         let in_order = kept[..ops_kept].iter().all(|&k| k);
-        let mut names = self.durable_names.clone();
+        let mut names = BTreeMap::clone(&self.durable_names);
         for (op, _) in self.pending_dir.iter().zip(&kept).filter(|(_, &k)| k) {
             apply_dir_op(&mut names, op, in_order);
         }
@@ -646,20 +646,18 @@ impl Disk {
         }
 
         // Boot: what survived is all there is, and all of it is durable.
-        self.inodes.retain(|inode, _| resolved.contains_key(inode));
+        let inodes = Arc::make_mut(&mut self.inodes);
+        inodes.retain(|inode, _| resolved.contains_key(inode));
         for (inode, contents) in resolved {
-            let file = self
-                .inodes
-                .get_mut(&inode)
-                .expect("resolved from a live inode");
+            let file = inodes.get_mut(&inode).expect("resolved from a live inode");
             file.durable = contents.clone();
             file.current = contents;
             file.pending = Arc::default();
             file.unpersisted.clear();
             file.failed_len_bytes = None;
         }
-        self.names = names.clone();
-        self.durable_names = names;
+        self.names = Arc::new(names);
+        self.durable_names = Arc::clone(&self.names);
         self.pending_dir.clear();
         self.pending_dir_logged.clear();
         self.read_only = false;
