@@ -223,7 +223,9 @@ pub struct RestartSteps {
     /// The restarted process's first step, and its steps up to its first read of an event
     /// (or of the end of input): the recovery.
     pub first_step: u64,
-    pub steps: Vec<(&'static str, String)>,
+    /// Shared: a point that took its recovery from an earlier point's holds that one's
+    /// (thousands of steps on a long chain of incremental checkpoints).
+    pub steps: Arc<[(&'static str, String)]>,
 }
 
 /// A restarted process's steps up to its first read of an event (or of the end of input):
@@ -232,7 +234,9 @@ pub struct RestartSteps {
 pub struct RecoverySteps {
     /// The first of them, by number (or counted from the restart, where so stated).
     pub first_step: u64,
-    pub steps: Vec<(&'static str, String)>,
+    /// Shared: a point that took its recovery from an earlier point's holds that one's
+    /// (thousands of steps on a long chain of incremental checkpoints).
+    pub steps: Arc<[(&'static str, String)]>,
 }
 
 impl RecoverySteps {

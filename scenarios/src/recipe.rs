@@ -634,7 +634,8 @@ mod tests {
                 ("disk.fsync-dir", ".".to_string()),
                 ("disk.remove", "state-8.json".to_string()),
                 ("sink.open", "sink-append.jsonl".to_string()),
-            ],
+            ]
+            .into(),
         };
         let mut spec = RunSpec::ch04_on(FsModel::Posix);
         spec.config.protocol = CheckpointProtocol::NoFsyncRename;
