@@ -502,6 +502,16 @@ impl Forks {
         }
     }
 
+    /// The sink file of a run stopped at a boundary where it was compared (so it exists).
+    fn sink_file_at(&self, paused: &Paused) -> Contents {
+        paused
+            .world
+            .env()
+            .disk
+            .read_shared(self.spec.config.sink.file_name())
+            .expect("compared: the sink file exists")
+    }
+
     /// Remembers the future of a run from its first boundary with its plan spent
     /// (`candidate`), now that it converged at `paused` (a snapshot).
     fn remember(&self, candidate: Candidate, paused: &Paused, shared: &SharedFutures) {
@@ -510,12 +520,7 @@ impl Forks {
             return;
         }
         let at = (paused.index / self.every_events) as usize;
-        let sink_then = paused
-            .world
-            .env()
-            .disk
-            .read_shared(self.spec.config.sink.file_name())
-            .expect("compared: the sink file exists");
+        let sink_then = self.sink_file_at(paused);
         let class = Class::new(
             candidate,
             &sink_then,

@@ -244,6 +244,12 @@ impl Disk {
         // commit): O(pending) instead of a copy of every name. What a replayed operation
         // takes a name from (an unlink, a rename over an existing name) may have no name
         // left, and with nothing pending a name is all that keeps an inode.
+        if self.pending_dir.is_empty() {
+            // Nothing to replay: the shared table is not copied (an ext4 fsync of data
+            // commits the journal, most often with no namespace operation pending).
+            assert!(self.pending_dir_logged.is_empty());
+            return;
+        }
         let mut displaced = Vec::new();
         let durable_names = Arc::make_mut(&mut self.durable_names);
         for op in std::mem::take(&mut self.pending_dir) {

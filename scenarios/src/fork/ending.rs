@@ -89,12 +89,7 @@ impl Forks {
     /// How a run stopped at an event boundary ends, with `rest` what a run that went on from
     /// the same state did after it.
     pub(super) fn ending<'a>(&self, paused: &Paused, rest: &Rest<'a>) -> Ending<'a> {
-        let head = paused
-            .world
-            .env()
-            .disk
-            .read_shared(self.spec.config.sink.file_name())
-            .expect("compared: the sink file exists");
+        let head = self.sink_file_at(paused);
         let mut incarnations = paused.incarnations.clone();
         incarnations.push(Incarnation {
             stats: taken_on(paused.engine.stats(), rest.stats_at, &rest.stats_end),
