@@ -420,7 +420,9 @@ impl Forks {
                     let Some(state) = self.restart_state(&restarting) else {
                         return Control::Continue;
                     };
-                    if let Some(class) = shared.at_restart(key, &state) {
+                    if let Some(class) =
+                        shared.at_restart(key, &state, |class| self.joins_restart(&state, class))
+                    {
                         restart_joined = Some((state, class));
                         return Control::Stop;
                     }

@@ -4,12 +4,12 @@
 
 use super::ending::{Ended, Ending};
 use super::shared::{SharedFutures, Surroundings};
-use super::{compared_disk, Forks};
+use super::Forks;
 use crate::observation::{FinalState, Observation, Piece, RecoverySteps, RestartSteps};
 use crate::runner::{Incarnation, IncarnationEnd, Restarting};
 use keel_engine::sink::readable_len_bytes;
-use keel_engine::SINK_WRITE_OP;
-use keel_sim::{Clock, Contents, Disk, TxLog, World};
+use keel_engine::{SinkKind, SINK_WRITE_OP};
+use keel_sim::{Clock, Contents, Disk, DiskError, TxLog, World};
 use std::sync::Arc;
 
 /// A run's world at a restart with its plan spent, before the new process's recovery, kept
@@ -22,7 +22,8 @@ pub struct RestartCandidate {
     pub clock: Clock,
     pub sink_down_until_ms: u64,
     pub txlog: TxLog,
-    /// The compared disk (`fork::compared_disk`).
+    /// The disk as a restart compares it (`restart_compared_disk`: the file sink's bytes
+    /// left out).
     pub disk: Disk,
     /// The sink file then, whole.
     pub sink_bytes: Contents,
@@ -32,6 +33,10 @@ pub struct RestartCandidate {
     /// Whether its tail is torn (not whole records): the open then takes the steps that
     /// cut it (or leaves it), so only runs with a torn tail stand for each other.
     pub sink_torn: bool,
+    /// Whether the file is whole lines of the known file from its start (the fault-free
+    /// run's file at some moment): an idempotent sink's restart shares on that ground
+    /// ([`RestartClass::lead_bytes`]).
+    pub sink_known_prefix: bool,
     /// The steps taken by then (the next step's number).
     pub steps_taken: u64,
     /// The sink writes served by then.
@@ -93,6 +98,42 @@ impl KeptPiece {
     }
 }
 
+impl RestartClass {
+    /// For the idempotent sink: how many bytes of what this class's run appended after its
+    /// restart the point restarting as `state` holds already, if it can take on the class's
+    /// future on the ground that its file runs further along the same lines.
+    ///
+    /// The rule: both files are whole lines of the known file from its start, the point's
+    /// no shorter, and the class's run appended (only appended: the connector cuts nothing
+    /// from a file without a torn tail, and nothing else writes it) the known file's bytes
+    /// from where its file ended to at least where the point's ends. The engine observes
+    /// its idempotent sink only through whether a key is there, and only its counters see
+    /// the answer (`SinkConnector::write`), so the point sends the class's requests in the
+    /// same order. By induction over them, the point's file is always the longer of its
+    /// own at the restart and the class's: a record the class appended where the point's
+    /// file already ran is a line the point holds, key and all, so the point skips it; a
+    /// record the class skipped has its key in the class's file, which the point's holds;
+    /// past the point's own file the two files are one and decide alike. So the point ends
+    /// with the class's file, and with the class's counters but for the lead: those lines
+    /// the class wrote, the point skipped.
+    pub fn lead_bytes(&self, state: &RestartCandidate) -> Option<usize> {
+        let (class_len, point_len) = (self.state.sink_bytes.len(), state.sink_bytes.len());
+        let whole = |s: &RestartCandidate| !s.sink_torn && s.sink_known_prefix;
+        if !whole(&self.state) || !whole(state) || point_len < class_len {
+            return None;
+        }
+        if point_len == class_len {
+            return Some(0);
+        }
+        match self.appended.first() {
+            Some(KeptPiece::Known { from, to }) if *from == class_len && *to >= point_len => {
+                Some(point_len - class_len)
+            }
+            _ => None,
+        }
+    }
+}
+
 impl Forks {
     /// The observation of a run stopped at a restart (its world, the incarnations that had
     /// ended, and `state`, its surroundings there) whose surroundings were those of
@@ -112,9 +153,40 @@ impl Forks {
             },
             Piece::Own(&own),
         ];
-        sink.extend(class.appended.iter().map(KeptPiece::piece));
+        let mut incarnation = class.incarnation.clone();
+        match self.spec.config.sink {
+            SinkKind::Idempotent if !self.same_sink_file(state, class) => {
+                // Ahead of the class's file along the known lines (`RestartClass::lead_bytes`).
+                let lead_bytes = class.lead_bytes(state).expect("shares on that ground");
+                let class_len_bytes = class.state.sink_bytes.len();
+                let lead_lines = self
+                    .known
+                    .as_ref()
+                    .and_then(|known| {
+                        known.whole_lines_count(class_len_bytes..class_len_bytes + lead_bytes)
+                    })
+                    .expect("whole known lines") as u64;
+                let stats = &mut incarnation.stats;
+                assert!(stats.written >= lead_lines);
+                stats.written -= lead_lines;
+                stats.skipped += lead_lines;
+                let mut appended = class.appended.iter().map(KeptPiece::piece);
+                if lead_bytes > 0 {
+                    let Some(Piece::Known { from, to }) = appended.next() else {
+                        unreachable!("lead_bytes: a known piece first")
+                    };
+                    assert!(from + lead_bytes <= to);
+                    sink.push(Piece::Known {
+                        from: from + lead_bytes,
+                        to,
+                    });
+                }
+                sink.extend(appended);
+            }
+            _ => sink.extend(class.appended.iter().map(KeptPiece::piece)),
+        }
         let mut incarnations = incarnations.to_vec();
-        incarnations.push(class.incarnation.clone());
+        incarnations.push(incarnation);
         let restart = class
             .recovery
             .as_ref()
@@ -155,18 +227,43 @@ impl Forks {
         } else {
             sink_bytes.len()
         };
+        let sink_known_prefix =
+            !sink_torn && self.known_contents.common_prefix_len(&sink_bytes) == sink_bytes.len();
         Some(RestartCandidate {
             clock: env.clock,
             sink_down_until_ms: env.sink_down_until_ms,
             txlog: env.txlog.clone(),
-            disk: compared_disk(disk, sink).ok()?,
+            disk: restart_compared_disk(disk, sink).ok()?,
             sink_bytes,
             sink_kept_len_bytes,
             sink_torn,
+            sink_known_prefix,
             steps_taken: world.steps_taken(),
             served: world.served_requests(SINK_WRITE_OP),
             incarnations_ended: restarting.incarnations.len(),
         })
+    }
+
+    /// Whether the point restarting as `state` has the very sink file `class` had at its
+    /// restart (the rule for an idempotent sink's file that is not whole known lines).
+    pub(super) fn same_sink_file(&self, state: &RestartCandidate, class: &RestartClass) -> bool {
+        state.sink_bytes == class.state.sink_bytes
+    }
+
+    /// Whether the point restarting as `state` may take on `class`'s future, its
+    /// surroundings being the same: the append sink's file is not compared (its open reads
+    /// it only to cut a torn tail), the idempotent sink's must be the same file or run
+    /// further along the known lines ([`RestartClass::lead_bytes`]).
+    pub(super) fn joins_restart(&self, state: &RestartCandidate, class: &RestartClass) -> bool {
+        if state.sink_torn != class.state.sink_torn {
+            return false;
+        }
+        match self.spec.config.sink {
+            SinkKind::Idempotent => {
+                class.lead_bytes(state).is_some() || self.same_sink_file(state, class)
+            }
+            SinkKind::Append | SinkKind::Transactional => true,
+        }
     }
 
     /// `pieces`, kept, with the longest run of them at their end that is the known file's
@@ -239,5 +336,15 @@ impl Forks {
             recovery,
             state: candidate,
         });
+    }
+}
+
+/// The disk as a restart compares it: the file sink's bytes left out (the append sink's
+/// connector never reads them but to cut a torn tail; the idempotent sink's file is
+/// compared apart, by `Forks::joins_restart`); the log's disk as it is.
+fn restart_compared_disk(disk: &Disk, sink: SinkKind) -> Result<Disk, DiskError> {
+    match sink {
+        SinkKind::Append | SinkKind::Idempotent => disk.with_file_emptied(sink.file_name()),
+        SinkKind::Transactional => Ok(disk.clone()),
     }
 }

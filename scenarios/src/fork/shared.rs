@@ -26,7 +26,13 @@
 //! bytes are left out as at a boundary: the connector's open reads them only to cut a torn
 //! tail (or leave it, without tail repair), and then only appends, so a run's file ends as
 //! what the open kept of its own followed by what the other run appended; a restart with a
-//! torn tail shares only with another that has one (the open takes its cutting steps). A
+//! torn tail shares only with another that has one (the open takes its cutting steps). The
+//! idempotent sink's file is compared apart: the same file, or, both being whole lines of
+//! the fault-free run's file, the point's running further along them than the class's
+//! (its lead), where the class's run appended those lines: the point then sends the same
+//! requests, skips the lead's records the class wrote, and ends with the class's file
+//! (`RestartClass::lead_bytes` states the induction), so every kill between two
+//! checkpoints recovers once on that sink too. A
 //! run whose first sink outage has not yet seen its next served request is neither
 //! remembered nor shared at a restart (when it does depends on the clock).
 //!
@@ -66,7 +72,8 @@ pub struct Surroundings<'a> {
     pub clock: &'a Clock,
     pub sink_down_until_ms: u64,
     pub txlog: &'a TxLog,
-    /// The disk with the append sink's bytes left out (`fork::compared_disk`).
+    /// The disk with the append sink's bytes left out (`fork::compared_disk`); at a
+    /// restart, any file sink's (`fork/restart.rs`).
     pub disk: &'a Disk,
 }
 
@@ -255,16 +262,21 @@ impl SharedFutures {
         &self.ahead
     }
 
-    /// The remembered restart, newest first, whose surroundings are `state`'s.
-    pub fn at_restart(&self, key: KeyScheme, state: &RestartCandidate) -> Option<Rc<RestartClass>> {
+    /// The remembered restart, newest first, whose surroundings are `state`'s and whose
+    /// future it may take on (`joins`: `Forks::joins_restart`).
+    pub fn at_restart(
+        &self,
+        key: KeyScheme,
+        state: &RestartCandidate,
+        joins: impl Fn(&RestartClass) -> bool,
+    ) -> Option<Rc<RestartClass>> {
         let this = state.surroundings();
         self.restarts
             .borrow()
             .iter()
             .rev()
             .find(|class| {
-                class.state.sink_torn == state.sink_torn
-                    && super::same_surroundings(key, &this, &class.state.surroundings())
+                super::same_surroundings(key, &this, &class.state.surroundings()) && joins(class)
             })
             .cloned()
     }

@@ -79,6 +79,12 @@ impl KnownSink {
         whole.then_some(first..end)
     }
 
+    /// How many lines the known file's `range` holds, if it runs from a line start to a
+    /// line start over whole lines.
+    pub fn whole_lines_count(&self, range: std::ops::Range<usize>) -> Option<usize> {
+        self.whole_lines(range).map(|lines| lines.len())
+    }
+
     /// Where line `i` starts.
     fn start(&self, i: usize) -> usize {
         i.checked_sub(1).map_or(0, |before| self.lines[before].0)
