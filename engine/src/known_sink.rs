@@ -62,6 +62,11 @@ impl KnownSinkFile {
         shared_bytes
     }
 
+    /// Whether this file holds `bytes` at `offset_bytes`.
+    pub fn holds_at(&self, offset_bytes: usize, bytes: &[u8]) -> bool {
+        self.contents.holds_at(offset_bytes, bytes)
+    }
+
     /// Where the first line holding `key` ends (just after its newline), if a line does.
     pub fn first_line_end(&self, key: &str) -> Option<u64> {
         let keys = self.keys.get_or_init(|| keys_of(&self.contents.to_vec()));

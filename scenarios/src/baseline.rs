@@ -2,8 +2,9 @@
 //! oracle expects. (The plan a seed draws on a baseline is `explore`'s: see `explore.rs`.)
 
 use crate::error::KeelError;
+use crate::runner::run;
 use crate::runner::RunSpec;
-use crate::sites::{sites, SiteRow};
+use crate::sites::{sites, sites_uncounted, SiteRow};
 use crate::spec::ScenarioSpec;
 use crate::verdict::Reference;
 use keel_engine::{Event, SinkKind};
@@ -15,18 +16,41 @@ use std::collections::BTreeMap;
 pub struct Baseline {
     pub spec: RunSpec,
     pub sites: Vec<SiteRow>,
+    /// Whether the sites carry their power-loss crash-state counts (else every count is
+    /// None: a sweep without power loss does not read them).
+    pub crash_states_counted: bool,
     /// What every sink should end up holding (checked against the independent model).
     pub reference: Reference,
 }
 
+/// Whether a baseline counts each site's power-loss crash states: only a sweep that aims
+/// power losses reads them, and counting them is most of a long fault-free run's cost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CrashStates {
+    Counted,
+    NotCounted,
+}
+
 impl Baseline {
     pub fn new(spec: RunSpec) -> Baseline {
-        let (fault_free, sites) = sites(&spec);
+        Baseline::with(spec, CrashStates::Counted)
+    }
+
+    pub fn with(spec: RunSpec, crash_states: CrashStates) -> Baseline {
+        let (fault_free, sites) = match crash_states {
+            CrashStates::Counted => sites(&spec),
+            CrashStates::NotCounted => {
+                let fault_free = run(&spec);
+                let sites = sites_uncounted(&fault_free);
+                (fault_free, sites)
+            }
+        };
         let mut reference = Reference::for_spec_given(&spec, &fault_free);
         reference.check_counts(&spec.config, spec.events.len() as u64, &fault_free);
         Baseline {
             spec,
             sites,
+            crash_states_counted: crash_states == CrashStates::Counted,
             reference,
         }
     }
@@ -38,13 +62,21 @@ pub fn baselines(
     events: &[Event],
     sinks: &[SinkKind],
 ) -> Result<BTreeMap<SinkKind, Baseline>, KeelError> {
+    baselines_with(spec, events, sinks, CrashStates::Counted)
+}
+
+/// [`baselines`], counting crash states only if asked.
+pub fn baselines_with(
+    spec: &ScenarioSpec,
+    events: &[Event],
+    sinks: &[SinkKind],
+    crash_states: CrashStates,
+) -> Result<BTreeMap<SinkKind, Baseline>, KeelError> {
     sinks
         .iter()
         .map(|&sink| {
-            Ok((
-                sink,
-                Baseline::new(spec.run_spec(events, sink, FaultPlan::none())?),
-            ))
+            let spec = spec.run_spec(events, sink, FaultPlan::none())?;
+            Ok((sink, Baseline::with(spec, crash_states)))
         })
         .collect()
 }

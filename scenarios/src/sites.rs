@@ -94,11 +94,23 @@ pub fn sites(spec: &RunSpec) -> (RunResult, Vec<SiteRow>) {
 /// The steps of a fault-free run recorded with [`run_recording_crash_states`], as sites.
 pub fn sites_from_run(baseline: &RunResult) -> Vec<SiteRow> {
     let counts = baseline.world.crash_state_counts();
-    let unpersisted = baseline.world.unpersisted_counts();
     assert!(
         counts.len() as u64 + 1 >= baseline.world.steps_taken(),
         "sites need a run recorded with run_recording_crash_states"
     );
+    site_rows(baseline, counts)
+}
+
+/// The steps of a fault-free run recorded without crash-state counts, as sites whose
+/// counts are all None (for a sweep that aims no power loss: `baseline::CrashStates`).
+pub fn sites_uncounted(baseline: &RunResult) -> Vec<SiteRow> {
+    assert!(baseline.world.crash_state_counts().is_empty());
+    site_rows(baseline, &[])
+}
+
+/// A site row per step of `baseline`, with `counts` its steps' crash-state counts.
+fn site_rows(baseline: &RunResult, counts: &[Option<u64>]) -> Vec<SiteRow> {
+    let unpersisted = baseline.world.unpersisted_counts();
     let mut rows: Vec<SiteRow> = baseline
         .world
         .trace()

@@ -2,7 +2,7 @@
 //! power loss, within a bound), each run to the end, judged by the oracle and tallied per
 //! sink and fault kind. The steps (sites) come from `crate::sites`.
 
-use crate::baseline::Baseline;
+use crate::baseline::{Baseline, CrashStates};
 use crate::fork::{Forks, PointRun, SharedFutures};
 use crate::observation::{Observation, Recovery};
 use crate::property::{failures, Expectation, Property};
@@ -24,7 +24,7 @@ pub use points::{points, power_loss_states, Sampled, SweepPoint, SweepPoints};
 
 // Re-exported for `teach.rs`, which still imports them from here; new code imports from
 // `crate::baseline` and `crate::sites`.
-pub use crate::baseline::baselines;
+pub use crate::baseline::{baselines, baselines_with};
 pub use crate::sites::sites;
 
 /// The default of `--power-loss-states-max`, and its largest value: the sim's enumeration
@@ -121,6 +121,18 @@ pub struct SweepSpec {
     pub expect: Option<Expectation>,
     /// The most crash states a power loss at one step is run in; a step with more is sampled.
     pub power_loss_states_max: u64,
+}
+
+impl SweepSpec {
+    /// Whether its baselines count crash states: only power-loss points read them (a
+    /// depth-2 point's second fault is counted on its first fault's run).
+    pub fn crash_states(&self) -> CrashStates {
+        if self.faults.contains(&FaultKind::PowerLoss) {
+            CrashStates::Counted
+        } else {
+            CrashStates::NotCounted
+        }
+    }
 }
 
 /// A whole sweep's result.

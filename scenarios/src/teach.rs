@@ -14,7 +14,7 @@ use crate::runner::{
 use crate::sites::SiteRow;
 use crate::spec::ScenarioSpec;
 use crate::sweep::{
-    baselines, run_point, sites, PointRecord, SweepPoints, SweepReport, SweepRow, SweepSpec,
+    baselines_with, run_point, sites, PointRecord, SweepPoints, SweepReport, SweepRow, SweepSpec,
 };
 use crate::table::{Table, TableFormat};
 use crate::tally::aggregate;
@@ -198,7 +198,7 @@ fn crash_sweep(
         expect: None,
         power_loss_states_max: crate::sweep::POWER_LOSS_STATES_MAX_DEFAULT,
     };
-    let baselines = baselines(spec, events, &sweep.sinks)?;
+    let baselines = baselines_with(spec, events, &sweep.sinks, sweep.crash_states())?;
     let points = SweepPoints::new(spec, &sweep, &baselines, None).all(&baselines, None);
     let records: Vec<PointRecord> = points
         .iter()

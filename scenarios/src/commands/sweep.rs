@@ -9,7 +9,7 @@ use super::interrupt::{par_fold_interruptible, par_map_interruptible};
 use super::output::{Output, EXIT_VIOLATION};
 use super::progress::Progress;
 use super::shard::{shard_output, ShardLine};
-use crate::baseline::baselines;
+use crate::baseline::baselines_with;
 use crate::error::KeelError;
 use crate::property::Expectation;
 use crate::spec::ScenarioSpec;
@@ -98,7 +98,7 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
         expect: args.expect.clone(),
         power_loss_states_max: args.power_loss_states_max,
     };
-    let baselines = baselines(&spec, &events, &sweep.sinks)?;
+    let baselines = baselines_with(&spec, &events, &sweep.sinks, sweep.crash_states())?;
     let forks = sweep_forks(&baselines, args.naive);
     // Counted, not listed: each chunk draws its points when it runs.
     let points = SweepPoints::new(&spec, &sweep, &baselines, forks.as_ref());

@@ -2,7 +2,7 @@
 //! loss, or a seeded draw of them), counted up front and drawn a chunk at a time.
 
 use super::SweepSpec;
-use crate::baseline::Baseline;
+use crate::baseline::{Baseline, CrashStates};
 use crate::fork::Forks;
 use crate::runner::{run_recording_crash_states, RunSpec};
 use crate::sites::{sites_from_run, SiteRow};
@@ -227,6 +227,11 @@ impl SweepPoints {
         forks: Option<&BTreeMap<SinkKind, Forks>>,
     ) -> SweepPoints {
         assert!(sweep.depth == 1 || sweep.depth == 2);
+        assert!(
+            sweep.crash_states() == CrashStates::NotCounted
+                || baselines.values().all(|b| b.crash_states_counted),
+            "a power-loss sweep reads every site's crash-state count"
+        );
         let mut groups = Vec::new();
         for &sink in &sweep.sinks {
             let baseline = &baselines[&sink];

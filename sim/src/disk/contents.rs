@@ -59,6 +59,30 @@ impl Contents {
         bytes
     }
 
+    /// Whether the file holds `bytes` at `offset_bytes` (false where it is too short):
+    /// compared in place, chunk by chunk, nothing copied.
+    pub fn holds_at(&self, offset_bytes: usize, bytes: &[u8]) -> bool {
+        if offset_bytes
+            .checked_add(bytes.len())
+            .is_none_or(|end| end > self.len_bytes)
+        {
+            return false;
+        }
+        let (mut at, mut rest) = (offset_bytes, bytes);
+        // Bounded: one round per chunk the range touches.
+        while !rest.is_empty() {
+            let chunk = &self.chunks[at / CHUNK_BYTES];
+            let from = at % CHUNK_BYTES;
+            let len = rest.len().min(chunk.len() - from);
+            if chunk[from..from + len] != rest[..len] {
+                return false;
+            }
+            at += len;
+            rest = &rest[len..];
+        }
+        true
+    }
+
     /// The last byte, if any.
     pub fn last(&self) -> Option<u8> {
         self.chunks.last().and_then(|chunk| chunk.last().copied())
@@ -260,6 +284,10 @@ fn reserve_within_chunk(chunk: &mut Vec<u8>, more: usize) {
 fn common_prefix_len_of(a: &[u8], b: &[u8]) -> usize {
     const BLOCK_BYTES: usize = 64;
     let len = a.len().min(b.len());
+    // Mostly equal (a file and a later version of it): one comparison of the whole range.
+    if a[..len] == b[..len] {
+        return len;
+    }
     let mut same_bytes = 0;
     while same_bytes + BLOCK_BYTES <= len
         && a[same_bytes..same_bytes + BLOCK_BYTES] == b[same_bytes..same_bytes + BLOCK_BYTES]
