@@ -33,10 +33,17 @@ pub enum CrashStates {
 
 impl Baseline {
     pub fn new(spec: RunSpec) -> Baseline {
-        Baseline::with(spec, CrashStates::Counted)
+        Baseline::with(spec, CrashStates::Counted, &mut None)
     }
 
-    pub fn with(spec: RunSpec, crash_states: CrashStates) -> Baseline {
+    /// The baseline of `spec`, counting crash states if asked. `reference` is the
+    /// reference of the same events and knobs on any sink (the reference run is on the
+    /// append sink whatever the sink: `Reference::for_spec`), made here if None.
+    pub fn with(
+        spec: RunSpec,
+        crash_states: CrashStates,
+        reference: &mut Option<Reference>,
+    ) -> Baseline {
         let (fault_free, sites) = match crash_states {
             CrashStates::Counted => sites(&spec),
             CrashStates::NotCounted => {
@@ -45,7 +52,9 @@ impl Baseline {
                 (fault_free, sites)
             }
         };
-        let mut reference = Reference::for_spec_given(&spec, &fault_free);
+        let mut reference = reference
+            .get_or_insert_with(|| Reference::for_spec_given(&spec, &fault_free))
+            .clone();
         reference.check_counts(&spec.config, spec.events.len() as u64, &fault_free);
         Baseline {
             spec,
@@ -72,11 +81,16 @@ pub fn baselines_with(
     sinks: &[SinkKind],
     crash_states: CrashStates,
 ) -> Result<BTreeMap<SinkKind, Baseline>, KeelError> {
-    sinks
-        .iter()
-        .map(|&sink| {
+    // The append sink's first: its fault-free run is the reference run (with the chapter's
+    // keys), which every other sink's baseline then takes instead of running it again.
+    let mut order = sinks.to_vec();
+    order.sort_by_key(|&sink| sink != SinkKind::Append);
+    let mut reference = None;
+    order
+        .into_iter()
+        .map(|sink| {
             let spec = spec.run_spec(events, sink, FaultPlan::none())?;
-            Ok((sink, Baseline::with(spec, crash_states)))
+            Ok((sink, Baseline::with(spec, crash_states, &mut reference)))
         })
         .collect()
 }

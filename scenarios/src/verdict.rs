@@ -54,8 +54,10 @@ pub struct Reference {
     /// protocol's recipe (None until the counts of a one-incarnation run were checked).
     pub found: Option<recipe::FoundTimeline>,
     /// What judging needs of `records` alone, built at the first judgement and reused by
-    /// every later one (`records` are not changed once a run was judged against them).
-    prepared: Prepared,
+    /// every later one (`records` are not changed once a run was judged against them);
+    /// shared by the reference's clones (every sink of a sweep takes one reference:
+    /// `baseline::baselines_with`), so it is built once for them all.
+    prepared: Arc<Prepared>,
 }
 
 impl Reference {
@@ -193,7 +195,7 @@ impl Reference {
             dropped_late,
             model_mismatch,
             found: None,
-            prepared: Prepared::default(),
+            prepared: Arc::default(),
         }
     }
 }

@@ -139,12 +139,20 @@ impl Reference {
         {
             return Arc::clone(base);
         }
-        let base = Arc::new(splice::Base::of(
-            self.tallies(key),
-            self.records.len() as u64,
-            &known.records,
-            key,
-        ));
+        // Another sink's known file with the same records (a fault-free run writes the same
+        // lines on the append and the idempotent sink): its judgement, not a second one.
+        let same_records = bases
+            .iter()
+            .find(|(k, scheme, _)| *scheme == key && k.records == known.records)
+            .map(|(_, _, base)| Arc::clone(base));
+        let base = same_records.unwrap_or_else(|| {
+            Arc::new(splice::Base::of(
+                self.tallies(key),
+                self.records.len() as u64,
+                &known.records,
+                key,
+            ))
+        });
         if bases.len() == SPLICE_BASES_MAX {
             bases.remove(0);
         }

@@ -19,8 +19,8 @@ use std::collections::BTreeMap;
 pub(super) struct Base {
     /// The known file's slots, in slot order; a slot's number is its place here.
     slots: Vec<BaseSlot>,
-    /// Slot -> its number.
-    numbers: BTreeMap<Slot, usize>,
+    /// Each slot, by number (sorted: found by a binary search).
+    slot_keys: Vec<Slot>,
     /// Each known record's slot number: a splice's known records, and its middle when that
     /// is a run of them, are sorted into slots without making or comparing a slot.
     slot_of: Vec<usize>,
@@ -33,14 +33,13 @@ pub(super) struct Base {
     stale_windows: u64,
 }
 
-/// One slot of the known file: the places of each content's copies, its tally, and the
-/// reference's copies there (its total, and how many of each content).
+/// One slot of the known file: the places of each content's copies (by content), and its
+/// tally. Boxed slices, not maps: a base holds one a record of a million-event run's file,
+/// and a slot mostly holds one record.
 #[derive(Debug)]
 struct BaseSlot {
-    contents: BTreeMap<Content, Vec<usize>>,
+    contents: Box<[(Content, Box<[usize]>)]>,
     tally: Tally,
-    total: u64,
-    want: Option<BTreeMap<Content, u64>>,
 }
 
 /// A slot a splice touches: one of the known file's (by number), or one only its middle has.
@@ -68,26 +67,32 @@ impl Base {
         known: &[Record],
         key: KeyScheme,
     ) -> Base {
-        let mut by_slot: BTreeMap<Slot, BTreeMap<Content, Vec<usize>>> = BTreeMap::new();
+        // Sorted, not gathered in maps: a million-event run's file has a slot a record.
+        let mut entries: Vec<(Slot, Content, usize)> = known
+            .iter()
+            .enumerate()
+            .map(|(at, record)| (slot(record, key), content(record), at))
+            .collect();
+        entries.sort_unstable();
         let mut windows: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
         for (at, record) in known.iter().enumerate() {
-            by_slot
-                .entry(slot(record, key))
-                .or_default()
-                .entry(content(record))
-                .or_default()
-                .push(at);
             windows.entry(record.window_end).or_default().push(at);
         }
         let mut tally = Tally::default();
         let mut untouched = reference_len;
         let mut wrong_firsts = BTreeMap::new();
-        let mut slots = Vec::with_capacity(by_slot.len());
-        let mut numbers = BTreeMap::new();
+        let mut slots = Vec::new();
+        let mut slot_keys = Vec::new();
         let mut slot_of = vec![usize::MAX; known.len()];
-        for (number, (slot, contents)) in by_slot.into_iter().enumerate() {
-            let (total, want) = tallies.slot(&slot);
+        for (number, run) in entries.chunk_by(|a, b| a.0 == b.0).enumerate() {
+            let slot = &run[0].0;
+            let (total, want) = tallies.slot(slot);
             untouched -= total;
+            // Each content's places, in order (sorted by content, then place).
+            let contents: Box<[(Content, Box<[usize]>)]> = run
+                .chunk_by(|a, b| a.1 == b.1)
+                .map(|copies| (copies[0].1, copies.iter().map(|c| c.2).collect()))
+                .collect();
             let copies = contents
                 .iter()
                 .map(|(content, places)| (*content, places.len() as u64, places[0]));
@@ -96,22 +101,24 @@ impl Base {
             if let Some(at) = wrong_at {
                 wrong_firsts.insert(at, number);
             }
-            for &at in contents.values().flatten() {
+            for &(_, _, at) in run {
                 slot_of[at] = number;
             }
             slots.push(BaseSlot {
                 contents,
                 tally: slot_tally,
-                total,
-                want: want.cloned(),
             });
-            numbers.insert(slot, number);
+            slot_keys.push(slot.clone());
         }
+        drop(entries);
+        slots.shrink_to_fit();
+        slot_keys.shrink_to_fit();
         assert!(slot_of.iter().all(|&number| number < slots.len()));
         tally.lost += untouched;
+        assert!(slot_keys.is_sorted());
         Base {
             slots,
-            numbers,
+            slot_keys,
             slot_of,
             tally,
             wrong_firsts,
@@ -152,9 +159,9 @@ impl Base {
             Middle::Own(records) => {
                 entries.extend(records.iter().enumerate().map(|(i, record)| {
                     let slot = slot(record, key);
-                    let touched = match self.numbers.get(&slot) {
-                        Some(&number) => Touched::Known(number),
-                        None => Touched::New(slot),
+                    let touched = match self.slot_keys.binary_search(&slot) {
+                        Ok(number) => Touched::Known(number),
+                        Err(_) => Touched::New(slot),
                     };
                     (touched, Some(content(record)), head + i)
                 }))
@@ -177,7 +184,7 @@ impl Base {
                     touched_known.push(*number);
                     let base = &self.slots[*number];
                     tally -= base.tally;
-                    for (content, places) in &base.contents {
+                    for (content, places) in base.contents.iter() {
                         let replaced_from = places.partition_point(|&at| at < head);
                         let replaced_to = places.partition_point(|&at| at < tail_from);
                         let kept = places.len() - (replaced_to - replaced_from);
@@ -199,7 +206,7 @@ impl Base {
                             None => contents.push((*content, kept as u64, first)),
                         }
                     }
-                    (base.total, base.want.as_ref())
+                    tallies.slot(&self.slot_keys[*number])
                 }
                 Touched::New(slot) => {
                     let (total, want) = tallies.slot(slot);

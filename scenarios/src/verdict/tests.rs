@@ -36,7 +36,7 @@ pub(super) fn reference(records: Vec<Record>) -> Reference {
         dropped_late: 0,
         model_mismatch: None,
         found: None,
-        prepared: Prepared::default(),
+        prepared: Arc::default(),
     }
 }
 
