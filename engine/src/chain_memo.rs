@@ -15,7 +15,7 @@
 //! Which entry is found changes how long a restore takes, never what it returns.
 
 use crate::checkpoint::Invalid;
-use crate::incremental::{self, NotRestored, ReadFile, Restored};
+use crate::incremental::{self, DecodedFiles, NotRestored, ReadFile, Restored};
 use keel_sim::Contents;
 use std::collections::VecDeque;
 use std::fmt;
@@ -30,6 +30,9 @@ pub const CHAIN_MEMO_ENTRIES_MAX: usize = 8;
 #[derive(Default)]
 pub struct ChainMemo {
     entries: Mutex<VecDeque<Arc<Entry>>>,
+    /// The files restores decoded: a restore the entries miss (a chain one delta longer
+    /// than the last one's) decodes only what it has not decoded before.
+    decoded: DecodedFiles,
 }
 
 /// One restore of a manifest: the files it read after the manifest, and its result.
@@ -84,7 +87,7 @@ pub fn restore<R: ReadFile>(
     memo: Option<&ChainMemo>,
 ) -> Result<Restored, NotRestored<R::Error>> {
     let Some(memo) = memo else {
-        return incremental::restore(manifest_name, &manifest.to_vec(), checksum, reader);
+        return incremental::restore(manifest_name, &manifest.to_vec(), checksum, reader, None);
     };
     let mut read_already = Vec::new();
     if let Some(entry) = memo.find(manifest_name, manifest, checksum) {
@@ -107,7 +110,13 @@ pub fn restore<R: ReadFile>(
         read_already: read_already.into_iter(),
         reads: Vec::new(),
     };
-    let result = incremental::restore(manifest_name, &manifest.to_vec(), checksum, &mut recording);
+    let result = incremental::restore(
+        manifest_name,
+        &manifest.to_vec(),
+        checksum,
+        &mut recording,
+        Some(&memo.decoded),
+    );
     assert!(
         recording.read_already.next().is_none(),
         "a restore reads again every file it read before"

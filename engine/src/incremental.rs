@@ -91,6 +91,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, OnceLock};
 
+mod decoded;
+pub use decoded::DecodedFiles;
+
 /// A chain may always hold this many deltas; more on a big base ([`chain_deltas_max`]).
 pub const CHAIN_DELTAS_MAX: usize = 1024;
 
@@ -492,6 +495,7 @@ pub fn restore<R: ReadFile>(
     manifest_bytes: &[u8],
     checksum: bool,
     reader: &mut R,
+    decoded: Option<&DecodedFiles>,
 ) -> Result<Restored, NotRestored<R::Error>> {
     let trusted = |why: String| {
         if checksum {
@@ -507,7 +511,7 @@ pub fn restore<R: ReadFile>(
         return Err(trusted(format!("names {} deltas", manifest.deltas)).into());
     }
     // Walk from the head back to the base, each file checked against its referrer.
-    let mut deltas: Vec<(FileRef, DeltaFile)> = Vec::new();
+    let mut deltas: Vec<(FileRef, DeltaRef)> = Vec::new();
     let mut next = manifest.head.clone();
     let mut referrer = manifest_name.to_string();
     while let Some(file) = next {
@@ -518,11 +522,25 @@ pub fn restore<R: ReadFile>(
         if file.file != FileKind::Delta.file_name(file.number) {
             return Err(trusted(format!("names {} as delta {}", file.file, file.number)).into());
         }
-        let bytes = read_named(&file, &referrer, checksum, reader)?;
-        let delta_body = unseal(DELTA_MAGIC, &bytes, checksum)
-            .map_err(|why| rejected_file(&file.file, &referrer, why))?;
-        let delta: DeltaFile = serde_json::from_slice(delta_body)
-            .map_err(|e| trusted(format!("names {}, an unreadable delta: {e}", file.file)))?;
+        let contents = read_contents(&file, &referrer, reader)?;
+        let delta = match decoded.and_then(|d| d.delta(&file, checksum, &contents)) {
+            Some(kept) => DeltaRef::Kept(kept),
+            None => {
+                let bytes = contents.to_vec();
+                check_named(&file, &referrer, checksum, &bytes)?;
+                let delta_body = unseal(DELTA_MAGIC, &bytes, checksum)
+                    .map_err(|why| rejected_file(&file.file, &referrer, why))?;
+                let delta: DeltaFile = serde_json::from_slice(delta_body).map_err(|e| {
+                    trusted(format!("names {}, an unreadable delta: {e}", file.file))
+                })?;
+                match decoded {
+                    Some(d) => DeltaRef::Kept(d.keep_delta(&file, checksum, contents, delta)),
+                    None => DeltaRef::Own(delta),
+                }
+            }
+        };
+        let delta_ref = delta;
+        let delta = delta_ref.get();
         if delta.index != file.index
             || delta.parent.index > delta.index
             || delta.parent.number >= file.number
@@ -539,7 +557,7 @@ pub fn restore<R: ReadFile>(
         } else {
             Some(delta.parent.clone())
         };
-        deltas.push((file, delta));
+        deltas.push((file, delta_ref));
     }
     if deltas.len() as u64 != manifest.deltas {
         return Err(trusted(format!(
@@ -550,7 +568,7 @@ pub fn restore<R: ReadFile>(
         .into());
     }
     if let Some((_, oldest)) = deltas.last() {
-        if oldest.parent != manifest.base {
+        if oldest.get().parent != manifest.base {
             return Err(trusted("has a chain that does not reach its base".to_string()).into());
         }
     }
@@ -561,16 +579,29 @@ pub fn restore<R: ReadFile>(
         ))
         .into());
     }
-    let base_bytes = read_named(&manifest.base, &referrer, checksum, reader)?;
-    let mut checkpoint =
-        Checkpoint::decode_file(&base_bytes, checksum).map_err(|why| match why {
-            Invalid::Rejected(why) => {
-                rejected_file(&manifest.base.file, &referrer, Invalid::Rejected(why))
+    let base_contents = read_contents(&manifest.base, &referrer, reader)?;
+    let kept_base = decoded.and_then(|d| d.base(&manifest.base, checksum, &base_contents));
+    let mut checkpoint = match kept_base {
+        Some(checkpoint) => checkpoint,
+        None => {
+            let base_bytes = base_contents.to_vec();
+            check_named(&manifest.base, &referrer, checksum, &base_bytes)?;
+            let checkpoint =
+                Checkpoint::decode_file(&base_bytes, checksum).map_err(|why| match why {
+                    Invalid::Rejected(why) => {
+                        rejected_file(&manifest.base.file, &referrer, Invalid::Rejected(why))
+                    }
+                    Invalid::TrustedButCorrupt(why) => Invalid::TrustedButCorrupt(format!(
+                        "names {}, which {why}",
+                        manifest.base.file
+                    )),
+                })?;
+            if let Some(d) = decoded {
+                d.keep_base(&manifest.base, checksum, base_contents, &checkpoint);
             }
-            Invalid::TrustedButCorrupt(why) => {
-                Invalid::TrustedButCorrupt(format!("names {}, which {why}", manifest.base.file))
-            }
-        })?;
+            checkpoint
+        }
+    };
     if checkpoint.index != manifest.base.index {
         return Err(trusted(format!(
             "names {}, which holds index {}",
@@ -581,7 +612,7 @@ pub fn restore<R: ReadFile>(
     let mut delta_bytes = 0;
     let mut refs = Vec::new();
     for (file, delta) in deltas.into_iter().rev() {
-        apply(&mut checkpoint, &delta)
+        apply(&mut checkpoint, delta.get())
             .map_err(|why| trusted(format!("names {}, {why}", file.file)))?;
         delta_bytes += file.len;
         refs.push(file);
@@ -643,33 +674,57 @@ fn rejected_file(file: &str, referrer: &str, why: Invalid) -> Invalid {
 }
 
 /// The bytes of the file `file` names, if they are the ones its referrer recorded.
-fn read_named<R: ReadFile>(
+/// The bytes of the file `file` names (`referrer` names it), rejected if it is missing.
+fn read_contents<R: ReadFile>(
     file: &FileRef,
     referrer: &str,
-    checksum: bool,
     reader: &mut R,
-) -> Result<Vec<u8>, NotRestored<R::Error>> {
-    let bytes = reader
+) -> Result<Contents, NotRestored<R::Error>> {
+    let contents = reader
         .read_file(&file.file)
         .map_err(NotRestored::Io)?
-        .map(|contents| contents.to_vec())
         .ok_or_else(|| {
             Invalid::Rejected(format!(
                 "names {}, which is missing (named by {referrer})",
                 file.file
             ))
         })?;
+    Ok(contents)
+}
+
+/// Rejects `bytes` if they are not the file `file` records (its length, and with
+/// `checksum` its CRC-32).
+fn check_named(
+    file: &FileRef,
+    referrer: &str,
+    checksum: bool,
+    bytes: &[u8],
+) -> Result<(), Invalid> {
     let matches = bytes.len() as u64 == file.len
-        && (!checksum || format!("{:08x}", crc32fast::hash(&bytes)) == file.crc32);
+        && (!checksum || format!("{:08x}", crc32fast::hash(bytes)) == file.crc32);
     if !matches {
         return Err(Invalid::Rejected(format!(
             "names {}, which is not the file {referrer} recorded ({} bytes)",
             file.file,
             bytes.len()
-        ))
-        .into());
+        )));
     }
-    Ok(bytes)
+    Ok(())
+}
+
+/// A delta a restore decoded itself, or one it took from [`DecodedFiles`].
+enum DeltaRef {
+    Own(DeltaFile),
+    Kept(Arc<decoded::Decoded<DeltaFile>>),
+}
+
+impl DeltaRef {
+    fn get(&self) -> &DeltaFile {
+        match self {
+            DeltaRef::Own(delta) => delta,
+            DeltaRef::Kept(kept) => &kept.value,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -804,6 +859,7 @@ mod tests {
             &files.0["manifest-2.json"].clone(),
             true,
             &mut files,
+            None,
         )
         .ok()
         .unwrap();
@@ -824,6 +880,7 @@ mod tests {
             &files.0["manifest-3.json"].clone(),
             true,
             &mut files,
+            None,
         )
         .ok()
         .unwrap();
@@ -846,7 +903,8 @@ mod tests {
         let (mut files, _) = base_and_delta();
         let manifest = files.0["manifest-2.json"].clone();
         let delta = files.0.remove("delta-2.json").unwrap();
-        let why = |files: &mut Files| match restore("manifest-2.json", &manifest, true, files) {
+        let why = |files: &mut Files| match restore("manifest-2.json", &manifest, true, files, None)
+        {
             Err(NotRestored::Invalid(Invalid::Rejected(why))) => why,
             _ => panic!("rejected"),
         };
@@ -902,6 +960,7 @@ mod tests {
             &manifest.to_vec(),
             true,
             &mut direct,
+            None,
         ));
         let expected_reads = direct.1;
         for _ in 0..2 {
@@ -917,6 +976,74 @@ mod tests {
             assert_eq!(memoized.1, expected_reads);
         }
         expected
+    }
+
+    /// A chain that grows one delta a checkpoint, restored after each through one memo
+    /// (each a new manifest: the memo's entries miss, its decoded files do not), as a
+    /// restore without it restores it, reading the same files; then a delta rewritten under
+    /// its name with other bytes is decoded again, not taken.
+    #[test]
+    fn a_longer_chain_through_the_memo_returns_what_a_restore_returns() {
+        let mut inc = Incremental::default();
+        let mut files = Files(BTreeMap::new());
+        let memo = ChainMemo::default();
+        let wide: Vec<(i64, i128, bool)> = (1..=20).map(|i| (i * 10, i as i128, true)).collect();
+        commit(&mut inc, &mut files, 8, &state(&wide, 9), &[]);
+        let mut windows = wide.clone();
+        let restore_both = |files: &mut Files, manifest: &str| {
+            let bytes = Contents::from(&files.0[manifest][..]);
+            let mut direct = Logged(files, Vec::new());
+            let expected = restore(manifest, &bytes.to_vec(), true, &mut direct, None)
+                .ok()
+                .unwrap();
+            let expected_reads = direct.1;
+            let mut memoized = Logged(files, Vec::new());
+            let got = chain_memo::restore(manifest, &bytes, true, &mut memoized, Some(&memo))
+                .ok()
+                .unwrap();
+            assert_eq!(memoized.1, expected_reads, "{manifest}");
+            assert_eq!(got.checkpoint, expected.checkpoint, "{manifest}");
+            assert_eq!(got.chain, expected.chain, "{manifest}");
+            got
+        };
+        for step in 1..=4_u64 {
+            windows[step as usize].1 += 100;
+            let index = 8 + 8 * step;
+            let (kind, _) = commit(
+                &mut inc,
+                &mut files,
+                index,
+                &state(&windows, 9),
+                &[windows[step as usize].0],
+            );
+            assert_eq!(kind, FileKind::Delta);
+            let manifest = FileKind::Manifest.file_name(step + 1);
+            let restored = restore_both(&mut files, &manifest);
+            assert_eq!(restored.checkpoint.state, state(&windows, 9));
+            assert_eq!(restored.chain.deltas.len() as u64, step);
+        }
+        // delta-3.json holds other bytes: its manifest's restore now fails in both.
+        let mut other = files.0["delta-3.json"].clone();
+        *other.last_mut().unwrap() = b' ';
+        files.0.insert("delta-3.json".to_string(), other);
+        let manifest = Contents::from(&files.0["manifest-5.json"][..]);
+        let direct = restore(
+            "manifest-5.json",
+            &manifest.to_vec(),
+            true,
+            &mut files,
+            None,
+        );
+        let memoized =
+            chain_memo::restore("manifest-5.json", &manifest, true, &mut files, Some(&memo));
+        assert!(matches!(
+            direct,
+            Err(NotRestored::Invalid(Invalid::Rejected(_)))
+        ));
+        assert!(matches!(
+            memoized,
+            Err(NotRestored::Invalid(Invalid::Rejected(_)))
+        ));
     }
 
     #[test]
