@@ -127,6 +127,19 @@ impl Base {
         }
     }
 
+    /// Whether the known file holds exactly the reference's copies in every slot (no
+    /// duplicate, no wrong record, none lost): the fault-free run's file.
+    fn is_exact(&self) -> bool {
+        let Tally {
+            delivered: _,
+            duplicates,
+            wrong,
+            lost,
+            stand_ins,
+        } = self.tally;
+        duplicates == 0 && wrong == 0 && lost == 0 && stand_ins == 0 && self.wrong_firsts.is_empty()
+    }
+
     /// The judgement of `splice` (of this base's known file).
     pub(super) fn judge(
         &self,
@@ -138,6 +151,24 @@ impl Base {
         let (head, tail_from) = (splice.head, splice.tail_from);
         assert!(head <= tail_from);
         assert!(tail_from <= known.len());
+        if let Middle::Known(run) = &splice.middle {
+            if head == tail_from && run.end == head && self.is_exact() {
+                // A run of the known file written again just after its own end, nothing
+                // replaced (an append sink's replay), over a file that holds every slot's
+                // reference copies exactly: each of its records is one more copy of a
+                // content its slot wants no more of, a duplicate. A window's last value
+                // stays the known file's: its last record lies in the tail, or, before the
+                // run's end, in the run if the window has a record there (written again
+                // last), else in the head.
+                let mut tally = self.tally;
+                tally.duplicates += run.len() as u64;
+                return Judged {
+                    tally,
+                    first_wrong_at: None,
+                    stale_windows: self.stale_windows,
+                };
+            }
+        }
         // Every slot the splice touches, with its view's copies of each content and the
         // place of the first: the middle's first, then the known copies it kept.
         // Every slot the splice touches (its replaced run's, with no copy: `None`, and its
@@ -344,6 +375,7 @@ mod tests {
             rec("flush:30", 30, 255, Flush),
         ];
         let reference = crate::verdict::tests::reference(want.clone());
+        let chapter = want.clone();
         // A known file that is not the reference: a duplicate, a wrong sum, a loss, a record
         // in a slot the reference lacks, and a stale window.
         want[2].sum = 999;
@@ -367,5 +399,8 @@ mod tests {
         // Both key schemes, 28 (head, tail) pairs, 7 middles of their own and 28 runs.
         assert_eq!(check(&reference, &known, &middles), 2 * 28 * (7 + 28));
         assert_eq!(check(&reference, &[], &middles), 2 * (7 + 1));
+        // The reference's own records (a fault-free run's file): a run of them written again
+        // just after its end is judged without its slots (`Base::is_exact`).
+        assert_eq!(check(&reference, &chapter, &middles), 2 * 21 * (7 + 21));
     }
 }
