@@ -396,9 +396,9 @@ impl Forks {
             self.before_last_fault(plan, shared.first_faults())
                 .or_else(|| self.before_only_fault(plan, shared.fault_free()))
         });
-        let Some(paused) = from_cursor.or_else(|| self.fork(plan, false)) else {
-            return PointRun::of(&run(&spec), &spec, self.known.as_ref());
-        };
+        // None: the fault comes before the first snapshot (during the first recovery), and
+        // the run starts from scratch, still stopping where it converges.
+        let paused = from_cursor.or_else(|| self.fork(plan, false));
         let sink = self.spec.config.sink;
         let shared = shared.filter(|_| self.shareable());
         let key = self.spec.config.key;
@@ -407,7 +407,7 @@ impl Forks {
         let mut restart_candidate: Option<RestartCandidate> = None;
         let mut restart_joined: Option<(RestartCandidate, Rc<RestartClass>)> = None;
         let mut converged_ahead: Option<Rc<AheadBoundary>> = None;
-        let driven = resume(&self.spec, paused, &mut |moment| {
+        let mut on_moment = |moment: Moment| {
             if !converge {
                 return Control::Continue;
             }
@@ -453,7 +453,11 @@ impl Forks {
                 candidate = compared().and_then(|disk| Candidate::of(&between, sink, disk.clone()));
             }
             Control::Continue
-        });
+        };
+        let driven = match paused {
+            Some(paused) => resume(&self.spec, paused, &mut on_moment),
+            None => run_between(&spec, &mut on_moment),
+        };
         let config = &self.spec.config;
         match driven {
             Driven::Finished(result) => {

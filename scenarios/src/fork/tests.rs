@@ -135,13 +135,13 @@ fn a_point_that_shares_an_earlier_points_future_observes_what_the_naive_run_obse
     assert_eq!(
         figures,
         [
-            (1530, 5, 1007),
-            (1530, 2, 1007),
-            (1752, 8, 1162),
-            (1752, 5, 1162),
-            (1482, 4, 937),
-            (1530, 2, 1007),
-            (1530, 5, 1007),
+            (1530, 5, 1014),
+            (1530, 2, 1014),
+            (1752, 8, 1169),
+            (1752, 5, 1169),
+            (1482, 4, 944),
+            (1530, 2, 1014),
+            (1530, 5, 1014),
         ]
     );
 }
@@ -230,5 +230,7 @@ fn a_converged_point_observes_what_the_naive_run_observes() {
         forked_equals_naive(SinkKind::Idempotent, None),
         forked_equals_naive(SinkKind::Idempotent, Some(0)),
     ];
-    assert_eq!(figures, [(236, 216), (236, 215), (232, 211)]);
+    // A fault during the first recovery (before the first snapshot) runs from scratch and
+    // still converges: 12 points here (3 steps, 4 faults) that ran to their end before.
+    assert_eq!(figures, [(236, 228), (236, 227), (232, 223)]);
 }
