@@ -595,7 +595,12 @@ fn same_surroundings(key: KeyScheme, a: &Surroundings, b: &Surroundings) -> bool
             a.sink_down_until_ms <= a.clock.now_ms() && b.sink_down_until_ms <= b.clock.now_ms()
         }
     };
-    clock_unobserved && a.txlog == b.txlog && a.disk.same_view_as(b.disk)
+    let same_disk = match (a.except, b.except) {
+        (None, None) => a.disk.same_view_as(b.disk),
+        (Some(a_name), Some(b_name)) if a_name == b_name => a.disk.same_view_except(b.disk, a_name),
+        _ => false,
+    };
+    clock_unobserved && a.txlog == b.txlog && same_disk
 }
 
 /// The compared disk of the run `between` shows, if it can converge or share a future here:

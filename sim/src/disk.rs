@@ -553,6 +553,16 @@ impl Disk {
         self.inodes.values().map(Inode::unpersisted_bytes).sum()
     }
 
+    /// [`Disk::unpersisted_bytes`] but the file `name`'s.
+    fn unpersisted_bytes_except(&self, name: &str) -> u64 {
+        let except = self.names.get(name);
+        self.inodes
+            .iter()
+            .filter(|(id, _)| Some(*id) != except)
+            .map(|(_, inode)| inode.unpersisted_bytes())
+            .sum()
+    }
+
     /// Renames `from` to `to` atomically, replacing `to` if it exists.
     pub fn rename(&mut self, from: &str, to: &str) -> Result<(), DiskError> {
         assert!(!to.is_empty());
@@ -642,6 +652,30 @@ impl Disk {
                     .zip(other.names.iter())
                     .all(|((a, a_inode), (b, b_inode))| {
                         a == b && self.inodes[a_inode].current == other.inodes[b_inode].current
+                    }))
+    }
+
+    /// [`Disk::same_view_as`] with the bytes of the file `name` left out: the same names
+    /// (`name` among them in both or in neither), and every other file with the same bytes.
+    /// What comparing copies with that file emptied answers, without the copies.
+    pub fn same_view_except(&self, other: &Disk, name: &str) -> bool {
+        self.sector_size_bytes == other.sector_size_bytes
+            && self.model == other.model
+            && self.read_only == other.read_only
+            && self.io_error_armed == other.io_error_armed
+            && self.unpersisted_bytes_except(name) == 0
+            && other.unpersisted_bytes_except(name) == 0
+            && self.names.len() == other.names.len()
+            && ((Arc::ptr_eq(&self.names, &other.names)
+                && Arc::ptr_eq(&self.inodes, &other.inodes))
+                || self
+                    .names
+                    .iter()
+                    .zip(other.names.iter())
+                    .all(|((a, a_inode), (b, b_inode))| {
+                        a == b
+                            && (a == name
+                                || self.inodes[a_inode].current == other.inodes[b_inode].current)
                     }))
     }
 
@@ -822,6 +856,71 @@ mod tests {
             },
         ];
         assert_eq!(check(&states), 24);
+    }
+
+    /// `same_view_except(other, "s")` answers what comparing the two disks with "s"
+    /// emptied answers, for every two disks `states` build (where both can be emptied).
+    #[test]
+    fn a_view_compared_except_a_file_is_the_view_with_it_emptied() {
+        let states: [fn(&mut Disk); 5] = [
+            |disk| {
+                disk.create("s").unwrap();
+                disk.append("s", b"synced\n").unwrap();
+                disk.fsync("s").unwrap();
+                disk.create("t").unwrap();
+            },
+            // The same but for the bytes of "s".
+            |disk| {
+                disk.create("s").unwrap();
+                disk.append("s", b"other bytes\n").unwrap();
+                disk.create("t").unwrap();
+            },
+            // The same but for the bytes of "t".
+            |disk| {
+                disk.create("s").unwrap();
+                disk.create("t").unwrap();
+                disk.append("t", b"t").unwrap();
+            },
+            // Another name.
+            |disk| {
+                disk.create("s").unwrap();
+                disk.create("u").unwrap();
+            },
+            // A failed fsync of "s" left unpersisted bytes (never the same view).
+            |disk| {
+                disk.create("s").unwrap();
+                disk.create("t").unwrap();
+                disk.append("s", b"lost").unwrap();
+                disk.fsync_fail("s").unwrap();
+            },
+        ];
+        let (mut same, mut compared) = (0, 0);
+        for model in [FsModel::Posix, FsModel::Ext4] {
+            let disks: Vec<Disk> = states
+                .iter()
+                .map(|build| {
+                    let mut disk = Disk::with_model(4, model);
+                    build(&mut disk);
+                    disk
+                })
+                .collect();
+            for a in &disks {
+                for b in &disks {
+                    let (Ok(a_emptied), Ok(b_emptied)) =
+                        (a.with_file_emptied("s"), b.with_file_emptied("s"))
+                    else {
+                        continue;
+                    };
+                    let except = a.same_view_except(b, "s");
+                    assert_eq!(except, a_emptied.same_view_as(&b_emptied), "{model:?}");
+                    same += u64::from(except);
+                    compared += 1;
+                }
+            }
+        }
+        // Each with itself, the first two with each other, and the last (its unpersisted
+        // bytes are in "s", left out) with the first two and they with it.
+        assert_eq!((same, compared), (2 * 11, 2 * 25));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::observation::{FinalState, Observation, Piece, RecoverySteps, RestartS
 use crate::runner::{Incarnation, IncarnationEnd, Restarting};
 use keel_engine::sink::readable_len_bytes;
 use keel_engine::{SinkKind, SINK_WRITE_OP};
-use keel_sim::{Clock, Contents, Disk, DiskError, TxLog, World};
+use keel_sim::{Clock, Contents, Disk, TxLog, World};
 use std::sync::Arc;
 
 /// A run's world at a restart with its plan spent, before the new process's recovery, kept
@@ -22,9 +22,10 @@ pub struct RestartCandidate {
     pub clock: Clock,
     pub sink_down_until_ms: u64,
     pub txlog: TxLog,
-    /// The disk as a restart compares it (`restart_compared_disk`: the file sink's bytes
-    /// left out).
+    /// The disk then, compared with the file sink's bytes left out (`except`).
     pub disk: Disk,
+    /// The file sink's file (None: the transactional sink's log is compared whole).
+    pub except: Option<&'static str>,
     /// The sink file then, whole.
     pub sink_bytes: Contents,
     /// How much of it the sink connector's open keeps: all, or what is left once it cuts
@@ -52,6 +53,7 @@ impl RestartCandidate {
             sink_down_until_ms: self.sink_down_until_ms,
             txlog: &self.txlog,
             disk: &self.disk,
+            except: self.except,
         }
     }
 }
@@ -233,7 +235,11 @@ impl Forks {
             clock: env.clock,
             sink_down_until_ms: env.sink_down_until_ms,
             txlog: env.txlog.clone(),
-            disk: restart_compared_disk(disk, sink).ok()?,
+            disk: disk.clone(),
+            // A file sink's bytes are left out: the append connector's open reads them only
+            // to cut a torn tail; the idempotent sink's are compared apart
+            // (`Forks::joins_restart`).
+            except: (!sink.is_transactional()).then(|| sink.file_name()),
             sink_bytes,
             sink_kept_len_bytes,
             sink_torn,
@@ -336,15 +342,5 @@ impl Forks {
             recovery,
             state: candidate,
         });
-    }
-}
-
-/// The disk as a restart compares it: the file sink's bytes left out (the append sink's
-/// connector never reads them but to cut a torn tail; the idempotent sink's file is
-/// compared apart, by `Forks::joins_restart`); the log's disk as it is.
-fn restart_compared_disk(disk: &Disk, sink: SinkKind) -> Result<Disk, DiskError> {
-    match sink {
-        SinkKind::Append | SinkKind::Idempotent => disk.with_file_emptied(sink.file_name()),
-        SinkKind::Transactional => Ok(disk.clone()),
     }
 }

@@ -73,8 +73,10 @@ pub struct Surroundings<'a> {
     pub sink_down_until_ms: u64,
     pub txlog: &'a TxLog,
     /// The disk with the append sink's bytes left out (`fork::compared_disk`); at a
-    /// restart, any file sink's (`fork/restart.rs`).
+    /// restart, the disk as it is, with `except` left out.
     pub disk: &'a Disk,
+    /// A file whose bytes are not compared (a file sink's, at a restart: `fork/restart.rs`).
+    pub except: Option<&'a str>,
 }
 
 /// What the future of a run depends on at an event boundary, as [`super::same_future`]
@@ -114,6 +116,7 @@ impl Boundary<'_> {
             sink_down_until_ms: self.sink_down_until_ms,
             txlog: self.txlog,
             disk: self.disk,
+            except: None,
         }
     }
 }
