@@ -636,35 +636,28 @@ impl Disk {
     /// `fork.rs`). Bytes a failed fsync left unpersisted read from the page cache until an
     /// eviction: disks holding any are never the same here. Chunks both share are not read.
     pub fn same_view_as(&self, other: &Disk) -> bool {
-        // One name a file (no hard links): names and their bytes are the whole view.
-        self.sector_size_bytes == other.sector_size_bytes
-            && self.model == other.model
-            && self.read_only == other.read_only
-            && self.io_error_armed == other.io_error_armed
-            && self.unpersisted_bytes() == 0
-            && other.unpersisted_bytes() == 0
-            && self.names.len() == other.names.len()
-            && ((Arc::ptr_eq(&self.names, &other.names)
-                && Arc::ptr_eq(&self.inodes, &other.inodes))
-                || self
-                    .names
-                    .iter()
-                    .zip(other.names.iter())
-                    .all(|((a, a_inode), (b, b_inode))| {
-                        a == b && self.inodes[a_inode].current == other.inodes[b_inode].current
-                    }))
+        self.same_view_but(other, None)
     }
 
     /// [`Disk::same_view_as`] with the bytes of the file `name` left out: the same names
     /// (`name` among them in both or in neither), and every other file with the same bytes.
     /// What comparing copies with that file emptied answers, without the copies.
     pub fn same_view_except(&self, other: &Disk, name: &str) -> bool {
+        self.same_view_but(other, Some(name))
+    }
+
+    fn same_view_but(&self, other: &Disk, except: Option<&str>) -> bool {
+        let unpersisted = |disk: &Disk| match except {
+            None => disk.unpersisted_bytes(),
+            Some(name) => disk.unpersisted_bytes_except(name),
+        };
+        // One name a file (no hard links): names and their bytes are the whole view.
         self.sector_size_bytes == other.sector_size_bytes
             && self.model == other.model
             && self.read_only == other.read_only
             && self.io_error_armed == other.io_error_armed
-            && self.unpersisted_bytes_except(name) == 0
-            && other.unpersisted_bytes_except(name) == 0
+            && unpersisted(self) == 0
+            && unpersisted(other) == 0
             && self.names.len() == other.names.len()
             && ((Arc::ptr_eq(&self.names, &other.names)
                 && Arc::ptr_eq(&self.inodes, &other.inodes))
@@ -674,7 +667,7 @@ impl Disk {
                     .zip(other.names.iter())
                     .all(|((a, a_inode), (b, b_inode))| {
                         a == b
-                            && (a == name
+                            && (except == Some(a.as_str())
                                 || self.inodes[a_inode].current == other.inodes[b_inode].current)
                     }))
     }
