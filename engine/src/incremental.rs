@@ -511,7 +511,7 @@ pub fn restore<R: ReadFile>(
         return Err(trusted(format!("names {} deltas", manifest.deltas)).into());
     }
     // Walk from the head back to the base, each file checked against its referrer.
-    let mut deltas: Vec<(FileRef, DeltaRef)> = Vec::new();
+    let mut deltas: Vec<(FileRef, Arc<DeltaFile>)> = Vec::new();
     let mut next = manifest.head.clone();
     let mut referrer = manifest_name.to_string();
     while let Some(file) = next {
@@ -524,23 +524,22 @@ pub fn restore<R: ReadFile>(
         }
         let contents = read_contents(&file, &referrer, reader)?;
         let delta = match decoded.and_then(|d| d.delta(&file, checksum, &contents)) {
-            Some(kept) => DeltaRef::Kept(kept),
+            Some(kept) => kept,
             None => {
                 let bytes = contents.to_vec();
                 check_named(&file, &referrer, checksum, &bytes)?;
                 let delta_body = unseal(DELTA_MAGIC, &bytes, checksum)
                     .map_err(|why| rejected_file(&file.file, &referrer, why))?;
-                let delta: DeltaFile = serde_json::from_slice(delta_body).map_err(|e| {
-                    trusted(format!("names {}, an unreadable delta: {e}", file.file))
-                })?;
-                match decoded {
-                    Some(d) => DeltaRef::Kept(d.keep_delta(&file, checksum, contents, delta)),
-                    None => DeltaRef::Own(delta),
+                let delta: Arc<DeltaFile> =
+                    Arc::new(serde_json::from_slice(delta_body).map_err(|e| {
+                        trusted(format!("names {}, an unreadable delta: {e}", file.file))
+                    })?);
+                if let Some(d) = decoded {
+                    d.keep_delta(&file, checksum, contents, &delta);
                 }
+                delta
             }
         };
-        let delta_ref = delta;
-        let delta = delta_ref.get();
         if delta.index != file.index
             || delta.parent.index > delta.index
             || delta.parent.number >= file.number
@@ -557,7 +556,7 @@ pub fn restore<R: ReadFile>(
         } else {
             Some(delta.parent.clone())
         };
-        deltas.push((file, delta_ref));
+        deltas.push((file, delta));
     }
     if deltas.len() as u64 != manifest.deltas {
         return Err(trusted(format!(
@@ -568,7 +567,7 @@ pub fn restore<R: ReadFile>(
         .into());
     }
     if let Some((_, oldest)) = deltas.last() {
-        if oldest.get().parent != manifest.base {
+        if oldest.parent != manifest.base {
             return Err(trusted("has a chain that does not reach its base".to_string()).into());
         }
     }
@@ -612,7 +611,7 @@ pub fn restore<R: ReadFile>(
     let mut delta_bytes = 0;
     let mut refs = Vec::new();
     for (file, delta) in deltas.into_iter().rev() {
-        apply(&mut checkpoint, delta.get())
+        apply(&mut checkpoint, &delta)
             .map_err(|why| trusted(format!("names {}, {why}", file.file)))?;
         delta_bytes += file.len;
         refs.push(file);
@@ -673,7 +672,6 @@ fn rejected_file(file: &str, referrer: &str, why: Invalid) -> Invalid {
     }
 }
 
-/// The bytes of the file `file` names, if they are the ones its referrer recorded.
 /// The bytes of the file `file` names (`referrer` names it), rejected if it is missing.
 fn read_contents<R: ReadFile>(
     file: &FileRef,
@@ -710,21 +708,6 @@ fn check_named(
         )));
     }
     Ok(())
-}
-
-/// A delta a restore decoded itself, or one it took from [`DecodedFiles`].
-enum DeltaRef {
-    Own(DeltaFile),
-    Kept(Arc<decoded::Decoded<DeltaFile>>),
-}
-
-impl DeltaRef {
-    fn get(&self) -> &DeltaFile {
-        match self {
-            DeltaRef::Own(delta) => delta,
-            DeltaRef::Kept(kept) => &kept.value,
-        }
-    }
 }
 
 #[cfg(test)]

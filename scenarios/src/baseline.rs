@@ -2,8 +2,7 @@
 //! oracle expects. (The plan a seed draws on a baseline is `explore`'s: see `explore.rs`.)
 
 use crate::error::KeelError;
-use crate::runner::run;
-use crate::runner::RunSpec;
+use crate::runner::{run, RunSpec};
 use crate::sites::{sites, sites_uncounted, SiteRow};
 use crate::spec::ScenarioSpec;
 use crate::verdict::Reference;

@@ -9,7 +9,9 @@
 //! every file (each read is a step), a file is taken only if its bytes equal the bytes
 //! decoded (compared by shared chunks) and the reference naming it is the one it was
 //! checked against (name, length, CRC-32) under the same checksum rule, and only files
-//! that passed every check are kept, so a restore returns what it returns without it.
+//! that passed those checks and decoded are kept. The checks that follow (indexes, links)
+//! read only the reference and the decoded file, and run on every restore, so a restore
+//! returns what it returns without the cache.
 
 use super::{DeltaFile, FileRef};
 use crate::checkpoint::Checkpoint;
@@ -24,17 +26,17 @@ pub const DECODED_DELTAS_MAX: usize = 4_096;
 /// Decoded chain files: deltas by name, and the last base.
 #[derive(Default)]
 pub struct DecodedFiles {
-    deltas: Mutex<BTreeMap<String, Arc<Decoded<DeltaFile>>>>,
-    base: Mutex<Option<Arc<Decoded<Checkpoint>>>>,
+    deltas: Mutex<BTreeMap<String, Decoded<Arc<DeltaFile>>>>,
+    base: Mutex<Option<Decoded<Checkpoint>>>,
 }
 
 /// A file's bytes, the reference they were checked against, the checksum rule, and what
 /// they decode to.
-pub struct Decoded<T> {
+struct Decoded<T> {
     reference: FileRef,
     checksum: bool,
     bytes: Contents,
-    pub value: T,
+    value: T,
 }
 
 impl<T> Decoded<T> {
@@ -49,12 +51,12 @@ impl DecodedFiles {
         reference: &FileRef,
         checksum: bool,
         bytes: &Contents,
-    ) -> Option<Arc<Decoded<DeltaFile>>> {
+    ) -> Option<Arc<DeltaFile>> {
         let deltas = self.deltas.lock().expect("no holder panics");
         deltas
             .get(&reference.file)
             .filter(|decoded| decoded.is_for(reference, checksum, bytes))
-            .cloned()
+            .map(|decoded| Arc::clone(&decoded.value))
     }
 
     pub(super) fn keep_delta(
@@ -62,21 +64,20 @@ impl DecodedFiles {
         reference: &FileRef,
         checksum: bool,
         bytes: Contents,
-        delta: DeltaFile,
-    ) -> Arc<Decoded<DeltaFile>> {
-        let decoded = Arc::new(Decoded {
+        delta: &Arc<DeltaFile>,
+    ) {
+        let decoded = Decoded {
             reference: reference.clone(),
             checksum,
             bytes,
-            value: delta,
-        });
+            value: Arc::clone(delta),
+        };
         let mut deltas = self.deltas.lock().expect("no holder panics");
         if deltas.len() >= DECODED_DELTAS_MAX {
             deltas.clear();
         }
-        deltas.insert(reference.file.clone(), Arc::clone(&decoded));
+        deltas.insert(reference.file.clone(), decoded);
         assert!(deltas.len() <= DECODED_DELTAS_MAX);
-        decoded
     }
 
     pub(super) fn base(
@@ -98,12 +99,12 @@ impl DecodedFiles {
         bytes: Contents,
         checkpoint: &Checkpoint,
     ) {
-        *self.base.lock().expect("no holder panics") = Some(Arc::new(Decoded {
+        *self.base.lock().expect("no holder panics") = Some(Decoded {
             reference: reference.clone(),
             checksum,
             bytes,
             value: checkpoint.clone(),
-        }));
+        });
     }
 }
 

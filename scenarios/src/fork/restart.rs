@@ -156,10 +156,14 @@ impl Forks {
             Piece::Own(&own),
         ];
         let mut incarnation = class.incarnation.clone();
-        match self.spec.config.sink {
-            SinkKind::Idempotent if !self.same_sink_file(state, class) => {
-                // Ahead of the class's file along the known lines (`RestartClass::lead_bytes`).
-                let lead_bytes = class.lead_bytes(state).expect("shares on that ground");
+        // Ahead of the class's file along the known lines (`RestartClass::lead_bytes`); with
+        // no lead, the same file, followed by what the class's run appended.
+        let lead = match self.spec.config.sink {
+            SinkKind::Idempotent => class.lead_bytes(state).filter(|&lead| lead > 0),
+            SinkKind::Append | SinkKind::Transactional => None,
+        };
+        match lead {
+            Some(lead_bytes) => {
                 let class_len_bytes = class.state.sink_bytes.len();
                 let lead_lines = self
                     .known
@@ -173,19 +177,17 @@ impl Forks {
                 stats.written -= lead_lines;
                 stats.skipped += lead_lines;
                 let mut appended = class.appended.iter().map(KeptPiece::piece);
-                if lead_bytes > 0 {
-                    let Some(Piece::Known { from, to }) = appended.next() else {
-                        unreachable!("lead_bytes: a known piece first")
-                    };
-                    assert!(from + lead_bytes <= to);
-                    sink.push(Piece::Known {
-                        from: from + lead_bytes,
-                        to,
-                    });
-                }
+                let Some(Piece::Known { from, to }) = appended.next() else {
+                    unreachable!("lead_bytes: a known piece first")
+                };
+                assert!(from + lead_bytes <= to);
+                sink.push(Piece::Known {
+                    from: from + lead_bytes,
+                    to,
+                });
                 sink.extend(appended);
             }
-            _ => sink.extend(class.appended.iter().map(KeptPiece::piece)),
+            None => sink.extend(class.appended.iter().map(KeptPiece::piece)),
         }
         let mut incarnations = incarnations.to_vec();
         incarnations.push(incarnation);
@@ -229,8 +231,11 @@ impl Forks {
         } else {
             sink_bytes.len()
         };
-        let sink_known_prefix =
-            !sink_torn && self.known_contents.common_prefix_len(&sink_bytes) == sink_bytes.len();
+        // Read only by the idempotent sink's rule (`RestartClass::lead_bytes`): a comparison
+        // of the file's last chunk, not made for the append sink's every point.
+        let sink_known_prefix = sink == SinkKind::Idempotent
+            && !sink_torn
+            && self.known_contents.common_prefix_len(&sink_bytes) == sink_bytes.len();
         Some(RestartCandidate {
             clock: env.clock,
             sink_down_until_ms: env.sink_down_until_ms,
@@ -250,12 +255,6 @@ impl Forks {
         })
     }
 
-    /// Whether the point restarting as `state` has the very sink file `class` had at its
-    /// restart (the rule for an idempotent sink's file that is not whole known lines).
-    pub(super) fn same_sink_file(&self, state: &RestartCandidate, class: &RestartClass) -> bool {
-        state.sink_bytes == class.state.sink_bytes
-    }
-
     /// Whether the point restarting as `state` may take on `class`'s future, its
     /// surroundings being the same: the append sink's file is not compared (its open reads
     /// it only to cut a torn tail), the idempotent sink's must be the same file or run
@@ -266,7 +265,7 @@ impl Forks {
         }
         match self.spec.config.sink {
             SinkKind::Idempotent => {
-                class.lead_bytes(state).is_some() || self.same_sink_file(state, class)
+                class.lead_bytes(state).is_some() || state.sink_bytes == class.state.sink_bytes
             }
             SinkKind::Append | SinkKind::Transactional => true,
         }
