@@ -98,10 +98,16 @@ impl Inode {
 
     /// A successful fsync: every pending operation reaches the disk; unpersisted bytes stay
     /// unpersisted (their pages are clean, nothing writes them).
+    ///
+    /// With no unpersisted byte, what the disk then holds is what the process reads: the
+    /// durable contents become `current`'s, sharing its chunks (applying the operations
+    /// again would keep every synced file twice, a sweep's snapshots each a copy).
     pub(super) fn sync(&mut self) {
-        for op in Arc::unwrap_or_clone(std::mem::take(&mut self.pending)) {
+        let pending = Arc::unwrap_or_clone(std::mem::take(&mut self.pending));
+        let shares_current = self.unpersisted.is_empty();
+        for op in &pending {
             // A completed write moves the on-disk size to its end; a truncate sets it.
-            self.failed_len_bytes = match (&op, self.failed_len_bytes) {
+            self.failed_len_bytes = match (op, self.failed_len_bytes) {
                 (_, None) | (DataOp::SetLen { .. }, _) => None,
                 (
                     DataOp::Write {
@@ -111,7 +117,23 @@ impl Inode {
                     Some(stay),
                 ) => Some(stay.max(offset_bytes + bytes.len() as u64)),
             };
-            apply_data_op(&mut self.durable, &op);
+        }
+        if shares_current {
+            if cfg!(debug_assertions) {
+                let mut applied = self.durable.clone();
+                for op in &pending {
+                    apply_data_op(&mut applied, op);
+                }
+                assert!(
+                    applied == self.current,
+                    "durable with pending applied is current"
+                );
+            }
+            self.durable = self.current.clone();
+        } else {
+            for op in &pending {
+                apply_data_op(&mut self.durable, op);
+            }
         }
         if self
             .failed_len_bytes
