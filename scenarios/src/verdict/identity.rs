@@ -5,34 +5,59 @@
 use keel_engine::{KeyScheme, Record, RecordKind};
 use std::collections::BTreeMap;
 
-/// The reference's records by slot and content, and their windows' last values.
+/// The reference's records by slot and content, and their windows' last values. Sorted
+/// vectors, not nested maps: a million-event reference has a slot per record, most with one
+/// content, and a map per slot cost a B-tree node each (about 400 bytes).
 #[derive(Clone, Debug)]
 pub(super) struct ReferenceTallies {
-    /// Slot -> (copies of the slot's records, content -> copies).
-    pub(super) slots: BTreeMap<Slot, (u64, BTreeMap<Content, u64>)>,
+    /// Every slot in order, with its copies and the end of its contents in `contents` (they
+    /// start where the previous slot's end).
+    slots: Vec<(Slot, u64, usize)>,
+    /// Each slot's contents in order, with their copies.
+    contents: Vec<(Content, u64)>,
     /// The records applied in order as an upsert by window end.
     pub(super) windows: BTreeMap<i64, i128>,
 }
 
 impl ReferenceTallies {
     pub(super) fn of(records: &[Record], key: KeyScheme) -> ReferenceTallies {
-        let mut slots: BTreeMap<Slot, (u64, BTreeMap<Content, u64>)> = BTreeMap::new();
-        for record in records {
-            let (total, contents) = slots.entry(slot(record, key)).or_default();
-            *total += 1;
-            *contents.entry(content(record)).or_default() += 1;
+        let mut identities: Vec<(Slot, Content)> = records
+            .iter()
+            .map(|record| (slot(record, key), content(record)))
+            .collect();
+        identities.sort_unstable();
+        let mut slots = Vec::new();
+        let mut contents = Vec::new();
+        for run in identities.chunk_by(|a, b| a.0 == b.0) {
+            for copies in run.chunk_by(|a, b| a.1 == b.1) {
+                contents.push((copies[0].1, copies.len() as u64));
+            }
+            slots.push((run[0].0.clone(), run.len() as u64, contents.len()));
         }
+        slots.shrink_to_fit();
+        contents.shrink_to_fit();
         ReferenceTallies {
             slots,
+            contents,
             windows: upsert(records),
         }
     }
 
-    /// The reference's copies in `slot`, and how many of each content.
-    pub(super) fn slot(&self, slot: &Slot) -> (u64, Option<&BTreeMap<Content, u64>>) {
-        self.slots
-            .get(slot)
-            .map_or((0, None), |(total, contents)| (*total, Some(contents)))
+    /// The reference's copies in `slot`, and how many of each content (sorted by content).
+    pub(super) fn slot(&self, slot: &Slot) -> (u64, Option<&[(Content, u64)]>) {
+        match self.slots.binary_search_by(|(s, _, _)| s.cmp(slot)) {
+            Ok(i) => {
+                let start = if i == 0 { 0 } else { self.slots[i - 1].2 };
+                let (_, total, end) = &self.slots[i];
+                (*total, Some(&self.contents[start..*end]))
+            }
+            Err(_) => (0, None),
+        }
+    }
+
+    /// How many records the reference has.
+    pub(super) fn records_len(&self) -> u64 {
+        self.slots.iter().map(|(_, total, _)| total).sum()
     }
 }
 
@@ -137,15 +162,19 @@ pub(super) struct Judged {
 /// first record of a content the reference lacks in the slot.
 pub(super) fn slot_tally(
     total: u64,
-    want: Option<&BTreeMap<Content, u64>>,
+    want: Option<&[(Content, u64)]>,
     copies: impl Iterator<Item = (Content, u64, usize)>,
 ) -> (Tally, Option<usize>) {
     let (mut delivered, mut duplicates, mut foreign) = (0, 0, 0);
     let mut first_wrong_at: Option<usize> = None;
     for (content, got, first_at) in copies {
         let want = want
-            .and_then(|wanted| wanted.get(&content))
-            .copied()
+            .and_then(|wanted| {
+                wanted
+                    .binary_search_by(|(c, _)| c.cmp(&content))
+                    .ok()
+                    .map(|i| wanted[i].1)
+            })
             .unwrap_or(0);
         if want == 0 {
             foreign += got;

@@ -168,7 +168,7 @@ impl Reference {
         };
         let tallies = cell.get_or_init(|| ReferenceTallies::of(&self.records, key));
         debug_assert_eq!(
-            tallies.slots.values().map(|(total, _)| total).sum::<u64>(),
+            tallies.records_len(),
             self.records.len() as u64,
             "the records did not change since they were tallied"
         );
