@@ -2,8 +2,8 @@
 //! oracle expects. (The plan a seed draws on a baseline is `explore`'s: see `explore.rs`.)
 
 use crate::error::KeelError;
-use crate::runner::{run, RunSpec};
-use crate::sites::{sites, sites_uncounted, SiteRow};
+use crate::runner::{run, run_recording_crash_states, RunSpec};
+use crate::sites::{packed_sites, Sites};
 use crate::spec::ScenarioSpec;
 use crate::verdict::Reference;
 use keel_engine::{Event, SinkKind};
@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 #[derive(Clone, Debug)]
 pub struct Baseline {
     pub spec: RunSpec,
-    pub sites: Vec<SiteRow>,
+    pub sites: Sites,
     /// Whether the sites carry their power-loss crash-state counts (else every count is
     /// None: a sweep without power loss does not read them).
     pub crash_states_counted: bool,
@@ -43,14 +43,13 @@ impl Baseline {
         crash_states: CrashStates,
         reference: &mut Option<Reference>,
     ) -> Baseline {
-        let (fault_free, sites) = match crash_states {
-            CrashStates::Counted => sites(&spec),
-            CrashStates::NotCounted => {
-                let fault_free = run(&spec);
-                let sites = sites_uncounted(&fault_free);
-                (fault_free, sites)
-            }
+        let counted = crash_states == CrashStates::Counted;
+        let fault_free = if counted {
+            run_recording_crash_states(&spec)
+        } else {
+            run(&spec)
         };
+        let sites = packed_sites(&fault_free, counted);
         let mut reference = reference
             .get_or_insert_with(|| Reference::for_spec_given(&spec, &fault_free))
             .clone();
@@ -58,7 +57,7 @@ impl Baseline {
         Baseline {
             spec,
             sites,
-            crash_states_counted: crash_states == CrashStates::Counted,
+            crash_states_counted: counted,
             reference,
         }
     }

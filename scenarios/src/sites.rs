@@ -1,6 +1,8 @@
 //! Sites: the steps of a fault-free run, where faults can be aimed, and the fault kinds that
 //! apply at each (`keel sites` prints them; sweeps and swarm plans aim at them).
 
+use std::collections::BTreeMap;
+
 use crate::runner::{run_recording_crash_states, RunResult, RunSpec};
 use crate::table::Table;
 use keel_sim::{FaultKind, TraceLine};
@@ -110,23 +112,94 @@ pub fn sites_uncounted(baseline: &RunResult) -> Vec<SiteRow> {
 
 /// A site row per step of `baseline`, with `counts` its steps' crash-state counts.
 fn site_rows(baseline: &RunResult, counts: &[Option<u64>]) -> Vec<SiteRow> {
-    let unpersisted = baseline.world.unpersisted_counts();
-    let mut rows: Vec<SiteRow> = baseline
-        .world
-        .trace()
-        .lines()
-        .filter_map(|line| match line {
-            TraceLine::Step {
+    Sites::of(baseline, counts).iter().collect()
+}
+
+/// What a sweep reads of a site to draw its points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Aim {
+    pub step: u64,
+    pub faults: FaultKinds,
+    pub power_loss_states: Option<u64>,
+}
+
+impl SiteRow {
+    pub fn aim(&self) -> Aim {
+        Aim {
+            step: self.step,
+            faults: self.faults,
+            power_loss_states: self.power_loss_states,
+        }
+    }
+}
+
+/// A fault-free run's sites, packed: a baseline keeps one per step of its whole run (a
+/// sweep of a million-event stream on two sinks, 2.4 million), so a site is 32 bytes, its op
+/// a number into a table of the distinct ones and its target a range of one text (targets
+/// are mostly distinct: an event's index, a record's key), where a [`SiteRow`] is 80 and
+/// an allocation.
+#[derive(Clone, Debug, Default)]
+pub struct Sites {
+    packed: Vec<PackedSite>,
+    ops: Vec<&'static str>,
+    /// Every site's target, one after the other: site `i`'s ends at its `target_end`.
+    targets: String,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct PackedSite {
+    step: u64,
+    time_ms: u64,
+    /// The count if `counted`.
+    power_loss_states: u64,
+    /// Where its target ends in [`Sites::targets`] (it starts where the previous one's ends).
+    target_end: u32,
+    faults: FaultKinds,
+    op: u8,
+    counted: bool,
+}
+
+const _: () = assert!(std::mem::size_of::<PackedSite>() == 32);
+
+impl Sites {
+    /// The sites of `baseline`, with `counts` its steps' crash-state counts (empty: none
+    /// counted).
+    fn of(baseline: &RunResult, counts: &[Option<u64>]) -> Sites {
+        let unpersisted = baseline.world.unpersisted_counts();
+        let mut ops: BTreeMap<&'static str, u8> = BTreeMap::new();
+        let mut sites = Sites::default();
+        let steps_len = baseline
+            .world
+            .trace()
+            .lines()
+            .filter(|line| matches!(line, TraceLine::Step { .. }))
+            .count();
+        // Kept for the whole sweep: no spare capacity, and no doubling on the way.
+        sites.packed.reserve_exact(steps_len);
+        for line in baseline.world.trace().lines() {
+            let TraceLine::Step {
                 step,
                 time_ms,
                 op,
                 target,
                 ..
-            } => Some(SiteRow {
+            } = line
+            else {
+                continue;
+            };
+            let op_number = *ops.entry(op).or_insert_with(|| {
+                sites.ops.push(op);
+                u8::try_from(sites.ops.len() - 1).expect("at most 256 ops")
+            });
+            sites.targets.push_str(target);
+            let target_end = u32::try_from(sites.targets.len()).expect("targets under 4 GiB");
+            // A step cut short by a crash before its effect has no count.
+            let count = counts.get(*step as usize).copied().flatten();
+            sites.packed.push(PackedSite {
                 step: *step,
                 time_ms: *time_ms,
-                op,
-                target: target.clone(),
+                power_loss_states: count.unwrap_or(0),
+                target_end,
                 faults: FaultKind::ALL
                     .into_iter()
                     .filter(|k| applies(op, *k))
@@ -135,15 +208,69 @@ fn site_rows(baseline: &RunResult, counts: &[Option<u64>]) -> Vec<SiteRow> {
                             || unpersisted.get(*step as usize).is_some_and(|&b| b > 0)
                     })
                     .collect(),
-                // A step cut short by a crash before its effect has no count.
-                power_loss_states: counts.get(*step as usize).copied().flatten(),
-            }),
-            _ => None,
-        })
-        .collect();
-    // Kept for the whole sweep: no spare capacity.
-    rows.shrink_to_fit();
-    rows
+                op: op_number,
+                counted: count.is_some(),
+            });
+        }
+        assert_eq!(sites.packed.len(), steps_len);
+        sites.targets.shrink_to_fit();
+        sites
+    }
+
+    pub fn len(&self) -> usize {
+        self.packed.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.packed.is_empty()
+    }
+
+    /// The `i`-th site as a row.
+    pub fn get(&self, i: usize) -> SiteRow {
+        let packed = &self.packed[i];
+        let target_start = i.checked_sub(1).map_or(0, |j| self.packed[j].target_end);
+        SiteRow {
+            step: packed.step,
+            time_ms: packed.time_ms,
+            op: self.ops[packed.op as usize],
+            target: self.targets[target_start as usize..packed.target_end as usize].to_string(),
+            faults: packed.faults,
+            power_loss_states: packed.counted.then_some(packed.power_loss_states),
+        }
+    }
+
+    /// What a sweep reads of the `i`-th site.
+    pub fn aim(&self, i: usize) -> Aim {
+        let packed = &self.packed[i];
+        Aim {
+            step: packed.step,
+            faults: packed.faults,
+            power_loss_states: packed.counted.then_some(packed.power_loss_states),
+        }
+    }
+
+    /// Every site as a row, in step order.
+    pub fn iter(&self) -> impl Iterator<Item = SiteRow> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
+    /// What a sweep reads of every site, in step order.
+    pub fn aims(&self) -> impl Iterator<Item = Aim> + '_ {
+        (0..self.len()).map(|i| self.aim(i))
+    }
+}
+
+/// The sites of a fault-free run recorded with [`run_recording_crash_states`] (counted) or
+/// not (every count None), packed.
+pub fn packed_sites(baseline: &RunResult, crash_states_counted: bool) -> Sites {
+    if crash_states_counted {
+        let counts = baseline.world.crash_state_counts();
+        assert!(counts.len() as u64 + 1 >= baseline.world.steps_taken());
+        Sites::of(baseline, counts)
+    } else {
+        assert!(baseline.world.crash_state_counts().is_empty());
+        Sites::of(baseline, &[])
+    }
 }
 
 pub fn sites_table(rows: &[SiteRow]) -> Table {
@@ -161,7 +288,7 @@ pub fn sites_table(rows: &[SiteRow]) -> Table {
             row.step.to_string(),
             row.time_ms.to_string(),
             row.op.to_string(),
-            row.target.clone(),
+            row.target.to_string(),
             faults.join(","),
             row.power_loss_states
                 .map_or(">2^64".to_string(), |c| c.to_string()),

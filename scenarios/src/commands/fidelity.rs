@@ -178,7 +178,7 @@ pub(crate) fn process_crash_points(baseline: &Baseline, seed: u64) -> Vec<Planne
         expect: None,
         power_loss_states_max: POWER_LOSS_STATES_MAX_DEFAULT,
     };
-    points(&baseline.sites, FaultKind::ProcessCrash, seed, &sweep)
+    points(baseline.sites.aims(), FaultKind::ProcessCrash, seed, &sweep)
         .into_iter()
         .map(|(point, _)| point)
         .collect()

@@ -5,7 +5,7 @@ use super::SweepSpec;
 use crate::baseline::{Baseline, CrashStates};
 use crate::fork::Forks;
 use crate::runner::{run_recording_crash_states, RunSpec};
-use crate::sites::{sites_from_run, SiteRow};
+use crate::sites::{sites_from_run, Aim, SiteRow};
 use crate::spec::ScenarioSpec;
 use keel_engine::SinkKind;
 use keel_sim::disk::POWER_LOSS_ENUMERATION_BOUND;
@@ -59,20 +59,20 @@ pub fn power_loss_states(states: Option<u64>, max: u64, seed: u64, step: u64) ->
 /// Every single fault of `kind` the sweep tries, in step order, each with the sampled step
 /// it opens (the first point drawn at a step whose crash states were not all run).
 pub fn points(
-    sites: &[SiteRow],
+    sites: impl IntoIterator<Item = Aim>,
     kind: FaultKind,
     seed: u64,
     sweep: &SweepSpec,
 ) -> Vec<(PlannedFault, Option<Sampled>)> {
     let mut points = Vec::new();
     for site in sites {
-        site_points(site, kind, seed, sweep, &mut points);
+        site_points(&site, kind, seed, sweep, &mut points);
     }
     points
 }
 
 /// How many points [`site_points`] pushes for `site`, without drawing them.
-fn site_points_len(site: &SiteRow, kind: FaultKind, sweep: &SweepSpec) -> u64 {
+fn site_points_len(site: &Aim, kind: FaultKind, sweep: &SweepSpec) -> u64 {
     if !site.faults.contains(&kind) {
         return 0;
     }
@@ -86,7 +86,7 @@ fn site_points_len(site: &SiteRow, kind: FaultKind, sweep: &SweepSpec) -> u64 {
 /// Pushes the single faults of `kind` the sweep tries at `site` (none if it does not apply
 /// there), the first of them carrying the sampled step it opens.
 fn site_points(
-    site: &SiteRow,
+    site: &Aim,
     kind: FaultKind,
     seed: u64,
     sweep: &SweepSpec,
@@ -202,7 +202,7 @@ impl Group {
 }
 
 /// The sites of the run `first` changes, after its step: where its second faults go.
-fn later_sites(baseline: &Baseline, forks: Option<&Forks>, first: PlannedFault) -> Vec<SiteRow> {
+fn later_sites(baseline: &Baseline, forks: Option<&Forks>, first: PlannedFault) -> Vec<Aim> {
     let plan = FaultPlan::new([first]).expect("one fault");
     let after_first = match forks {
         Some(forks) => forks.run(&plan, true),
@@ -212,8 +212,9 @@ fn later_sites(baseline: &Baseline, forks: Option<&Forks>, first: PlannedFault) 
         }),
     };
     sites_from_run(&after_first)
-        .into_iter()
+        .iter()
         .filter(|site| site.step > first.step)
+        .map(SiteRow::aim)
         .collect()
 }
 
@@ -239,9 +240,9 @@ impl SweepPoints {
                 if sweep.depth == 1 {
                     let ends = baseline
                         .sites
-                        .iter()
+                        .aims()
                         .scan(0, |end, site| {
-                            *end += site_points_len(site, first_kind, sweep);
+                            *end += site_points_len(&site, first_kind, sweep);
                             Some(*end)
                         })
                         .collect();
@@ -252,7 +253,7 @@ impl SweepPoints {
                     });
                     continue;
                 }
-                let firsts = points(&baseline.sites, first_kind, spec.seed, sweep);
+                let firsts = points(baseline.sites.aims(), first_kind, spec.seed, sweep);
                 // How many pairs each first fault starts, per second kind: its run once.
                 let lens: Vec<Vec<u64>> = firsts
                     .iter()
@@ -368,7 +369,7 @@ impl SweepPoints {
                         break;
                     }
                     drawn.clear();
-                    site_points(&sites[i], *kind, self.seed, &self.sweep, &mut drawn);
+                    site_points(&sites.aim(i), *kind, self.seed, &self.sweep, &mut drawn);
                     for (j, (fault, sampled)) in drawn.drain(..).enumerate() {
                         let offset = site_start + j as u64;
                         if range.contains(&offset) {
@@ -395,7 +396,7 @@ impl SweepPoints {
                 len,
             } => {
                 let later = later_sites(&baselines[sink], forks.map(|f| &f[sink]), *first);
-                let seconds = points(&later, *second, self.seed, &self.sweep);
+                let seconds = points(later, *second, self.seed, &self.sweep);
                 assert_eq!(
                     seconds.len() as u64,
                     *len,
@@ -469,7 +470,7 @@ mod tests {
         for &sink in &sweep.sinks {
             let baseline = &baselines[&sink];
             for &first_kind in &sweep.faults {
-                let firsts = points(&baseline.sites, first_kind, spec.seed, sweep);
+                let firsts = points(baseline.sites.aims(), first_kind, spec.seed, sweep);
                 if sweep.depth == 1 {
                     all.extend(firsts.into_iter().map(|(first, sampled)| SweepPoint {
                         sink,
@@ -508,20 +509,9 @@ mod tests {
                             open = Some((all.len(), first.step));
                         }
                         // The second fault aims at the steps of the run the first one changed,
-                        // recovery included: record that run's sites.
-                        let plan = FaultPlan::new([*first]).expect("one fault");
-                        let after_first = match forks {
-                            Some(forks) => forks[&sink].run(&plan, true),
-                            None => run_recording_crash_states(&RunSpec {
-                                plan,
-                                ..baseline.spec.clone()
-                            }),
-                        };
-                        let later: Vec<SiteRow> = sites_from_run(&after_first)
-                            .into_iter()
-                            .filter(|site| site.step > first.step)
-                            .collect();
-                        for (second, sampled) in points(&later, second_kind, spec.seed, sweep) {
+                        // recovery included.
+                        let later = later_sites(baseline, forks.map(|f| &f[&sink]), *first);
+                        for (second, sampled) in points(later, second_kind, spec.seed, sweep) {
                             all.push(SweepPoint {
                                 sink,
                                 row: row.clone(),
