@@ -50,8 +50,8 @@
 
 use crate::observation::{documented_sink_file, FinalState, KnownSink, Observation, RestartSteps};
 use crate::runner::{
-    resume, run, run_between, run_recording_crash_states, Between, Control, Driven, IncarnationEnd,
-    Moment, Outcome, Paused, RunResult, RunSpec,
+    resume, run, run_between, run_between_with, run_recording_crash_states, Between, Control,
+    Driven, IncarnationEnd, Moment, Outcome, Paused, RunResult, RunSpec,
 };
 use ahead::AheadBoundary;
 use keel_engine::{
@@ -89,7 +89,9 @@ pub struct Forks {
     end: End,
     /// The fault-free run's file sink, where the oracle reads it, line by line: a point's
     /// file is mostly its bytes, and only the rest is parsed (None: the log, or no file).
-    known: Option<KnownSink>,
+    /// Shared with an earlier sink's forks whose fault-free file had the same bytes (the
+    /// append and the idempotent sink's: a million-event file read twice kept 60 MB twice).
+    known: Option<Arc<KnownSink>>,
     /// What every snapshot's engine builds on (`share_caches`).
     caches: EngineCaches,
     /// The known file as the fault-free run's disk held it: its chunks are shared with the
@@ -161,12 +163,22 @@ impl PointRun {
 impl Forks {
     /// Runs `spec` (fault-free) once, keeping a snapshot every few events.
     pub fn new(spec: &RunSpec) -> Forks {
-        Forks::with_snapshots_max(spec, SNAPSHOTS_MAX)
+        Forks::with_snapshots_max(spec, SNAPSHOTS_MAX, None)
+    }
+
+    /// [`Forks::new`], reading the fault-free sink file as `earlier` did where it has the
+    /// same bytes.
+    pub fn after(spec: &RunSpec, earlier: Option<&Forks>) -> Forks {
+        Forks::with_snapshots_max(spec, SNAPSHOTS_MAX, earlier)
     }
 
     /// [`Forks::new`] with at most `snapshots_max` snapshots (tests take few, so that most
     /// points run far before they converge, and share futures on the way).
-    pub fn with_snapshots_max(spec: &RunSpec, snapshots_max: u64) -> Forks {
+    pub fn with_snapshots_max(
+        spec: &RunSpec,
+        snapshots_max: u64,
+        earlier: Option<&Forks>,
+    ) -> Forks {
         assert!(spec.plan.is_empty(), "snapshots of the fault-free run");
         assert!(snapshots_max >= 1);
         let every_events = (spec.events.len() as u64 + 1)
@@ -174,7 +186,18 @@ impl Forks {
             .max(1);
         let mut snapshots = Vec::new();
         let mut boundary_steps = Vec::new();
-        let driven = run_between(spec, &mut |moment| {
+        // The sinks' fault-free files are mostly the same bytes: the idempotent sink's key
+        // index then follows the earlier file instead of copying every key (a cache: the
+        // same run either way).
+        let caches = EngineCaches {
+            sink: earlier
+                .filter(|earlier| !earlier.known_contents.is_empty())
+                .filter(|_| !spec.config.sink.is_transactional())
+                .map(|earlier| Arc::new(KnownSinkFile::new(&earlier.known_contents))),
+            chains: None,
+        };
+        let caches_at_start = caches.clone();
+        let driven = run_between_with(spec, caches, &mut |moment| {
             let Moment::Between(between) = moment else {
                 return Control::Continue;
             };
@@ -201,7 +224,12 @@ impl Forks {
             unreachable!("never told to stop")
         };
         let sink = spec.config.sink;
-        let caches = share_caches(&mut snapshots, &result.world.env().disk, sink);
+        let caches = share_caches(
+            &mut snapshots,
+            &result.world.env().disk,
+            sink,
+            caches_at_start.sink,
+        );
         // Converging takes the rest of a point from the fault-free run's one incarnation.
         let one_incarnation =
             result.incarnations.len() == 1 && result.outcome == Outcome::Completed;
@@ -238,9 +266,13 @@ impl Forks {
             }
             _ => (Vec::new(), None),
         };
-        let known = known_contents
-            .as_ref()
-            .map(|contents| KnownSink::new(contents.to_vec()));
+        let earlier_known = earlier.and_then(|earlier| earlier.known.as_ref());
+        let known = known_contents.as_ref().map(|contents| {
+            match earlier_known.filter(|known| contents.eq_bytes(known.bytes())) {
+                Some(known) => known.clone(),
+                None => Arc::new(KnownSink::new(contents.to_vec())),
+            }
+        });
         Forks {
             spec: spec.clone(),
             every_events,
@@ -471,7 +503,7 @@ impl Forks {
                         self.remember_restart(candidate, &ending, &result.world, shared);
                     }
                 }
-                PointRun::of(&result, &spec, self.known.as_ref())
+                PointRun::of(&result, &spec, self.known.as_deref())
             }
             Driven::Stopped(paused) => {
                 let rest = match (&joined, &converged_ahead) {
@@ -665,12 +697,24 @@ fn compared_disk(disk: &Disk, sink: SinkKind) -> Result<Disk, DiskError> {
 /// of chain restores, and the fault-free run's sink file as `disk` (its end) holds it. A
 /// point's connector then reads and indexes only the bytes after the lines its file shares
 /// with that file, and a snapshot's key index is those lines, not a copy of their keys.
-fn share_caches(snapshots: &mut [Paused], disk: &Disk, sink: SinkKind) -> EngineCaches {
+/// `earlier`: the file the run built on, taken instead where it has the same lines.
+fn share_caches(
+    snapshots: &mut [Paused],
+    disk: &Disk,
+    sink: SinkKind,
+    earlier: Option<Arc<KnownSinkFile>>,
+) -> EngineCaches {
     let caches = EngineCaches {
         sink: (!sink.is_transactional())
             .then(|| disk.read_shared(sink.file_name()).ok())
             .flatten()
-            .map(|contents| Arc::new(KnownSinkFile::new(&contents))),
+            .map(|contents| {
+                let known = KnownSinkFile::new(&contents);
+                match earlier.filter(|earlier| earlier.same_lines(&known)) {
+                    Some(earlier) => earlier,
+                    None => Arc::new(known),
+                }
+            }),
         chains: Some(Arc::new(ChainMemo::default())),
     };
     for snapshot in snapshots {

@@ -2,7 +2,8 @@
 //! every crash, and decides what survives a crash (the disk; not the process's memory).
 
 use keel_engine::{
-    Engine, EngineConfig, EngineError, Event, IncarnationStats, Interrupt, OperatorState,
+    Engine, EngineCaches, EngineConfig, EngineError, Event, IncarnationStats, Interrupt,
+    OperatorState,
 };
 use keel_sim::disk::FsModel;
 use keel_sim::{Crash, CrashKind, Disk, Env, FaultPlan, TxLog, World};
@@ -192,7 +193,12 @@ fn new_world(spec: &RunSpec, plan: FaultPlan) -> World {
 }
 
 fn run_world(spec: &RunSpec, world: World) -> RunResult {
-    match drive(spec, world, None, &mut |_| Control::Continue) {
+    match drive(
+        spec,
+        world,
+        Start::Fresh(EngineCaches::default()),
+        &mut |_| Control::Continue,
+    ) {
         Driven::Finished(result) => *result,
         Driven::Stopped(_) | Driven::Restarting(_) => {
             unreachable!("a run that is never told to stop runs to its end")
@@ -278,7 +284,29 @@ pub enum Driven {
 /// Runs `spec` from the start like [`run`], asking `between` at every event boundary and
 /// restart whether to go on (what a sweep's snapshots of a fault-free run are taken with).
 pub fn run_between(spec: &RunSpec, between: &mut dyn FnMut(Moment) -> Control) -> Driven {
-    drive(spec, new_world(spec, spec.plan.clone()), None, between)
+    run_between_with(spec, EngineCaches::default(), between)
+}
+
+/// [`run_between`] with `caches` handed to its first process: caches, not state, so the same
+/// run (a sweep's second sink builds on the first sink's fault-free file).
+pub fn run_between_with(
+    spec: &RunSpec,
+    caches: EngineCaches,
+    between: &mut dyn FnMut(Moment) -> Control,
+) -> Driven {
+    drive(
+        spec,
+        new_world(spec, spec.plan.clone()),
+        Start::Fresh(caches),
+        between,
+    )
+}
+
+/// Where [`drive`] starts: a fresh run whose first process gets these caches, or a paused
+/// run's process, the incarnations before it, its restarts and its next event.
+enum Start {
+    Fresh(EngineCaches),
+    Midway(Box<Engine>, Vec<Incarnation>, u32, u64),
 }
 
 /// Runs a paused run on from where it stopped, under its world's plan.
@@ -297,7 +325,7 @@ pub fn resume(
     drive(
         spec,
         world,
-        Some((engine, incarnations, restarts, index)),
+        Start::Midway(Box::new(engine), incarnations, restarts, index),
         between,
     )
 }
@@ -377,27 +405,23 @@ fn start_incarnation(
 }
 
 /// The runner's loop: crash, restart after the delay, recover, until the input is done or
-/// `between` says stop at an event boundary or a restart. `midway`: a paused run's process, the
-/// incarnations before it, its restarts and its next event (None: a fresh start).
+/// `between` says stop at an event boundary or a restart; `start` where it starts.
 fn drive(
     spec: &RunSpec,
     mut world: World,
-    midway: Option<(Engine, Vec<Incarnation>, u32, u64)>,
+    start: Start,
     between: &mut dyn FnMut(Moment) -> Control,
 ) -> Driven {
-    let (mut midway, mut incarnations, restarts_first) = match midway {
-        Some((engine, incarnations, restarts, index)) => {
-            (Some((engine, index)), incarnations, restarts)
+    // The engine's caches, handed from each process to the next (`EngineCaches`).
+    let (mut midway, mut incarnations, restarts_first, mut caches) = match start {
+        Start::Midway(engine, incarnations, restarts, index) => {
+            let caches = engine.caches().clone();
+            (Some((*engine, index)), incarnations, restarts, caches)
         }
-        None => (None, Vec::new(), 0),
+        Start::Fresh(caches) => (None, Vec::new(), 0, caches),
     };
     // A process that was cut off but lives on, waiting to wake up.
     let mut zombie: Option<(u32, Engine)> = None;
-    // The engine's caches, handed from each process to the next (`EngineCaches`).
-    let mut caches = midway
-        .as_ref()
-        .map(|(engine, _)| engine.caches().clone())
-        .unwrap_or_default();
     for restarts in restarts_first..=RESTARTS_MAX {
         let (engine, result) = match midway.take() {
             Some((mut engine, index)) => {

@@ -232,10 +232,12 @@ pub fn sweep_forks(
     naive: bool,
 ) -> Option<BTreeMap<SinkKind, Forks>> {
     (!naive).then(|| {
-        baselines
-            .iter()
-            .map(|(&sink, baseline)| (sink, Forks::new(&baseline.spec)))
-            .collect()
+        let mut forks: BTreeMap<SinkKind, Forks> = BTreeMap::new();
+        for (&sink, baseline) in baselines {
+            let made = Forks::after(&baseline.spec, forks.values().last());
+            forks.insert(sink, made);
+        }
+        forks
     })
 }
 

@@ -42,6 +42,15 @@ impl Contents {
         bytes
     }
 
+    /// Whether these are exactly `bytes`.
+    pub fn eq_bytes(&self, bytes: &[u8]) -> bool {
+        self.len_bytes == bytes.len()
+            && self
+                .chunks()
+                .zip(bytes.chunks(CHUNK_BYTES))
+                .all(|(chunk, theirs)| chunk == theirs)
+    }
+
     /// A copy of the bytes in `range` (within the file).
     pub fn copy_range(&self, range: std::ops::Range<usize>) -> Vec<u8> {
         assert!(range.start <= range.end);
@@ -409,11 +418,14 @@ mod tests {
                 "no chunk grows past its size: {op:?}"
             );
             assert_eq!(contents.to_vec(), plain, "{op:?}");
+            assert!(contents.eq_bytes(&plain), "{op:?}");
             assert_eq!(contents.last(), plain.last().copied());
             assert_eq!(contents, Contents::from(plain.clone()), "{op:?}");
             assert_eq!(contents, Contents::from(&plain[..]), "{op:?}");
             for (fork, bytes) in &forks {
                 assert_eq!(fork.to_vec(), *bytes, "a fork is unaffected by {op:?}");
+                assert!(fork.eq_bytes(bytes));
+                assert_eq!(contents.eq_bytes(bytes), plain == *bytes, "{op:?}");
                 assert_eq!(contents.starts_with(fork), plain.starts_with(bytes));
                 assert_eq!(fork.starts_with(&contents), bytes.starts_with(&plain));
                 let common = plain.iter().zip(bytes).take_while(|(a, b)| a == b).count();
