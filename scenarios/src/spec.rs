@@ -7,6 +7,7 @@ use keel_engine::{CheckpointMode, CheckpointProtocol, EngineConfig, Event, KeySc
 use keel_sim::disk::{FsModel, SECTOR_SIZE_MAX_BYTES};
 use keel_sim::FaultPlan;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// The longest simulated duration an option may ask for: keeps every clock sum far from
 /// u64 overflow, whatever the input length and the number of restarts.
@@ -117,8 +118,18 @@ impl ScenarioSpec {
         sink: SinkKind,
         plan: FaultPlan,
     ) -> Result<RunSpec, KeelError> {
+        self.run_spec_on(events.into(), sink, plan)
+    }
+
+    /// [`ScenarioSpec::run_spec`] on events shared with other runs' specs.
+    pub fn run_spec_on(
+        &self,
+        events: Arc<[Event]>,
+        sink: SinkKind,
+        plan: FaultPlan,
+    ) -> Result<RunSpec, KeelError> {
         Ok(RunSpec {
-            events: events.into(),
+            events,
             config: self.config(sink)?,
             plan,
             seed: self.seed,

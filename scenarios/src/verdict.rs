@@ -44,7 +44,8 @@ use prepared::Prepared;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reference {
     /// The fault-free run's records in emission order, with the chapter's stable keys.
-    pub records: Vec<Record>,
+    /// Shared by the reference's clones (one a sink).
+    pub records: Arc<[Record]>,
     pub final_windows: BTreeMap<i64, i128>,
     /// Events the fault-free run dropped as later than the allowed lateness.
     pub dropped_late: u64,
@@ -190,7 +191,7 @@ impl Reference {
     ) -> Reference {
         let model_mismatch = model::check(&records, &final_windows, dropped_late, model);
         Reference {
-            records,
+            records: records.into(),
             final_windows,
             dropped_late,
             model_mismatch,

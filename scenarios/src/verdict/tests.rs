@@ -31,7 +31,7 @@ fn finals() -> BTreeMap<i64, i128> {
 
 pub(super) fn reference(records: Vec<Record>) -> Reference {
     Reference {
-        records,
+        records: records.into(),
         final_windows: finals(),
         dropped_late: 0,
         model_mismatch: None,
