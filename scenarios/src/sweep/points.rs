@@ -168,15 +168,20 @@ pub struct SweepPoints {
     sweep: SweepSpec,
 }
 
+/// How many sites one count of a depth-1 group covers: drawing a cut reads at most this many
+/// sites' counts before its first point.
+const SITES_BLOCK_LEN: usize = 1024;
+
 /// Consecutive points that one rule draws.
 #[derive(Clone, Debug)]
 enum Group {
-    /// Depth 1: every single fault of `kind` at the fault-free run's sites; `ends[i]` counts
-    /// the points at `sites[0..=i]`.
+    /// Depth 1: every single fault of `kind` at the fault-free run's sites; `block_ends[b]`
+    /// counts the points at the sites before the end of block `b`, `SITES_BLOCK_LEN` sites a
+    /// block (a count per site was 8 bytes a step, 19 MB on a million-event stream's two sinks).
     Singles {
         sink: SinkKind,
         kind: FaultKind,
-        ends: Vec<u64>,
+        block_ends: Vec<u64>,
     },
     /// Depth 2: `first`, then each single fault of `second` at a later step of the run
     /// `first` changed (recovery included), which is run again to draw them.
@@ -195,7 +200,7 @@ enum Group {
 impl Group {
     fn len(&self) -> u64 {
         match self {
-            Group::Singles { ends, .. } => ends.last().copied().unwrap_or(0),
+            Group::Singles { block_ends, .. } => block_ends.last().copied().unwrap_or(0),
             Group::Pairs { len, .. } => *len,
         }
     }
@@ -238,18 +243,18 @@ impl SweepPoints {
             let baseline = &baselines[&sink];
             for &first_kind in &sweep.faults {
                 if sweep.depth == 1 {
-                    let ends = baseline
-                        .sites
-                        .aims()
-                        .scan(0, |end, site| {
-                            *end += site_points_len(&site, first_kind, sweep);
-                            Some(*end)
-                        })
-                        .collect();
+                    let mut block_ends = Vec::new();
+                    let mut end = 0;
+                    for (i, site) in baseline.sites.aims().enumerate() {
+                        end += site_points_len(&site, first_kind, sweep);
+                        if (i + 1) % SITES_BLOCK_LEN == 0 || i + 1 == baseline.sites.len() {
+                            block_ends.push(end);
+                        }
+                    }
                     groups.push(Group::Singles {
                         sink,
                         kind: first_kind,
-                        ends,
+                        block_ends,
                     });
                     continue;
                 }
@@ -357,19 +362,31 @@ impl SweepPoints {
             return;
         }
         match group {
-            Group::Singles { sink, kind, ends } => {
+            Group::Singles {
+                sink,
+                kind,
+                block_ends,
+            } => {
                 let sites = &baselines[sink].sites;
-                assert_eq!(sites.len(), ends.len());
-                // The first site with a point at or after `range.start`.
-                let mut i = ends.partition_point(|&end| end <= range.start);
+                assert_eq!(sites.len().div_ceil(SITES_BLOCK_LEN), block_ends.len());
+                // The first block with a point at or after `range.start`, from its start.
+                let block = block_ends.partition_point(|&end| end <= range.start);
+                let mut i = block * SITES_BLOCK_LEN;
+                let mut site_start = block.checked_sub(1).map_or(0, |b| block_ends[b]);
                 let mut drawn = Vec::new();
                 while i < sites.len() {
-                    let site_start = if i == 0 { 0 } else { ends[i - 1] };
                     if site_start >= range.end {
                         break;
                     }
+                    let site_len = site_points_len(&sites.aim(i), *kind, &self.sweep);
+                    if site_start + site_len <= range.start {
+                        site_start += site_len;
+                        i += 1;
+                        continue;
+                    }
                     drawn.clear();
                     site_points(&sites.aim(i), *kind, self.seed, &self.sweep, &mut drawn);
+                    assert_eq!(drawn.len() as u64, site_len);
                     for (j, (fault, sampled)) in drawn.drain(..).enumerate() {
                         let offset = site_start + j as u64;
                         if range.contains(&offset) {
@@ -384,6 +401,7 @@ impl SweepPoints {
                             );
                         }
                     }
+                    site_start += site_len;
                     i += 1;
                 }
             }
