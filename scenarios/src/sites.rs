@@ -134,7 +134,7 @@ impl SiteRow {
 }
 
 /// A fault-free run's sites, packed: a baseline keeps one per step of its whole run (a
-/// sweep of a million-event stream on two sinks, 2.4 million), so a site is 32 bytes, its op
+/// sweep of a million-event stream on two sinks, 2.4 million), so a site is 24 bytes, its op
 /// a number into a table of the distinct ones and its target a range of one text (targets
 /// are mostly distinct: an event's index, a record's key), where a [`SiteRow`] is 80 and
 /// an allocation.
@@ -144,22 +144,21 @@ pub struct Sites {
     ops: Vec<&'static str>,
     /// Every site's target, one after the other: site `i`'s ends at its `target_end`.
     targets: String,
+    /// Each site's power-loss crash-state count, if counted (else empty).
+    power_loss_states: Vec<Option<u64>>,
 }
 
 #[derive(Clone, Copy, Debug)]
 struct PackedSite {
     step: u64,
     time_ms: u64,
-    /// The count if `counted`.
-    power_loss_states: u64,
     /// Where its target ends in [`Sites::targets`] (it starts where the previous one's ends).
     target_end: u32,
     faults: FaultKinds,
     op: u8,
-    counted: bool,
 }
 
-const _: () = assert!(std::mem::size_of::<PackedSite>() == 32);
+const _: () = assert!(std::mem::size_of::<PackedSite>() == 24);
 
 impl Sites {
     /// The sites of `baseline`, with `counts` its steps' crash-state counts (empty: none
@@ -176,6 +175,9 @@ impl Sites {
             .count();
         // Kept for the whole sweep: no spare capacity, and no doubling on the way.
         sites.packed.reserve_exact(steps_len);
+        if !counts.is_empty() {
+            sites.power_loss_states.reserve_exact(steps_len);
+        }
         for line in baseline.world.trace().lines() {
             let TraceLine::Step {
                 step,
@@ -193,12 +195,14 @@ impl Sites {
             });
             sites.targets.push_str(target);
             let target_end = u32::try_from(sites.targets.len()).expect("targets under 4 GiB");
-            // A step cut short by a crash before its effect has no count.
-            let count = counts.get(*step as usize).copied().flatten();
+            if !counts.is_empty() {
+                // A step cut short by a crash before its effect has no count.
+                let count = counts.get(*step as usize).copied().flatten();
+                sites.power_loss_states.push(count);
+            }
             sites.packed.push(PackedSite {
                 step: *step,
                 time_ms: *time_ms,
-                power_loss_states: count.unwrap_or(0),
                 target_end,
                 faults: FaultKind::ALL
                     .into_iter()
@@ -209,7 +213,6 @@ impl Sites {
                     })
                     .collect(),
                 op: op_number,
-                counted: count.is_some(),
             });
         }
         assert_eq!(sites.packed.len(), steps_len);
@@ -235,8 +238,12 @@ impl Sites {
             op: self.ops[packed.op as usize],
             target: self.targets[target_start as usize..packed.target_end as usize].to_string(),
             faults: packed.faults,
-            power_loss_states: packed.counted.then_some(packed.power_loss_states),
+            power_loss_states: self.power_loss_states(i),
         }
+    }
+
+    fn power_loss_states(&self, i: usize) -> Option<u64> {
+        self.power_loss_states.get(i).copied().flatten()
     }
 
     /// What a sweep reads of the `i`-th site.
@@ -245,7 +252,7 @@ impl Sites {
         Aim {
             step: packed.step,
             faults: packed.faults,
-            power_loss_states: packed.counted.then_some(packed.power_loss_states),
+            power_loss_states: self.power_loss_states(i),
         }
     }
 
