@@ -42,11 +42,6 @@ impl KnownSinkFile {
         }
     }
 
-    /// Whether `other` holds the same lines (then either serves, its keys found once).
-    pub fn same_lines(&self, other: &KnownSinkFile) -> bool {
-        self.contents == other.contents
-    }
-
     pub fn len_bytes(&self) -> usize {
         self.contents.len()
     }

@@ -55,7 +55,8 @@ use crate::runner::{
 };
 use ahead::AheadBoundary;
 use keel_engine::{
-    ChainMemo, EngineCaches, IncarnationStats, KeyScheme, KnownSinkFile, SinkKind, SINK_WRITE_OP,
+    ChainMemo, EngineCaches, IncarnationStats, KeyScheme, KnownSinkFile, Record, SinkKind,
+    SINK_WRITE_OP,
 };
 use keel_sim::{Contents, Disk, DiskError, FaultPlan, Fingerprint};
 use restart::{RestartCandidate, RestartClass};
@@ -114,6 +115,16 @@ struct Facts {
     sink_appended_only: bool,
 }
 
+/// What a sweep's forks of one sink may take from what it made before, where equal (the
+/// sinks' fault-free files are mostly the same bytes, and the same records as the reference's).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sharing<'a> {
+    /// An earlier sink's forks: its fault-free file read, and the cache it built on.
+    pub earlier: Option<&'a Forks>,
+    /// The reference's records, which the fault-free file's records may be.
+    pub records: Option<&'a Arc<[Record]>>,
+}
+
 /// How the fault-free run ended: its sink file's length (its bytes are the known file's),
 /// the sink writes the simulated sink served, the files it left, its one incarnation's
 /// stats, its windows.
@@ -163,22 +174,18 @@ impl PointRun {
 impl Forks {
     /// Runs `spec` (fault-free) once, keeping a snapshot every few events.
     pub fn new(spec: &RunSpec) -> Forks {
-        Forks::with_snapshots_max(spec, SNAPSHOTS_MAX, None)
+        Forks::with_snapshots_max(spec, SNAPSHOTS_MAX, Sharing::default())
     }
 
-    /// [`Forks::new`], reading the fault-free sink file as `earlier` did where it has the
-    /// same bytes.
-    pub fn after(spec: &RunSpec, earlier: Option<&Forks>) -> Forks {
-        Forks::with_snapshots_max(spec, SNAPSHOTS_MAX, earlier)
+    /// [`Forks::new`], building on what `sharing` offers.
+    pub fn sharing(spec: &RunSpec, sharing: Sharing<'_>) -> Forks {
+        Forks::with_snapshots_max(spec, SNAPSHOTS_MAX, sharing)
     }
 
     /// [`Forks::new`] with at most `snapshots_max` snapshots (tests take few, so that most
     /// points run far before they converge, and share futures on the way).
-    pub fn with_snapshots_max(
-        spec: &RunSpec,
-        snapshots_max: u64,
-        earlier: Option<&Forks>,
-    ) -> Forks {
+    pub fn with_snapshots_max(spec: &RunSpec, snapshots_max: u64, sharing: Sharing<'_>) -> Forks {
+        let Sharing { earlier, records } = sharing;
         assert!(spec.plan.is_empty(), "snapshots of the fault-free run");
         assert!(snapshots_max >= 1);
         let every_events = (spec.events.len() as u64 + 1)
@@ -196,7 +203,6 @@ impl Forks {
                 .map(|earlier| Arc::new(KnownSinkFile::new(&earlier.known_contents))),
             chains: None,
         };
-        let caches_at_start = caches.clone();
         let driven = run_between_with(spec, caches, &mut |moment| {
             let Moment::Between(between) = moment else {
                 return Control::Continue;
@@ -224,12 +230,7 @@ impl Forks {
             unreachable!("never told to stop")
         };
         let sink = spec.config.sink;
-        let caches = share_caches(
-            &mut snapshots,
-            &result.world.env().disk,
-            sink,
-            caches_at_start.sink,
-        );
+        let caches = share_caches(&mut snapshots, &result.world.env().disk, sink);
         // Converging takes the rest of a point from the fault-free run's one incarnation.
         let one_incarnation =
             result.incarnations.len() == 1 && result.outcome == Outcome::Completed;
@@ -270,7 +271,7 @@ impl Forks {
         let known = known_contents.as_ref().map(|contents| {
             match earlier_known.filter(|known| contents.eq_bytes(known.bytes())) {
                 Some(known) => known.clone(),
-                None => Arc::new(KnownSink::new(contents.to_vec())),
+                None => Arc::new(KnownSink::sharing(contents.to_vec(), records)),
             }
         });
         Forks {
@@ -697,24 +698,16 @@ fn compared_disk(disk: &Disk, sink: SinkKind) -> Result<Disk, DiskError> {
 /// of chain restores, and the fault-free run's sink file as `disk` (its end) holds it. A
 /// point's connector then reads and indexes only the bytes after the lines its file shares
 /// with that file, and a snapshot's key index is those lines, not a copy of their keys.
-/// `earlier`: the file the run built on, taken instead where it has the same lines.
-fn share_caches(
-    snapshots: &mut [Paused],
-    disk: &Disk,
-    sink: SinkKind,
-    earlier: Option<Arc<KnownSinkFile>>,
-) -> EngineCaches {
+///
+/// Made from this run's own disk even where the run built on an earlier sink's file of the
+/// same bytes (`Sharing::earlier`): a point compares its file with this one chunk by chunk,
+/// and only chunks its disk shares with this run's are equal without reading them.
+fn share_caches(snapshots: &mut [Paused], disk: &Disk, sink: SinkKind) -> EngineCaches {
     let caches = EngineCaches {
         sink: (!sink.is_transactional())
             .then(|| disk.read_shared(sink.file_name()).ok())
             .flatten()
-            .map(|contents| {
-                let known = KnownSinkFile::new(&contents);
-                match earlier.filter(|earlier| earlier.same_lines(&known)) {
-                    Some(earlier) => earlier,
-                    None => Arc::new(known),
-                }
-            }),
+            .map(|contents| Arc::new(KnownSinkFile::new(&contents))),
         chains: Some(Arc::new(ChainMemo::default())),
     };
     for snapshot in snapshots {

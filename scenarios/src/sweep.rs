@@ -3,7 +3,7 @@
 //! sink and fault kind. The steps (sites) come from `crate::sites`.
 
 use crate::baseline::{Baseline, CrashStates};
-use crate::fork::{Forks, PointRun, SharedFutures};
+use crate::fork::{Forks, PointRun, SharedFutures, Sharing};
 use crate::observation::{Observation, Recovery};
 use crate::property::{failures, Expectation, Property};
 use crate::reproduce::replay_plan_command;
@@ -234,7 +234,11 @@ pub fn sweep_forks(
     (!naive).then(|| {
         let mut forks: BTreeMap<SinkKind, Forks> = BTreeMap::new();
         for (&sink, baseline) in baselines {
-            let made = Forks::after(&baseline.spec, forks.values().last());
+            let sharing = Sharing {
+                earlier: forks.values().last(),
+                records: Some(&baseline.reference.records),
+            };
+            let made = Forks::sharing(&baseline.spec, sharing);
             forks.insert(sink, made);
         }
         forks

@@ -104,7 +104,7 @@ fn shared_equals_naive(
         Fault::DiskError,
         Fault::AckLost,
     ];
-    let forks = Forks::with_snapshots_max(&fault_free, 4, None);
+    let forks = Forks::with_snapshots_max(&fault_free, 4, Sharing::default());
     let (points, _, at_boundary, at_restart) = check(&fault_free, &forks, &faults);
     (points, at_boundary, at_restart)
 }
@@ -157,7 +157,7 @@ fn pairs_equal_naive(sink: SinkKind) -> (u64, u64, u64) {
         ..ScenarioSpec::ch04(0)
     };
     let fault_free = generated_fault_free(&spec, 120, 5, sink);
-    let forks = Forks::with_snapshots_max(&fault_free, 4, None);
+    let forks = Forks::with_snapshots_max(&fault_free, 4, Sharing::default());
     let shared = SharedFutures::default();
     let steps = run(&fault_free).world.steps_taken();
     let crash = Fault::ProcessCrash {

@@ -4,6 +4,7 @@
 
 use super::records::{KnownRecords, Middle, Records, Splice};
 use super::{read_file, ViewObservation};
+use keel_engine::Record;
 use std::sync::Arc;
 
 /// A file sink's bytes (a fault-free run's) read once, line by line, so that a file sharing a
@@ -32,8 +33,16 @@ pub struct KnownSink {
 impl KnownSink {
     /// Reads `bytes` line by line.
     pub fn new(bytes: Vec<u8>) -> KnownSink {
+        KnownSink::sharing(bytes, None)
+    }
+
+    /// [`KnownSink::new`], its records `shared`'s where the file holds exactly those (a
+    /// sweep's reference records: a million-event file read again kept them twice).
+    pub fn sharing(bytes: Vec<u8>, shared: Option<&Arc<[Record]>>) -> KnownSink {
         let mut lines = Vec::new();
-        let mut records = Vec::new();
+        // None while every record so far is `shared`'s at its place.
+        let mut own: Option<Vec<Record>> = shared.is_none().then(Vec::new);
+        let mut records_len = 0;
         let mut records_before = vec![0];
         let mut end = 0;
         for piece in bytes.split_inclusive(|&b| b == b'\n') {
@@ -45,10 +54,28 @@ impl KnownSink {
                 "a piece up to a '\\n' is one line"
             );
             lines.push((end, line.corrupt_lines == 0));
-            records.extend(line.records);
-            records_before.push(records.len());
+            for record in line.records {
+                match (&mut own, shared) {
+                    (Some(own), _) => own.push(record),
+                    (None, Some(shared)) if shared.get(records_len) == Some(&record) => {}
+                    (None, shared) => {
+                        let shared = shared.expect("own records unless shared");
+                        let mut copied = shared[..records_len].to_vec();
+                        copied.push(record);
+                        own = Some(copied);
+                    }
+                }
+                records_len += 1;
+            }
+            records_before.push(records_len);
         }
         assert_eq!(end, bytes.len());
+        let records: Arc<[Record]> = match (own, shared) {
+            (Some(own), _) => own.into(),
+            (None, Some(shared)) if shared.len() == records_len => Arc::clone(shared),
+            (None, shared) => shared.expect("own records unless shared")[..records_len].into(),
+        };
+        assert_eq!(records.len(), records_len);
         KnownSink {
             bytes,
             lines,

@@ -164,17 +164,17 @@ impl std::fmt::Debug for Records {
 /// A known file's records (a fault-free run's sink), with the sequence hash of every prefix.
 #[derive(Debug)]
 pub struct KnownRecords {
-    pub records: Vec<Record>,
+    pub records: Arc<[Record]>,
     /// `prefix_hashes[i]`: the sequence hash of `records[..i]` (its `hash` field).
     prefix_hashes: Vec<u64>,
 }
 
 impl KnownRecords {
-    pub fn new(records: Vec<Record>) -> KnownRecords {
+    pub fn new(records: Arc<[Record]>) -> KnownRecords {
         let mut prefix_hashes = Vec::with_capacity(records.len() + 1);
         let mut hash = SequenceHash::EMPTY;
         prefix_hashes.push(hash.hash);
-        for record in &records {
+        for record in records.iter() {
             hash = hash.then(SequenceHash::of(std::slice::from_ref(record)));
             prefix_hashes.push(hash.hash);
         }
@@ -351,7 +351,7 @@ mod tests {
     /// middle, reads, hashes and compares as the list of its records does. Returns how many
     /// splices were checked.
     fn check(known: &[Record], middles: &[Vec<Record>]) -> u64 {
-        let shared = Arc::new(KnownRecords::new(known.to_vec()));
+        let shared = Arc::new(KnownRecords::new(known.to_vec().into()));
         let middles = own_and_known_middles(known.len(), middles);
         let mut checked = 0;
         for head in 0..=known.len() {

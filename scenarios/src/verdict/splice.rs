@@ -331,7 +331,7 @@ mod tests {
     /// judged against `reference` as its whole view is, under both key schemes. Returns how
     /// many splices were judged.
     fn check(reference: &Reference, known: &[Record], middles: &[Vec<Record>]) -> u64 {
-        let shared = Arc::new(KnownRecords::new(known.to_vec()));
+        let shared = Arc::new(KnownRecords::new(known.to_vec().into()));
         let middles = own_and_known_middles(known.len(), middles);
         let mut judged = 0;
         for key in [KeyScheme::EventIndex, KeyScheme::ProcessingTime] {
