@@ -356,29 +356,28 @@ fn outcome_digest(
     observation: &Observation,
     verdicts: &[Verdict],
 ) -> String {
-    // One text, written with `write!` (no string per line), hashed once: the same bytes
-    // in the same order as before, so the same digest.
-    let mut text = String::new();
+    // One text, written with `write!` straight into the hash, never kept: the same bytes in
+    // the same order as before, so the same digest.
+    let mut text = FingerprintBuilder::default();
     for view in &observation.views {
         let records = view.records.hash();
         let (len, hash) = (records.len, records.hash);
         let corrupt = view.corrupt_lines;
-        write!(text, "records={len} {hash:016x}\ncorrupt={corrupt}\n").expect("to a String");
+        write!(text, "records={len} {hash:016x}\ncorrupt={corrupt}\n").expect("to a hash");
     }
     // The windows' text as its hash, worked out once per shared map of windows.
     let windows = reference.final_windows_hash(&observation.final_windows);
-    write!(text, "final_windows={windows:016x}").expect("to a String");
+    write!(text, "final_windows={windows:016x}").expect("to a hash");
     // Part of the final state (`recovers` compares it); written only when some event was
     // dropped, so digests of runs without a lateness bound are what they were.
     if observation.dropped_late > 0 {
-        write!(text, "\ndropped_late={}", observation.dropped_late).expect("to a String");
+        write!(text, "\ndropped_late={}", observation.dropped_late).expect("to a hash");
     }
     for verdict in verdicts {
-        write!(text, "\n{}", verdict.summary()).expect("to a String");
+        text.write_str("\n").expect("to a hash");
+        verdict.write_summary(&mut text).expect("to a hash");
     }
-    let mut digest = FingerprintBuilder::default();
-    digest.write(text.as_bytes());
-    digest.finish().to_string()
+    text.finish().to_string()
 }
 
 impl SweepReport {

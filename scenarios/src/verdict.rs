@@ -278,9 +278,22 @@ impl Verdict {
     /// A short account of the figures: "exactly-once", or what went wrong
     /// ("duplicates=1 rolled_back=1").
     pub fn summary(&self) -> String {
-        let mut parts = Vec::new();
+        let mut summary = String::new();
+        self.write_summary(&mut summary).expect("to a String");
+        summary
+    }
+
+    /// [`Verdict::summary`] written into `out` (a sweep hashes it per point, never keeping it).
+    pub fn write_summary(&self, out: &mut impl std::fmt::Write) -> std::fmt::Result {
+        let mut first = true;
+        let mut part = |out: &mut dyn std::fmt::Write, args: std::fmt::Arguments| {
+            if !std::mem::take(&mut first) {
+                out.write_str(" ")?;
+            }
+            out.write_fmt(args)
+        };
         if let Some(mismatch) = &self.model_mismatch {
-            parts.push(format!("model_mismatch({mismatch})"));
+            part(out, format_args!("model_mismatch({mismatch})"))?;
         }
         for (name, value) in [
             ("duplicates", self.duplicates),
@@ -292,19 +305,18 @@ impl Verdict {
             ("stray_files", self.stray_files),
         ] {
             if value > 0 {
-                parts.push(format!("{name}={value}"));
+                part(out, format_args!("{name}={value}"))?;
             }
         }
         if self.recovery != Recovery::Ok {
-            parts.push(format!("recovery={}", self.recovery));
+            part(out, format_args!("recovery={}", self.recovery))?;
         } else if !self.final_windows_match {
-            parts.push("final_state_differs".to_string());
+            part(out, format_args!("final_state_differs"))?;
         }
-        if parts.is_empty() {
-            "exactly-once".to_string()
-        } else {
-            parts.join(" ")
+        if first {
+            out.write_str("exactly-once")?;
         }
+        Ok(())
     }
 
     /// Property by property, as judged by `judged`: "no-loss ok, no-duplicates FAILED, ...";

@@ -308,6 +308,14 @@ impl FingerprintBuilder {
     }
 }
 
+/// Text written into the builder is hashed as its bytes, never kept.
+impl fmt::Write for FingerprintBuilder {
+    fn write_str(&mut self, text: &str) -> fmt::Result {
+        self.write(text.as_bytes());
+        Ok(())
+    }
+}
+
 impl fmt::Display for Fingerprint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:016x}", self.0)
