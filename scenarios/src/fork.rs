@@ -55,8 +55,8 @@ use crate::runner::{
 };
 use ahead::AheadBoundary;
 use keel_engine::{
-    ChainMemo, EngineCaches, IncarnationStats, KeyScheme, KnownSinkFile, Record, SinkKind,
-    SINK_WRITE_OP,
+    ChainMemo, EngineCaches, IncarnationStats, KeyScheme, KnownSinkFile, OperatorState, Record,
+    SinkKind, SINK_WRITE_OP,
 };
 use keel_sim::{Contents, Disk, DiskError, FaultPlan, Fingerprint};
 use restart::{RestartCandidate, RestartClass};
@@ -135,6 +135,8 @@ struct End {
     files: Arc<[String]>,
     stats: IncarnationStats,
     final_state: FinalState,
+    /// The operator state `final_state` is of (its windows share their chunks).
+    final_operator_state: OperatorState,
 }
 
 /// What a point's run came to: what its consumers observed, and its trace fingerprint
@@ -285,6 +287,7 @@ impl Forks {
                 files: result.disk_files().into(),
                 stats: result.incarnations[0].stats.clone(),
                 final_state: FinalState::of(&result.final_state),
+                final_operator_state: result.final_state.clone(),
             },
             caches,
             known,
@@ -598,12 +601,23 @@ impl Forks {
                 stats_end: last.stats.clone(),
                 served_end: result.world.served_requests(SINK_WRITE_OP),
                 files: result.disk_files().into(),
-                final_state: FinalState::of(&result.final_state),
+                final_state: self.final_state_of(&result.final_state),
             },
         );
         if let Some(class) = class {
             shared.remember(class);
         }
+    }
+}
+
+impl Forks {
+    /// What the oracle reads of a point's final operator state, the fault-free run's where
+    /// it has the same windows.
+    fn final_state_of(&self, state: &OperatorState) -> FinalState {
+        FinalState::of_known(
+            state,
+            (&self.end.final_operator_state, &self.end.final_state),
+        )
     }
 }
 

@@ -190,7 +190,7 @@ impl Forks {
                 incarnations: result.incarnations.clone(),
                 served: result.world.served_requests(SINK_WRITE_OP),
                 files: result.disk_files().into(),
-                final_state: FinalState::of(&result.final_state),
+                final_state: self.final_state_of(&result.final_state),
             },
         })
     }
