@@ -14,6 +14,7 @@ use rand_core::RngCore;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
+use std::sync::Arc;
 
 /// A step where the sweep ran only some of the crash states a power loss admits there. It is
 /// carried by the first point drawn there; the points drawn there follow it in its row.
@@ -194,8 +195,18 @@ enum Group {
         /// starts at that step, of this group and the next ones).
         opens: Option<Sampled>,
         len: u64,
+        /// The sites after `first` of the run it changed, if kept (`LATER_AIMS_KEPT_MAX`).
+        later: Option<Arc<[Aim]>>,
     },
 }
+
+/// A first fault's later sites, if kept.
+type KeptLater = Option<Arc<[Aim]>>;
+
+/// The most later sites a depth-2 sweep keeps from counting its pairs to drawing them (24 MB):
+/// ch04's depth-2 sweep keeps them all; a long stream's would not fit, and draws them by
+/// running each first fault again.
+const LATER_AIMS_KEPT_MAX: usize = 1 << 20;
 
 impl Group {
     fn len(&self) -> u64 {
@@ -239,6 +250,7 @@ impl SweepPoints {
             "a power-loss sweep reads every site's crash-state count"
         );
         let mut groups = Vec::new();
+        let mut later_aims_kept = 0;
         for &sink in &sweep.sinks {
             let baseline = &baselines[&sink];
             for &first_kind in &sweep.faults {
@@ -259,12 +271,14 @@ impl SweepPoints {
                     continue;
                 }
                 let firsts = points(baseline.sites.aims(), first_kind, spec.seed, sweep);
-                // How many pairs each first fault starts, per second kind: its run once.
-                let lens: Vec<Vec<u64>> = firsts
+                // How many pairs each first fault starts, per second kind: its run once. Its
+                // later sites are kept while the sweep's kept ones fit the bound, so a chunk
+                // draws its pairs without running the first fault again.
+                let (lens, kept): (Vec<Vec<u64>>, Vec<KeptLater>) = firsts
                     .iter()
                     .map(|(first, _)| {
                         let later = later_sites(baseline, forks.map(|f| &f[&sink]), *first);
-                        sweep
+                        let lens = sweep
                             .faults
                             .iter()
                             .map(|&second| {
@@ -273,12 +287,18 @@ impl SweepPoints {
                                     .map(|site| site_points_len(site, second, sweep))
                                     .sum()
                             })
-                            .collect()
+                            .collect();
+                        let keep = later_aims_kept + later.len() <= LATER_AIMS_KEPT_MAX;
+                        later_aims_kept += if keep { later.len() } else { 0 };
+                        (lens, keep.then(|| Arc::from(later)))
                     })
-                    .collect();
+                    .unzip();
+                assert!(later_aims_kept <= LATER_AIMS_KEPT_MAX);
                 for (k, &second) in sweep.faults.iter().enumerate() {
                     let opens = sampled_first_steps(&firsts, |i| lens[i][k]);
-                    for ((&(first, _), len), opens) in firsts.iter().zip(&lens).zip(opens) {
+                    for (((&(first, _), len), opens), later) in
+                        firsts.iter().zip(&lens).zip(opens).zip(&kept)
+                    {
                         groups.push(Group::Pairs {
                             sink,
                             first,
@@ -286,6 +306,7 @@ impl SweepPoints {
                             second,
                             opens,
                             len: len[k],
+                            later: later.clone(),
                         });
                     }
                 }
@@ -412,9 +433,15 @@ impl SweepPoints {
                 second,
                 opens,
                 len,
+                later,
             } => {
-                let later = later_sites(&baselines[sink], forks.map(|f| &f[sink]), *first);
-                let seconds = points(later, *second, self.seed, &self.sweep);
+                let seconds = match later {
+                    Some(later) => points(later.iter().copied(), *second, self.seed, &self.sweep),
+                    None => {
+                        let later = later_sites(&baselines[sink], forks.map(|f| &f[sink]), *first);
+                        points(later, *second, self.seed, &self.sweep)
+                    }
+                };
                 assert_eq!(
                     seconds.len() as u64,
                     *len,
