@@ -93,8 +93,6 @@ pub struct SweepTally<'a> {
     coverage: Vec<Coverage>,
     /// Over one line per run ("sink faults digest"), in point order.
     fingerprint: FingerprintBuilder,
-    /// The line a point adds to the fingerprint (a buffer kept across points).
-    line: String,
     model_mismatch: Option<String>,
     violation: Option<Violation>,
 }
@@ -115,7 +113,6 @@ impl<'a> SweepTally<'a> {
             outcomes: Vec::new(),
             coverage: Vec::new(),
             fingerprint: FingerprintBuilder::default(),
-            line: String::new(),
             model_mismatch: None,
             violation: None,
         }
@@ -152,16 +149,14 @@ impl<'a> SweepTally<'a> {
         self.coverage[position].count(&record.sampled);
         // One line per run: a transactional point's second view is the same run.
         if record.view != Some(View::ReadUncommitted) {
-            // "sink fault@step,fault@step digest", made in one buffer kept across points.
-            let line = &mut self.line;
-            line.clear();
-            write!(line, "{sink} ").expect("to a String");
+            // "sink fault@step,fault@step digest", written straight into the hash.
+            let line = &mut self.fingerprint;
+            write!(line, "{sink} ").expect("to a hash");
             for (i, f) in record.faults.iter().enumerate() {
                 let separator = if i == 0 { "" } else { "," };
-                write!(line, "{separator}{}@{}", f.fault, f.step).expect("to a String");
+                write!(line, "{separator}{}@{}", f.fault, f.step).expect("to a hash");
             }
-            writeln!(line, " {}", record.outcome_digest).expect("to a String");
-            self.fingerprint.write(line.as_bytes());
+            writeln!(line, " {}", record.outcome_digest).expect("to a hash");
         }
         row.points += 1;
         row.points_with_duplicates += u64::from(record.duplicates > 0);
