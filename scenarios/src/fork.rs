@@ -608,9 +608,7 @@ impl Forks {
             shared.remember(class);
         }
     }
-}
 
-impl Forks {
     /// What the oracle reads of a point's final operator state, the fault-free run's where
     /// it has the same windows.
     fn final_state_of(&self, state: &OperatorState) -> FinalState {

@@ -95,24 +95,7 @@ pub fn sites(spec: &RunSpec) -> (RunResult, Vec<SiteRow>) {
 
 /// The steps of a fault-free run recorded with [`run_recording_crash_states`], as sites.
 pub fn sites_from_run(baseline: &RunResult) -> Vec<SiteRow> {
-    let counts = baseline.world.crash_state_counts();
-    assert!(
-        counts.len() as u64 + 1 >= baseline.world.steps_taken(),
-        "sites need a run recorded with run_recording_crash_states"
-    );
-    site_rows(baseline, counts)
-}
-
-/// The steps of a fault-free run recorded without crash-state counts, as sites whose
-/// counts are all None (for a sweep that aims no power loss: `baseline::CrashStates`).
-pub fn sites_uncounted(baseline: &RunResult) -> Vec<SiteRow> {
-    assert!(baseline.world.crash_state_counts().is_empty());
-    site_rows(baseline, &[])
-}
-
-/// A site row per step of `baseline`, with `counts` its steps' crash-state counts.
-fn site_rows(baseline: &RunResult, counts: &[Option<u64>]) -> Vec<SiteRow> {
-    Sites::of(baseline, counts).iter().collect()
+    packed_sites(baseline, true).iter().collect()
 }
 
 /// What a sweep reads of a site to draw its points.
@@ -121,16 +104,6 @@ pub struct Aim {
     pub step: u64,
     pub faults: FaultKinds,
     pub power_loss_states: Option<u64>,
-}
-
-impl SiteRow {
-    pub fn aim(&self) -> Aim {
-        Aim {
-            step: self.step,
-            faults: self.faults,
-            power_loss_states: self.power_loss_states,
-        }
-    }
 }
 
 /// A fault-free run's sites, packed: a baseline keeps one per step of its whole run (a
@@ -268,11 +241,14 @@ impl Sites {
 }
 
 /// The sites of a fault-free run recorded with [`run_recording_crash_states`] (counted) or
-/// not (every count None), packed.
+/// not (every count None: a sweep that aims no power loss, `baseline::CrashStates`), packed.
 pub fn packed_sites(baseline: &RunResult, crash_states_counted: bool) -> Sites {
     if crash_states_counted {
         let counts = baseline.world.crash_state_counts();
-        assert!(counts.len() as u64 + 1 >= baseline.world.steps_taken());
+        assert!(
+            counts.len() as u64 + 1 >= baseline.world.steps_taken(),
+            "counted sites need a run recorded with run_recording_crash_states"
+        );
         Sites::of(baseline, counts)
     } else {
         assert!(baseline.world.crash_state_counts().is_empty());
@@ -295,7 +271,7 @@ pub fn sites_table(rows: &[SiteRow]) -> Table {
             row.step.to_string(),
             row.time_ms.to_string(),
             row.op.to_string(),
-            row.target.to_string(),
+            row.target.clone(),
             faults.join(","),
             row.power_loss_states
                 .map_or(">2^64".to_string(), |c| c.to_string()),

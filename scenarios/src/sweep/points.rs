@@ -5,7 +5,7 @@ use super::SweepSpec;
 use crate::baseline::{Baseline, CrashStates};
 use crate::fork::Forks;
 use crate::runner::{run_recording_crash_states, RunSpec};
-use crate::sites::{sites_from_run, Aim, SiteRow};
+use crate::sites::{packed_sites, Aim};
 use crate::spec::ScenarioSpec;
 use keel_engine::SinkKind;
 use keel_sim::disk::POWER_LOSS_ENUMERATION_BOUND;
@@ -196,7 +196,7 @@ enum Group {
         opens: Option<Sampled>,
         len: u64,
         /// The sites after `first` of the run it changed, if kept (`LATER_AIMS_KEPT_MAX`).
-        later: Option<Arc<[Aim]>>,
+        later: KeptLater,
     },
 }
 
@@ -227,10 +227,9 @@ fn later_sites(baseline: &Baseline, forks: Option<&Forks>, first: PlannedFault) 
             ..baseline.spec.clone()
         }),
     };
-    sites_from_run(&after_first)
-        .iter()
+    packed_sites(&after_first, true)
+        .aims()
         .filter(|site| site.step > first.step)
-        .map(SiteRow::aim)
         .collect()
 }
 
