@@ -8,7 +8,6 @@
 
 use crate::clock::Clock;
 use crate::disk::Disk;
-use crate::disk::POWER_LOSS_ENUMERATION_BOUND;
 use crate::fault::{CrashPoint, Fault, FaultPlan, PlannedFault};
 use crate::rng::SeedTree;
 use crate::storage::Storage;
@@ -527,37 +526,28 @@ impl<S: Storage> World<S> {
                 // A state number beyond an enumerable count wraps, so any u64 a generator
                 // draws names a state; `keel run --crash-state` and plan files check the
                 // range instead (`wrapped_states` says where it happened).
-                let count = self
-                    .env
-                    .disk
-                    .simulated()
-                    .expect(SIMULATION_ONLY)
-                    .power_loss_states()
-                    .count();
-                let state = match count {
-                    Some(count) if count <= POWER_LOSS_ENUMERATION_BOUND => {
-                        if state >= count {
-                            self.wrapped.push(WrappedState {
-                                step,
-                                planned: state,
-                                count,
-                            });
-                            // The trace shows the state that ran, so the plan that ran
-                            // replays with the same fingerprint.
-                            self.trace.restate_fault(
-                                step,
-                                Some(Fault::PowerLoss {
-                                    at,
-                                    state: state % count,
-                                }),
-                            );
-                        }
-                        state % count
-                    }
-                    _ => state,
-                };
                 let disk = self.env.disk.simulated_mut().expect(SIMULATION_ONLY);
-                let outcome = disk.power_loss(state);
+                let outcome = disk.power_loss_wrapping(state);
+                if outcome.state != state {
+                    self.wrapped.push(WrappedState {
+                        step,
+                        planned: state,
+                        count: outcome
+                            .states
+                            .count()
+                            .expect("only an enumerable count wraps"),
+                    });
+                    // The trace shows the state that ran, so the plan that ran replays with
+                    // the same fingerprint.
+                    self.trace.restate_fault(
+                        step,
+                        Some(Fault::PowerLoss {
+                            at,
+                            state: outcome.state,
+                        }),
+                    );
+                }
+                let state = outcome.state;
                 self.injected_at(step, Fault::PowerLoss { at, state });
                 self.trace_push(TraceLine::Note {
                     time_ms: self.now_ms(),

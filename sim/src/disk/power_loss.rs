@@ -572,19 +572,36 @@ impl Disk {
     /// and must be below [`PowerLossStates::count`]; otherwise any u64 is a seed.
     pub fn power_loss(&mut self, state: u64) -> PowerLossOutcome {
         let choices = choices(self);
-        let states = self.states_of(&choices);
+        self.power_loss_of(&choices, state)
+    }
+
+    /// [`Disk::power_loss`] where a state number at or beyond an enumerable count wraps
+    /// (`planned % count`), so that any u64 names a state: the outcome's `state` is the one
+    /// that ran. The choices are listed once (a sweep's power-loss point did it twice, once
+    /// to count and once to resolve).
+    pub fn power_loss_wrapping(&mut self, planned: u64) -> PowerLossOutcome {
+        let choices = choices(self);
+        let state = match self.states_of(&choices).count {
+            Some(count) if count <= POWER_LOSS_ENUMERATION_BOUND => planned % count,
+            _ => planned,
+        };
+        self.power_loss_of(&choices, state)
+    }
+
+    /// [`Disk::power_loss`] with this disk's `choices`, already listed.
+    fn power_loss_of(&mut self, choices: &[Choice], state: u64) -> PowerLossOutcome {
+        let states = self.states_of(choices);
         let seeded = !states.is_enumerable(POWER_LOSS_ENUMERATION_BOUND);
         let digits = if self.read_only {
             assert_eq!(state, 0, "a read-only file system has one crash state");
             vec![0; choices.len()]
         } else if seeded {
-            digits_of_seed(&choices, state)
+            digits_of_seed(choices, state)
         } else {
             let count = states.count.expect("an enumerable count fits in a u64");
             assert!(state < count, "state {state} of {count} power-loss states");
-            digits_of_index(&choices, state)
+            digits_of_index(choices, state)
         };
-        let labels = self.inode_labels();
 
         // The directory: a prefix of the journal (and what fsyncs logged) on top of the
         // durable names.
@@ -636,7 +653,7 @@ impl Disk {
         for &inode in self.inodes.keys() {
             let reachable = names.values().any(|id| *id == inode);
             let made = file_digits.get(&inode).map(Vec::as_slice).unwrap_or(&[]);
-            let (contents, outcome) = self.resolve_file(inode, made, &labels, reachable);
+            let (contents, outcome) = self.resolve_file(inode, made, reachable);
             if let Some(outcome) = outcome {
                 files.push(outcome);
             }
@@ -677,7 +694,6 @@ impl Disk {
         &self,
         inode: InodeId,
         made: &[(Choice, u64)],
-        labels: &BTreeMap<InodeId, String>,
         reachable: bool,
     ) -> (Contents, Option<FileOutcome>) {
         let file = &self.inodes[&inode];
@@ -712,7 +728,7 @@ impl Disk {
             (None, _) => SizeFate::Unchanged,
         };
         let mut outcome = FileOutcome {
-            name: labels[&inode].clone(),
+            name: self.inode_label(inode),
             writes_total: 0,
             writes_kept: 0,
             pieces: Vec::new(),
@@ -854,27 +870,40 @@ impl Disk {
         (contents, Some(outcome))
     }
 
-    /// A name for each inode in descriptions: the process's name for it, else its durable
-    /// name, else the last name the journal gave it, else `inode N`.
+    /// A name for each inode in descriptions ([`Disk::inode_label`] of each).
     pub(super) fn inode_labels(&self) -> BTreeMap<InodeId, String> {
-        let mut labels: BTreeMap<InodeId, String> = self
-            .inodes
+        self.inodes
             .keys()
-            .map(|inode| (*inode, format!("inode {inode}")))
-            .collect();
-        let journal = self.pending_dir.iter().map(|op| match op {
-            DirOp::Create { name, inode } | DirOp::Unlink { name, inode } => (name, inode),
-            DirOp::Rename { to, inode, .. } => (to, inode),
-        });
-        let named = journal
-            .chain(self.durable_names.iter())
-            .chain(self.names.iter());
-        for (name, inode) in named {
-            if let Some(label) = labels.get_mut(inode) {
-                label.clone_from(name);
-            }
-        }
-        labels
+            .map(|&inode| (inode, self.inode_label(inode)))
+            .collect()
+    }
+
+    /// A name for `inode` in descriptions: the process's name for it, else its durable name,
+    /// else the last name the journal gave it, else `inode N` (where several names reach it,
+    /// the last in name order). Made for the files a power loss put at risk only.
+    pub(super) fn inode_label(&self, inode: InodeId) -> String {
+        let named = |names: &BTreeMap<String, InodeId>| {
+            names
+                .iter()
+                .rev()
+                .find(|(_, id)| **id == inode)
+                .map(|(name, _)| name.clone())
+        };
+        let journaled = || {
+            self.pending_dir.iter().rev().find_map(|op| match op {
+                DirOp::Create { name, inode: id } | DirOp::Unlink { name, inode: id }
+                    if *id == inode =>
+                {
+                    Some(name.clone())
+                }
+                DirOp::Rename { to, inode: id, .. } if *id == inode => Some(to.clone()),
+                _ => None,
+            })
+        };
+        named(&self.names)
+            .or_else(|| named(&self.durable_names))
+            .or_else(journaled)
+            .unwrap_or_else(|| format!("inode {inode}"))
     }
 }
 
