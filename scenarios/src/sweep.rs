@@ -245,6 +245,63 @@ pub fn sweep_forks(
     })
 }
 
+/// What a sweep's points run against: each sink's fault-free baseline and, unless
+/// `--naive`, the snapshots of its run that points fork from.
+pub struct SweepSetup {
+    pub baselines: BTreeMap<SinkKind, Baseline>,
+    pub forks: Option<BTreeMap<SinkKind, Forks>>,
+}
+
+/// The longest stream on which each thread of a sweep but the first runs against a setup of
+/// its own ([`SweepSetup::replica`]) rather than the shared one. Two threads forking from the
+/// same snapshots clone and drop the same reference counts, and ch04's depth-2 sweep spent a
+/// seventh of its CPU time on that (4.4 s on two threads, 3.9 s on one); a copy costs the
+/// setup's time and memory again (a few milliseconds and megabytes up to here, most of
+/// a gigabyte at a million events, where each point's own work dwarfs the contention).
+pub const REPLICA_EVENTS_MAX: usize = 20_000;
+
+impl SweepSetup {
+    /// The baselines of `sweep.sinks` on `events`, and their forks unless `naive`.
+    pub fn new(
+        spec: &ScenarioSpec,
+        events: &[keel_engine::Event],
+        sweep: &SweepSpec,
+        naive: bool,
+    ) -> Result<SweepSetup, crate::error::KeelError> {
+        let baselines = baselines_with(spec, events, &sweep.sinks, sweep.crash_states())?;
+        let forks = sweep_forks(&baselines, naive);
+        Ok(SweepSetup { baselines, forks })
+    }
+
+    /// A copy of this setup made the same way, for another thread: none of its reference
+    /// counts is shared with this one (each copy even has its own events). Every run is
+    /// deterministic, so every record is the same against either. None where `events` is
+    /// longer than [`REPLICA_EVENTS_MAX`]: that thread shares this setup.
+    pub fn replica(
+        &self,
+        spec: &ScenarioSpec,
+        events: &[keel_engine::Event],
+        sweep: &SweepSpec,
+    ) -> Option<SweepSetup> {
+        if events.len() > REPLICA_EVENTS_MAX {
+            return None;
+        }
+        let replica = SweepSetup::new(spec, events, sweep, self.forks.is_none())
+            .expect("the same setup was made once already");
+        for (sink, baseline) in &self.baselines {
+            let copy = &replica.baselines[sink];
+            assert_eq!(copy.sites.len(), baseline.sites.len());
+            assert_eq!(copy.reference.records, baseline.reference.records);
+        }
+        Some(replica)
+    }
+
+    /// [`run_chunk`] against this setup.
+    pub fn run_chunk(&self, points: &SweepPoints, chunk: Range<u64>) -> Vec<Vec<PointRecord>> {
+        run_chunk(&self.baselines, self.forks.as_ref(), points, chunk)
+    }
+}
+
 /// How many consecutive points (by index in the whole sweep) one thread runs in order with
 /// one table of shared futures (`fork/shared.rs`): chunks are the same whatever the thread
 /// count, so every record is too. Sharing stops at a chunk's end; a chunk is never cut. Long

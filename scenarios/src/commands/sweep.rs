@@ -5,17 +5,15 @@ use super::args::{
     ScenarioArgs, SinkArg, TableFormatArg,
 };
 use super::files::prepare;
-use super::interrupt::{par_fold_interruptible, par_map_interruptible};
+use super::interrupt::{par_fold_interruptible_with, par_map_interruptible_with};
 use super::output::{Output, EXIT_VIOLATION};
 use super::progress::Progress;
 use super::shard::{shard_output, ShardLine};
-use crate::baseline::baselines_with;
 use crate::error::KeelError;
 use crate::property::Expectation;
 use crate::spec::ScenarioSpec;
 use crate::sweep::{
-    run_chunk, sharing_chunks, sweep_forks, PointRecord, SweepPoints, SweepSpec,
-    POWER_LOSS_STATES_MAX_DEFAULT,
+    sharing_chunks, PointRecord, SweepPoints, SweepSetup, SweepSpec, POWER_LOSS_STATES_MAX_DEFAULT,
 };
 use crate::tally::SweepTally;
 use clap::Args;
@@ -98,17 +96,24 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
         expect: args.expect.clone(),
         power_loss_states_max: args.power_loss_states_max,
     };
-    let baselines = baselines_with(&spec, &events, &sweep.sinks, sweep.crash_states())?;
-    let forks = sweep_forks(&baselines, args.naive);
+    let setup = SweepSetup::new(&spec, &events, &sweep, args.naive)?;
     // Counted, not listed: each chunk draws its points when it runs.
-    let points = SweepPoints::new(&spec, &sweep, &baselines, forks.as_ref());
+    let points = SweepPoints::new(&spec, &sweep, &setup.baselines, setup.forks.as_ref());
     let range = args.job.shard.map_or(0..points.len(), |shard| {
         let range = shard.range(points.len() as usize);
         range.start as u64..range.end as u64
     });
     let chunks = sharing_chunks(range.clone());
     let progress = Progress::new((range.end - range.start) as usize, args.job.quiet);
-    let run = |chunk: &Range<u64>| run_chunk(&baselines, forks.as_ref(), &points, chunk.clone());
+    // Thread 0 runs against `setup`, every other thread against a copy of its own where the
+    // stream is short enough (`SweepSetup::replica`).
+    let threads = jobs(&args.job);
+    let worker = |_thread: usize| (threads > 1).then(|| setup.replica(&spec, &events, &sweep))?;
+    let run = |own: &mut Option<SweepSetup>, chunk: &Range<u64>| {
+        own.as_ref()
+            .unwrap_or(&setup)
+            .run_chunk(&points, chunk.clone())
+    };
     let on_done = |chunk: &Vec<Vec<PointRecord>>| {
         for records in chunk {
             progress.done(
@@ -120,7 +125,8 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
     };
     if let Some(shard) = args.job.shard {
         // A shard prints every point's record, for `keel merge` to tally.
-        let records = par_map_interruptible(&chunks, jobs(&args.job), run, &on_done, &progress)?;
+        let records =
+            par_map_interruptible_with(&chunks, jobs(&args.job), worker, run, &on_done, &progress)?;
         let mut lines = vec![ShardLine::SweepHeader {
             spec: spec.clone(),
             sweep: sweep.clone(),
@@ -138,9 +144,10 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
     }
     // Tallied as the points finish, in point order: no point's record is kept.
     let mut tally = SweepTally::new(&spec, &sweep, args.expect.as_ref());
-    par_fold_interruptible(
+    par_fold_interruptible_with(
         &chunks,
         jobs(&args.job),
+        worker,
         run,
         &on_done,
         &mut |chunk: Vec<Vec<PointRecord>>| chunk.iter().flatten().for_each(|r| tally.add(r)),
