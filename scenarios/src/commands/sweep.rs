@@ -105,10 +105,12 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
     });
     let chunks = sharing_chunks(range.clone());
     let progress = Progress::new((range.end - range.start) as usize, args.job.quiet);
-    // Thread 0 runs against `setup`, every other thread against a copy of its own where the
-    // stream is short enough (`SweepSetup::replica`).
+    // On several threads each runs against a copy of its own where that pays
+    // (`SweepSetup::replica`), else all share `setup`; one thread runs against `setup`.
     let threads = jobs(&args.job);
-    let worker = |_thread: usize| (threads > 1).then(|| setup.replica(&spec, &events, &sweep))?;
+    let worker = |_thread: usize| {
+        (threads > 1).then(|| setup.replica(&spec, &events, &sweep, points.len()))?
+    };
     let run = |own: &mut Option<SweepSetup>, chunk: &Range<u64>| {
         own.as_ref()
             .unwrap_or(&setup)
