@@ -46,10 +46,22 @@ impl KnownSinkFile {
         self.contents.len()
     }
 
+    /// The file, shared.
+    pub fn contents(&self) -> &Contents {
+        &self.contents
+    }
+
     /// How many bytes at the start of `file` are whole lines of this file: each a record
     /// line, with the keys [`Self::first_line_end`] finds.
     pub fn shared_lines_len_bytes(&self, file: &Contents) -> usize {
-        let common_bytes = self.contents.common_prefix_len(file);
+        self.lines_within(self.contents.common_prefix_len(file))
+    }
+
+    /// The bytes held as a file's first `common_bytes` are whole lines of this file: how
+    /// many of them are (`shared_lines_len_bytes` of a file whose common prefix with this
+    /// one was measured already).
+    pub fn lines_within(&self, common_bytes: usize) -> usize {
+        assert!(common_bytes <= self.contents.len());
         let shared_bytes = if common_bytes == self.contents.len() {
             // This file's lines are all whole: it ends with a newline (or is empty).
             common_bytes

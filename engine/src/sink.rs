@@ -280,7 +280,18 @@ pub fn readable_prefix_len_bytes(contents: &[u8]) -> usize {
 /// [`readable_prefix_len_bytes`] of `contents`, reading only what follows the whole lines it
 /// shares with `known` (those are record lines: `KnownSinkFile`).
 pub fn readable_len_bytes(contents: &Contents, known: Option<&KnownSinkFile>) -> usize {
-    let known_len_bytes = known.map_or(0, |known| known.shared_lines_len_bytes(contents));
+    let common_bytes = known.map_or(0, |known| known.contents().common_prefix_len(contents));
+    readable_len_bytes_sharing(contents, known, common_bytes)
+}
+
+/// [`readable_len_bytes`] of `contents` whose first `common_bytes` are `known`'s (measured
+/// already: a sweep's restart measures it once for three uses).
+pub fn readable_len_bytes_sharing(
+    contents: &Contents,
+    known: Option<&KnownSinkFile>,
+    common_bytes: usize,
+) -> usize {
+    let known_len_bytes = known.map_or(0, |known| known.lines_within(common_bytes));
     let rest = contents.copy_range(known_len_bytes..contents.len());
     let readable_bytes = known_len_bytes + readable_prefix_len_bytes(&rest);
     debug_assert_eq!(

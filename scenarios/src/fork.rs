@@ -48,7 +48,9 @@
 //! (`fork/shared.rs`) or at a restart, before its recovery (`fork/restart.rs`). A point of
 //! two faults starts from the run of its first (`fork/cursor.rs`).
 
-use crate::observation::{documented_sink_file, FinalState, KnownSink, Observation, RestartSteps};
+use crate::observation::{
+    documented_sink_file, stray_files_of, FinalState, KnownSink, Observation, RestartSteps,
+};
 use crate::runner::{
     resume, run, run_between, run_between_with, run_recording_crash_states, Between, Control,
     Driven, IncarnationEnd, Moment, Outcome, Paused, RunResult, RunSpec,
@@ -126,13 +128,13 @@ pub struct Sharing<'a> {
 }
 
 /// How the fault-free run ended: its sink file's length (its bytes are the known file's),
-/// the sink writes the simulated sink served, the files it left, its one incarnation's
-/// stats, its windows.
+/// the sink writes the simulated sink served, the stray files it left, its one
+/// incarnation's stats, its windows.
 #[derive(Clone, Debug)]
 struct End {
     sink_len_bytes: usize,
     served: u64,
-    files: Arc<[String]>,
+    stray_files: Arc<[String]>,
     stats: IncarnationStats,
     final_state: FinalState,
     /// The operator state `final_state` is of (its windows share their chunks).
@@ -284,7 +286,7 @@ impl Forks {
             end: End {
                 sink_len_bytes: end.unwrap_or_default(),
                 served: result.world.served_requests(SINK_WRITE_OP),
-                files: result.disk_files().into(),
+                stray_files: stray_files_of(spec.config.sink, &result.disk_files()).into(),
                 stats: result.incarnations[0].stats.clone(),
                 final_state: FinalState::of(&result.final_state),
                 final_operator_state: result.final_state.clone(),
@@ -600,13 +602,18 @@ impl Forks {
             After::Finished {
                 stats_end: last.stats.clone(),
                 served_end: result.world.served_requests(SINK_WRITE_OP),
-                files: result.disk_files().into(),
+                stray_files: self.stray_files_of(result),
                 final_state: self.final_state_of(&result.final_state),
             },
         );
         if let Some(class) = class {
             shared.remember(class);
         }
+    }
+
+    /// The stray files a run that ended as `result` left (`observation::stray_files_of`).
+    fn stray_files_of(&self, result: &RunResult) -> Arc<[String]> {
+        stray_files_of(self.spec.config.sink, &result.disk_files()).into()
     }
 
     /// What the oracle reads of a point's final operator state, the fault-free run's where

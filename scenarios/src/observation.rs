@@ -37,6 +37,12 @@ pub struct ViewObservation {
 /// `sink-idempotent.jsonl` in the engine's directory). The oracle reads the sink where a user
 /// would, not where the engine says it wrote it, so an engine that writes its records under
 /// another name delivers nothing (and leaves a stray file).
+/// The files of `files` (a run's directory at its end, every name) that the `bounded-disk`
+/// property counts against a run on `sink`: all but its sink file and its newest checkpoint.
+pub fn stray_files_of(sink: SinkKind, files: &[String]) -> Vec<String> {
+    stray_files(files, documented_sink_file(sink))
+}
+
 pub fn documented_sink_file(sink: SinkKind) -> &'static str {
     match sink {
         SinkKind::Append => "sink-append.jsonl",
@@ -420,7 +426,7 @@ impl Observation {
         let mut observation = Observation::assemble(
             config,
             views,
-            &result.disk_files(),
+            stray_files_of(config.sink, &result.disk_files()),
             &result.incarnations,
             &result.outcome,
             &FinalState::of(&result.final_state),
@@ -452,7 +458,7 @@ impl Observation {
         Observation::of_file_view(
             config,
             observe_file(sink_bytes),
-            files,
+            stray_files_of(config.sink, files),
             incarnations,
             outcome,
             &FinalState::of(final_state),
@@ -460,11 +466,12 @@ impl Observation {
     }
 
     /// `of_file_sink` of a run whose sink file was already read into `view` (a forked point
-    /// reads it with the fault-free run's lines: [`KnownSink::observe`], the same view).
+    /// reads it with the fault-free run's lines: [`KnownSink::observe`], the same view), and
+    /// whose stray files ([`stray_files_of`] its files) are `stray_files`.
     pub fn of_file_view(
         config: &EngineConfig,
         view: ViewObservation,
-        files: &[String],
+        stray_files: Vec<String>,
         incarnations: &[Incarnation],
         outcome: &Outcome,
         final_state: &FinalState,
@@ -473,7 +480,7 @@ impl Observation {
         Observation::assemble(
             config,
             vec![view],
-            files,
+            stray_files,
             incarnations,
             outcome,
             final_state,
@@ -483,7 +490,7 @@ impl Observation {
     fn assemble(
         config: &EngineConfig,
         views: Vec<ViewObservation>,
-        files: &[String],
+        stray_files: Vec<String>,
         incarnations: &[Incarnation],
         outcome: &Outcome,
         final_state: &FinalState,
@@ -510,7 +517,7 @@ impl Observation {
             },
             rolled_back: rolled_back(incarnations),
             restarts: incarnations.len() as u64 - 1,
-            stray_files: stray_files(files, documented_sink_file(config.sink)),
+            stray_files,
             sink_writes: None,
             sink_outage: None,
             restart: None,

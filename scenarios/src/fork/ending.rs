@@ -44,7 +44,7 @@ impl Forks {
             stats_at: paused.engine.stats(),
             stats_end: self.end.stats.clone(),
             served_after: self.end.served - paused.world.served_requests(SINK_WRITE_OP),
-            files: Arc::clone(&self.end.files),
+            stray_files: Arc::clone(&self.end.stray_files),
             final_state: &self.end.final_state,
         }
     }
@@ -66,21 +66,21 @@ impl Forks {
                     // The class's run's last incarnation at its end, as `converged` made it.
                     stats_end: taken_on(stats_then, fault_free.stats_at, &fault_free.stats_end),
                     served_after: served_then - state.served() + fault_free.served_after,
-                    files: fault_free.files,
+                    stray_files: fault_free.stray_files,
                     final_state: fault_free.final_state,
                 }
             }
             After::Finished {
                 stats_end,
                 served_end,
-                files,
+                stray_files,
                 final_state,
             } => Rest {
                 appended: vec![Piece::Own(&class.appended)],
                 stats_at: state.stats(),
                 stats_end: stats_end.clone(),
                 served_after: served_end - state.served(),
-                files: Arc::clone(files),
+                stray_files: Arc::clone(stray_files),
                 final_state,
             },
         }
@@ -103,7 +103,7 @@ impl Forks {
                 // The sink served the point's requests up to the boundary, then those the
                 // other run sent after it (the same requests follow).
                 served: paused.world.served_requests(SINK_WRITE_OP) + rest.served_after,
-                files: Arc::clone(&rest.files),
+                stray_files: Arc::clone(&rest.stray_files),
                 final_state: rest.final_state.clone(),
             },
         }
@@ -134,8 +134,20 @@ impl Forks {
     /// start (compared by shared chunks) and a copy of the rest: pieces of a point's sink
     /// that cost what it wrote of its own.
     pub(super) fn split_known(&self, file: &Contents, len_bytes: usize) -> (usize, Vec<u8>) {
+        self.split_known_at(file, len_bytes, self.known_contents.common_prefix_len(file))
+    }
+
+    /// [`Forks::split_known`] of a file whose first `common_bytes` are the known file's
+    /// (measured already).
+    pub(super) fn split_known_at(
+        &self,
+        file: &Contents,
+        len_bytes: usize,
+        common_bytes: usize,
+    ) -> (usize, Vec<u8>) {
         assert!(len_bytes <= file.len());
-        let known_len_bytes = self.known_contents.common_prefix_len(file).min(len_bytes);
+        assert!(common_bytes <= file.len());
+        let known_len_bytes = common_bytes.min(len_bytes);
         (known_len_bytes, file.copy_range(known_len_bytes..len_bytes))
     }
 
@@ -155,7 +167,7 @@ impl Forks {
         let mut observation = Observation::of_file_view(
             &self.spec.config,
             known.observe_pieces(sink),
-            &ended.files,
+            ended.stray_files.to_vec(),
             &ended.incarnations,
             &Outcome::Completed,
             &ended.final_state,
@@ -189,7 +201,7 @@ impl Forks {
             ended: Ended {
                 incarnations: result.incarnations.clone(),
                 served: result.world.served_requests(SINK_WRITE_OP),
-                files: result.disk_files().into(),
+                stray_files: self.stray_files_of(result),
                 final_state: self.final_state_of(&result.final_state),
             },
         })
@@ -207,25 +219,26 @@ pub(super) struct Ending<'a> {
 }
 
 /// How a completed run ended, but for its sink file: its incarnations, the sink writes the
-/// simulated sink served, the files and the final windows it left.
+/// simulated sink served, the stray files and the final windows it left.
 pub(super) struct Ended {
     pub(super) incarnations: Vec<Incarnation>,
     pub(super) served: u64,
-    /// Shared: every point of a restart class or a converged future ends with the same.
-    pub(super) files: Arc<[String]>,
+    /// Shared: every point of a restart class or a converged future ends with the same
+    /// (worked out once: on a long checkpoint chain, from hundreds of names).
+    pub(super) stray_files: Arc<[String]>,
     pub(super) final_state: FinalState,
 }
 
 /// What a run that goes on from an event boundary does after it, as a stopped run takes it
 /// on: the bytes it appends to its sink (in pieces), its last incarnation's stats at the
-/// boundary and at its end, the sink writes served after the boundary, and the files and
-/// final windows it ended with.
+/// boundary and at its end, the sink writes served after the boundary, and the stray files
+/// and final windows it ended with.
 pub(super) struct Rest<'a> {
     pub(super) appended: Vec<Piece<'a>>,
     pub(super) stats_at: &'a IncarnationStats,
     pub(super) stats_end: IncarnationStats,
     pub(super) served_after: u64,
-    pub(super) files: Arc<[String]>,
+    pub(super) stray_files: Arc<[String]>,
     pub(super) final_state: &'a FinalState,
 }
 

@@ -7,7 +7,7 @@ use super::shared::{SharedFutures, Surroundings};
 use super::Forks;
 use crate::observation::{FinalState, Observation, Piece, RecoverySteps, RestartSteps};
 use crate::runner::{Incarnation, IncarnationEnd, Restarting};
-use keel_engine::sink::readable_len_bytes;
+use keel_engine::sink::{readable_len_bytes, readable_len_bytes_sharing};
 use keel_engine::{SinkKind, SINK_WRITE_OP};
 use keel_sim::{Clock, Contents, Disk, TxLog, World};
 use std::sync::Arc;
@@ -34,6 +34,9 @@ pub struct RestartCandidate {
     /// Whether its tail is torn (not whole records): the open then takes the steps that
     /// cut it (or leaves it), so only runs with a torn tail stand for each other.
     pub sink_torn: bool,
+    /// How many bytes at its start are the known file's (measured once at the restart:
+    /// what the open reads, the idempotent rule and the observation all need it).
+    pub sink_known_len_bytes: usize,
     /// Whether the file is whole lines of the known file from its start (the fault-free
     /// run's file at some moment): an idempotent sink's restart shares on that ground
     /// ([`RestartClass::lead_bytes`]).
@@ -68,7 +71,7 @@ pub struct RestartClass {
     pub incarnation: Incarnation,
     /// The sink writes served after the restart.
     pub served_after: u64,
-    pub files: Arc<[String]>,
+    pub stray_files: Arc<[String]>,
     pub final_state: FinalState,
     /// Its recovery, the first step counted from the restart.
     pub recovery: Option<RecoverySteps>,
@@ -147,7 +150,11 @@ impl Forks {
         state: &RestartCandidate,
         class: &RestartClass,
     ) -> Observation {
-        let (known_len_bytes, own) = self.split_known(&state.sink_bytes, state.sink_kept_len_bytes);
+        let (known_len_bytes, own) = self.split_known_at(
+            &state.sink_bytes,
+            state.sink_kept_len_bytes,
+            state.sink_known_len_bytes,
+        );
         let mut sink = vec![
             Piece::Known {
                 from: 0,
@@ -198,7 +205,7 @@ impl Forks {
         let ended = Ended {
             incarnations,
             served: world.served_requests(SINK_WRITE_OP) + class.served_after,
-            files: Arc::clone(&class.files),
+            stray_files: Arc::clone(&class.stray_files),
             final_state: class.final_state.clone(),
         };
         self.observe_sink(&sink, &ended, world, restart)
@@ -223,19 +230,24 @@ impl Forks {
             return None;
         }
         let sink_bytes = disk.read_shared(sink.file_name()).ok()?;
+        let sink_known_len_bytes = self.known_contents.common_prefix_len(&sink_bytes);
         // What the connector's open reads as records.
-        let readable_bytes = readable_len_bytes(&sink_bytes, self.caches.sink.as_deref());
+        let readable_bytes = match self.caches.sink.as_deref() {
+            // The cache holds the known file (`share_caches`): one comparison for both.
+            Some(cache) if *cache.contents() == self.known_contents => {
+                readable_len_bytes_sharing(&sink_bytes, Some(cache), sink_known_len_bytes)
+            }
+            cache => readable_len_bytes(&sink_bytes, cache),
+        };
         let sink_torn = readable_bytes < sink_bytes.len();
         let sink_kept_len_bytes = if sink_torn && self.spec.config.protocol.tail_repair() {
             readable_bytes
         } else {
             sink_bytes.len()
         };
-        // Read only by the idempotent sink's rule (`RestartClass::lead_bytes`): a comparison
-        // of the file's last chunk, not made for the append sink's every point.
-        let sink_known_prefix = sink == SinkKind::Idempotent
-            && !sink_torn
-            && self.known_contents.common_prefix_len(&sink_bytes) == sink_bytes.len();
+        // Read only by the idempotent sink's rule (`RestartClass::lead_bytes`).
+        let sink_known_prefix =
+            sink == SinkKind::Idempotent && !sink_torn && sink_known_len_bytes == sink_bytes.len();
         Some(RestartCandidate {
             clock: env.clock,
             sink_down_until_ms: env.sink_down_until_ms,
@@ -247,6 +259,7 @@ impl Forks {
             except: (!sink.is_transactional()).then(|| sink.file_name()),
             sink_bytes,
             sink_kept_len_bytes,
+            sink_known_len_bytes,
             sink_torn,
             sink_known_prefix,
             steps_taken: world.steps_taken(),
@@ -336,7 +349,7 @@ impl Forks {
             appended,
             incarnation: incarnation.clone(),
             served_after: served_end - candidate.served,
-            files: Arc::clone(&ending.ended.files),
+            stray_files: Arc::clone(&ending.ended.stray_files),
             final_state: ending.ended.final_state.clone(),
             recovery,
             state: candidate,

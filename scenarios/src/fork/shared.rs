@@ -195,7 +195,7 @@ pub enum After {
     Finished {
         stats_end: IncarnationStats,
         served_end: u64,
-        files: Arc<[String]>,
+        stray_files: Arc<[String]>,
         final_state: FinalState,
     },
 }
