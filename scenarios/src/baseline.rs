@@ -3,7 +3,7 @@
 
 use crate::error::KeelError;
 use crate::runner::{run, run_recording_crash_states, RunSpec};
-use crate::sites::{packed_sites, Sites};
+use crate::sites::{site_aims, SiteAims};
 use crate::spec::ScenarioSpec;
 use crate::verdict::Reference;
 use keel_engine::{Event, SinkKind};
@@ -15,7 +15,7 @@ use std::sync::Arc;
 #[derive(Clone, Debug)]
 pub struct Baseline {
     pub spec: RunSpec,
-    pub sites: Sites,
+    pub sites: SiteAims,
     /// Whether the sites carry their power-loss crash-state counts (else every count is
     /// None: a sweep without power loss does not read them).
     pub crash_states_counted: bool,
@@ -50,7 +50,7 @@ impl Baseline {
         } else {
             run(&spec)
         };
-        let sites = packed_sites(&fault_free, counted);
+        let sites = site_aims(&fault_free, counted);
         let mut reference = reference
             .get_or_insert_with(|| Reference::for_spec_given(&spec, &fault_free))
             .clone();

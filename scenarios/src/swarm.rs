@@ -7,7 +7,7 @@
 //! swarm choice, one for the plan), so the same structured generator can be driven by a
 //! fuzzer's bytes instead.
 
-use crate::sites::Sites;
+use crate::sites::SiteAims;
 use arbitrary::{Arbitrary, Unstructured};
 use keel_sim::{CrashPoint, Fault, FaultKind, FaultPlan, PlannedFault, SeedTree, Subsystem};
 use rand_core::RngCore;
@@ -50,7 +50,7 @@ impl Swarm {
 /// What the generator may use: the fault-free run's sites and the user's limits.
 #[derive(Clone, Copy, Debug)]
 pub struct PlanContext<'a> {
-    pub sites: &'a Sites,
+    pub sites: &'a SiteAims,
     /// The kinds the user allows (`--faults`); the swarm picks among them.
     pub allowed: &'a [FaultKind],
     pub max_faults: usize,
@@ -96,7 +96,7 @@ pub fn plan_from_unstructured(
             None => {
                 let sites: Vec<u64> = context
                     .sites
-                    .iter()
+                    .aims()
                     .filter(|s| s.faults.contains(&kind))
                     .map(|s| s.step)
                     .collect();

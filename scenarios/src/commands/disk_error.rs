@@ -223,11 +223,12 @@ fn disk_error_output(report: &DiskErrorReport, format: TableFormatArg) -> Output
     }
 }
 
-/// The steps of a baseline that fsync a file (a disk error applies), with the file.
+/// The steps of a baseline that fsync a file (a disk error applies), with the file: its
+/// fault-free run again, as rows (a baseline keeps only what a sweep aims at).
 fn fsync_steps(baseline: &Baseline) -> Vec<(u64, String)> {
-    baseline
-        .sites
-        .iter()
+    crate::sites::sites(&baseline.spec)
+        .1
+        .into_iter()
         .filter(|s| s.op == "disk.fsync" && s.faults.contains(&FaultKind::DiskError))
         .map(|s| (s.step, s.target.clone()))
         .collect()

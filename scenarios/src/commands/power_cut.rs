@@ -208,7 +208,7 @@ fn power_cut_output(report: &PowerCutReport, format: TableFormatArg) -> Output {
 fn power_loss_steps(baseline: &Baseline) -> Vec<u64> {
     baseline
         .sites
-        .iter()
+        .aims()
         .filter(|s| s.faults.contains(&FaultKind::PowerLoss))
         .map(|s| s.step)
         .collect()

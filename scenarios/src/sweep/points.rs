@@ -5,7 +5,7 @@ use super::SweepSpec;
 use crate::baseline::{Baseline, CrashStates};
 use crate::fork::Forks;
 use crate::runner::{run_recording_crash_states, RunSpec};
-use crate::sites::{packed_sites, Aim};
+use crate::sites::{site_aims, Aim};
 use crate::spec::ScenarioSpec;
 use keel_engine::SinkKind;
 use keel_sim::disk::POWER_LOSS_ENUMERATION_BOUND;
@@ -227,7 +227,7 @@ fn later_sites(baseline: &Baseline, forks: Option<&Forks>, first: PlannedFault) 
             ..baseline.spec.clone()
         }),
     };
-    packed_sites(&after_first, true)
+    site_aims(&after_first, true)
         .aims()
         .filter(|site| site.step > first.step)
         .collect()
