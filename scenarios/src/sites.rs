@@ -323,32 +323,27 @@ impl SiteAims {
 /// The aims of a run recorded with [`run_recording_crash_states`] (counted) or not (every
 /// count None: a sweep that aims no power loss, `baseline::CrashStates`).
 pub fn site_aims(run: &RunResult, crash_states_counted: bool) -> SiteAims {
-    if crash_states_counted {
-        let counts = run.world.crash_state_counts();
+    SiteAims::of(run, counts_of(run, crash_states_counted))
+}
+
+/// The sites of a fault-free run, counted or not as for [`site_aims`], packed.
+pub fn packed_sites(baseline: &RunResult, crash_states_counted: bool) -> Sites {
+    Sites::of(baseline, counts_of(baseline, crash_states_counted))
+}
+
+/// `run`'s crash-state count per step if `counted` (it must have been recorded with
+/// [`run_recording_crash_states`]), else none.
+fn counts_of(run: &RunResult, counted: bool) -> &[Option<u64>] {
+    let counts = run.world.crash_state_counts();
+    if counted {
         assert!(
             counts.len() as u64 + 1 >= run.world.steps_taken(),
             "counted sites need a run recorded with run_recording_crash_states"
         );
-        SiteAims::of(run, counts)
+        counts
     } else {
-        assert!(run.world.crash_state_counts().is_empty());
-        SiteAims::of(run, &[])
-    }
-}
-
-/// The sites of a fault-free run recorded with [`run_recording_crash_states`] (counted) or
-/// not (every count None: a sweep that aims no power loss, `baseline::CrashStates`), packed.
-pub fn packed_sites(baseline: &RunResult, crash_states_counted: bool) -> Sites {
-    if crash_states_counted {
-        let counts = baseline.world.crash_state_counts();
-        assert!(
-            counts.len() as u64 + 1 >= baseline.world.steps_taken(),
-            "counted sites need a run recorded with run_recording_crash_states"
-        );
-        Sites::of(baseline, counts)
-    } else {
-        assert!(baseline.world.crash_state_counts().is_empty());
-        Sites::of(baseline, &[])
+        assert!(counts.is_empty());
+        &[]
     }
 }
 
