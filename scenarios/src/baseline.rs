@@ -80,13 +80,21 @@ pub fn baselines_with(
     sinks: &[SinkKind],
     crash_states: CrashStates,
 ) -> Result<BTreeMap<SinkKind, Baseline>, KeelError> {
+    baselines_sharing(spec, events.into(), sinks, crash_states)
+}
+
+/// [`baselines_with`] on events already shared: every sink's runs read this one copy.
+pub fn baselines_sharing(
+    spec: &ScenarioSpec,
+    events: Arc<[Event]>,
+    sinks: &[SinkKind],
+    crash_states: CrashStates,
+) -> Result<BTreeMap<SinkKind, Baseline>, KeelError> {
     // The append sink's first: its fault-free run is the reference run (with the chapter's
     // keys), which every other sink's baseline then takes instead of running it again.
     let mut order = sinks.to_vec();
     order.sort_by_key(|&sink| sink != SinkKind::Append);
     let mut reference = None;
-    // One copy of the events for every sink's runs (16 MB a million events).
-    let events: Arc<[Event]> = events.into();
     order
         .into_iter()
         .map(|sink| {

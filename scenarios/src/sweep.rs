@@ -18,13 +18,14 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::ops::Range;
+use std::sync::Arc;
 
 mod points;
 pub use points::{points, power_loss_states, Sampled, SweepPoint, SweepPoints};
 
 // Re-exported for `teach.rs`, which still imports them from here; new code imports from
 // `crate::baseline` and `crate::sites`.
-pub use crate::baseline::{baselines, baselines_with};
+pub use crate::baseline::{baselines, baselines_sharing, baselines_with};
 pub use crate::sites::sites;
 
 /// The default of `--power-loss-states-max`, and its largest value: the sim's enumeration
@@ -266,14 +267,15 @@ pub const REPLICA_EVENTS_MAX: usize = 20_000;
 pub const REPLICA_POINTS_PER_EVENT_MIN: u64 = 100;
 
 impl SweepSetup {
-    /// The baselines of `sweep.sinks` on `events`, and their forks unless `naive`.
+    /// The baselines of `sweep.sinks` on `events` (one copy for every sink's runs: 16 MB a
+    /// million events), and their forks unless `naive`.
     pub fn new(
         spec: &ScenarioSpec,
-        events: &[keel_engine::Event],
+        events: Arc<[keel_engine::Event]>,
         sweep: &SweepSpec,
         naive: bool,
     ) -> Result<SweepSetup, crate::error::KeelError> {
-        let baselines = baselines_with(spec, events, &sweep.sinks, sweep.crash_states())?;
+        let baselines = baselines_sharing(spec, events, &sweep.sinks, sweep.crash_states())?;
         let forks = sweep_forks(&baselines, naive);
         Ok(SweepSetup { baselines, forks })
     }
@@ -286,7 +288,7 @@ impl SweepSetup {
     pub fn replica(
         &self,
         spec: &ScenarioSpec,
-        events: &[keel_engine::Event],
+        events: &Arc<[keel_engine::Event]>,
         sweep: &SweepSpec,
         points: u64,
     ) -> Option<SweepSetup> {
@@ -294,7 +296,8 @@ impl SweepSetup {
         if events.len() > REPLICA_EVENTS_MAX || points / events_len < REPLICA_POINTS_PER_EVENT_MIN {
             return None;
         }
-        let replica = SweepSetup::new(spec, events, sweep, self.forks.is_none())
+        let own_events: Arc<[keel_engine::Event]> = events.to_vec().into();
+        let replica = SweepSetup::new(spec, own_events, sweep, self.forks.is_none())
             .expect("the same setup was made once already");
         for (sink, baseline) in &self.baselines {
             let copy = &replica.baselines[sink];
@@ -641,7 +644,7 @@ mod tests {
     #[test]
     fn a_replica_runs_every_point_as_the_setup_does() {
         let spec = ScenarioSpec::ch04(0);
-        let events = Scenario::by_name("ch04").unwrap().events();
+        let events: Arc<[keel_engine::Event]> = Scenario::by_name("ch04").unwrap().events().into();
         for (depth, copied) in [(1, false), (2, true)] {
             let sweep = SweepSpec {
                 sinks: vec![SinkKind::Append, SinkKind::Idempotent],
@@ -651,7 +654,7 @@ mod tests {
                 expect: None,
                 power_loss_states_max: POWER_LOSS_STATES_MAX_DEFAULT,
             };
-            let setup = SweepSetup::new(&spec, &events, &sweep, false).unwrap();
+            let setup = SweepSetup::new(&spec, Arc::clone(&events), &sweep, false).unwrap();
             let points = SweepPoints::new(&spec, &sweep, &setup.baselines, setup.forks.as_ref());
             let replica = setup.replica(&spec, &events, &sweep, points.len());
             assert_eq!(

@@ -17,9 +17,11 @@ use crate::sweep::{
 };
 use crate::tally::SweepTally;
 use clap::Args;
+use keel_engine::Event;
 use keel_engine::SinkKind;
 use keel_sim::FaultKind;
 use std::ops::Range;
+use std::sync::Arc;
 
 #[derive(Debug, Args)]
 pub struct SweepArgs {
@@ -96,7 +98,8 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
         expect: args.expect.clone(),
         power_loss_states_max: args.power_loss_states_max,
     };
-    let setup = SweepSetup::new(&spec, &events, &sweep, args.naive)?;
+    let events: Arc<[Event]> = events.into();
+    let setup = SweepSetup::new(&spec, Arc::clone(&events), &sweep, args.naive)?;
     // Counted, not listed: each chunk draws its points when it runs.
     let points = SweepPoints::new(&spec, &sweep, &setup.baselines, setup.forks.as_ref());
     let range = args.job.shard.map_or(0..points.len(), |shard| {
