@@ -102,8 +102,10 @@ pub struct Forks {
     /// most of either (empty with no known file).
     known_contents: Contents,
     /// The steps taken at each event boundary of the fault-free run's first incarnation:
-    /// where a single-fault point can start (`fork/cursor.rs`).
-    boundary_steps: Vec<u64>,
+    /// where a single-fault point can start (`fork/cursor.rs`). A u32 each (a run takes at
+    /// most `STEPS_MAX` steps), no spare capacity: one a boundary of a million-event run
+    /// was 16 MB a sink as the vector doubled.
+    boundary_steps: Vec<u32>,
 }
 
 /// What converging at a snapshot compares and takes from the fault-free run.
@@ -126,6 +128,9 @@ pub struct Sharing<'a> {
     /// The reference's records, which the fault-free file's records may be.
     pub records: Option<&'a Arc<[Record]>>,
 }
+
+// `Forks::boundary_steps` holds a step count in a u32.
+const _: () = assert!(keel_sim::world::STEPS_MAX <= u32::MAX as u64);
 
 /// How the fault-free run ended: its sink file's length (its bytes are the known file's),
 /// the sink writes the simulated sink served, the stray files it left, its one
@@ -196,7 +201,7 @@ impl Forks {
             .div_ceil(snapshots_max)
             .max(1);
         let mut snapshots = Vec::new();
-        let mut boundary_steps = Vec::new();
+        let mut boundary_steps: Vec<u32> = Vec::with_capacity(spec.events.len() + 1);
         // The sinks' fault-free files are mostly the same bytes: the idempotent sink's key
         // index then follows the earlier file instead of copying every key (a cache: the
         // same run either way).
@@ -213,7 +218,8 @@ impl Forks {
             };
             if between.incarnations.is_empty() {
                 assert_eq!(between.index, boundary_steps.len() as u64);
-                boundary_steps.push(between.world.steps_taken());
+                let steps = u32::try_from(between.world.steps_taken()).expect("STEPS_MAX fits");
+                boundary_steps.push(steps);
             }
             // A fault-free run may still restart (a transaction the log timed out aborts
             // it): only its first incarnation, which no fault and no restart touched, forks.
@@ -294,7 +300,10 @@ impl Forks {
             caches,
             known,
             known_contents: known_contents.unwrap_or_default(),
-            boundary_steps,
+            boundary_steps: {
+                boundary_steps.shrink_to_fit();
+                boundary_steps
+            },
         }
     }
 

@@ -52,13 +52,32 @@ pub fn par_fold_until<T: Sync, R: Send>(
 ) -> bool {
     par_fold_until_with(
         items,
-        jobs,
+        Threads::new(jobs),
         |_| (),
         |_, item| f(item),
         on_done,
         consume,
         stop,
     )
+}
+
+/// How a fold runs: on `jobs` threads, with at most `window_items_per_job * jobs` results
+/// waiting to be handed over in order ([`REORDER_WINDOW_ITEMS_PER_JOB`] where an item is a
+/// run; fewer where an item is a chunk of many runs, whose results wait with it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Threads {
+    pub jobs: usize,
+    pub window_items_per_job: usize,
+}
+
+impl Threads {
+    /// `jobs` threads, each result a run's.
+    pub fn new(jobs: usize) -> Threads {
+        Threads {
+            jobs,
+            window_items_per_job: REORDER_WINDOW_ITEMS_PER_JOB,
+        }
+    }
 }
 
 /// [`par_fold_until`] where each thread has a state of its own: thread `w` (0 to `jobs` - 1;
@@ -69,14 +88,19 @@ pub fn par_fold_until<T: Sync, R: Send>(
 /// returns must not depend on which thread ran it.
 pub fn par_fold_until_with<T: Sync, W, R: Send>(
     items: &[T],
-    jobs: usize,
+    threads: Threads,
     worker: impl Fn(usize) -> W + Sync,
     f: impl Fn(&mut W, &T) -> R + Sync,
     on_done: &(dyn Fn(&R) + Sync),
     consume: &mut (dyn FnMut(R) + Send),
     stop: &AtomicBool,
 ) -> bool {
+    let Threads {
+        jobs,
+        window_items_per_job,
+    } = threads;
     assert!(jobs >= 1);
+    assert!(window_items_per_job >= 1);
     let stopped = || stop.load(Ordering::SeqCst);
     if jobs == 1 || items.len() <= 1 {
         let mut own = None;
@@ -91,7 +115,7 @@ pub fn par_fold_until_with<T: Sync, W, R: Send>(
         }
         return true;
     }
-    let window_items = REORDER_WINDOW_ITEMS_PER_JOB * jobs;
+    let window_items = window_items_per_job * jobs;
     struct Waiting<'c, R> {
         /// Finished results not yet handed over, by index (all above `next_to_consume`).
         results: std::collections::BTreeMap<usize, R>,
@@ -232,9 +256,13 @@ mod tests {
             let mut seen = Vec::new();
             // A thread's state counts the items it ran: each result says how many that thread
             // had run before, which only a state kept from item to item can know.
+            let threads = Threads {
+                jobs,
+                window_items_per_job: 7,
+            };
             let complete = par_fold_until_with(
                 &items,
-                jobs,
+                threads,
                 |thread| {
                     made.lock().unwrap().push(thread);
                     (thread, 0u64)

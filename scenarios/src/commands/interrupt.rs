@@ -5,7 +5,7 @@
 
 use super::progress::Progress;
 use crate::error::KeelError;
-use crate::parallel::par_fold_until_with;
+use crate::parallel::{par_fold_until_with, Threads};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Set by the Ctrl-C handler while a long job runs: its threads start no other run.
@@ -36,13 +36,15 @@ pub(crate) fn par_map_interruptible<T: Sync, R: Send>(
     on_done: &(dyn Fn(&R) + Sync),
     progress: &Progress,
 ) -> Result<Vec<R>, KeelError> {
-    par_map_interruptible_with(items, jobs, |_| (), |_, item| f(item), on_done, progress)
+    let run = |_: &mut (), item: &T| f(item);
+    par_map_interruptible_with(items, Threads::new(jobs), |_| (), run, on_done, progress)
 }
 
-/// [`par_map_interruptible`] with a state of each thread's own (`par_fold_until_with`).
+/// [`par_map_interruptible`] with a state of each thread's own and a window of results
+/// (`par_fold_until_with`).
 pub(crate) fn par_map_interruptible_with<T: Sync, W, R: Send>(
     items: &[T],
-    jobs: usize,
+    threads: Threads,
     worker: impl Fn(usize) -> W + Sync,
     f: impl Fn(&mut W, &T) -> R + Sync,
     on_done: &(dyn Fn(&R) + Sync),
@@ -50,17 +52,17 @@ pub(crate) fn par_map_interruptible_with<T: Sync, W, R: Send>(
 ) -> Result<Vec<R>, KeelError> {
     let mut results = Vec::with_capacity(items.len());
     let mut push = |r| results.push(r);
-    par_fold_interruptible_with(items, jobs, worker, f, on_done, &mut push, progress)?;
+    par_fold_interruptible_with(items, threads, worker, f, on_done, &mut push, progress)?;
     Ok(results)
 }
 
 /// `f` over `items` on `jobs` threads, each result handed to `consume` in item order as it
 /// is ready (`par_fold_until`: memory does not grow with the items), stopping at the next run
-/// boundary on Ctrl-C as [`par_map_interruptible`] does; each thread with a state of its own
-/// (`par_fold_until_with`).
+/// boundary on Ctrl-C as [`par_map_interruptible`] does; each thread with a state of its own,
+/// at most `threads.window_items_per_job` results a thread waiting (`par_fold_until_with`).
 pub(crate) fn par_fold_interruptible_with<T: Sync, W, R: Send>(
     items: &[T],
-    jobs: usize,
+    threads: Threads,
     worker: impl Fn(usize) -> W + Sync,
     f: impl Fn(&mut W, &T) -> R + Sync,
     on_done: &(dyn Fn(&R) + Sync),
@@ -68,7 +70,7 @@ pub(crate) fn par_fold_interruptible_with<T: Sync, W, R: Send>(
     progress: &Progress,
 ) -> Result<(), KeelError> {
     LONG_JOB.store(true, Ordering::SeqCst);
-    let complete = par_fold_until_with(items, jobs, worker, f, on_done, consume, &STOP);
+    let complete = par_fold_until_with(items, threads, worker, f, on_done, consume, &STOP);
     LONG_JOB.store(false, Ordering::SeqCst);
     progress.finish();
     if complete {

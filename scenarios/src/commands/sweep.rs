@@ -10,10 +10,12 @@ use super::output::{Output, EXIT_VIOLATION};
 use super::progress::Progress;
 use super::shard::{shard_output, ShardLine};
 use crate::error::KeelError;
+use crate::parallel::Threads;
 use crate::property::Expectation;
 use crate::spec::ScenarioSpec;
 use crate::sweep::{
     sharing_chunks, PointRecord, SweepPoints, SweepSetup, SweepSpec, POWER_LOSS_STATES_MAX_DEFAULT,
+    REORDER_WINDOW_CHUNKS_PER_JOB,
 };
 use crate::tally::SweepTally;
 use clap::Args;
@@ -110,9 +112,12 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
     let progress = Progress::new((range.end - range.start) as usize, args.job.quiet);
     // On several threads each runs against a copy of its own where that pays
     // (`SweepSetup::replica`), else all share `setup`; one thread runs against `setup`.
-    let threads = jobs(&args.job);
+    let threads = Threads {
+        jobs: jobs(&args.job),
+        window_items_per_job: REORDER_WINDOW_CHUNKS_PER_JOB,
+    };
     let worker = |_thread: usize| {
-        (threads > 1).then(|| setup.replica(&spec, &events, &sweep, points.len()))?
+        (threads.jobs > 1).then(|| setup.replica(&spec, &events, &sweep, points.len()))?
     };
     let run = |own: &mut Option<SweepSetup>, chunk: &Range<u64>| {
         own.as_ref()
@@ -131,7 +136,7 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
     if let Some(shard) = args.job.shard {
         // A shard prints every point's record, for `keel merge` to tally.
         let records =
-            par_map_interruptible_with(&chunks, jobs(&args.job), worker, run, &on_done, &progress)?;
+            par_map_interruptible_with(&chunks, threads, worker, run, &on_done, &progress)?;
         let mut lines = vec![ShardLine::SweepHeader {
             spec: spec.clone(),
             sweep: sweep.clone(),
@@ -151,7 +156,7 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
     let mut tally = SweepTally::new(&spec, &sweep, args.expect.as_ref());
     par_fold_interruptible_with(
         &chunks,
-        jobs(&args.job),
+        threads,
         worker,
         run,
         &on_done,

@@ -99,7 +99,7 @@ impl Forks {
         // fault's step: at or after the snapshot's.
         let target = self
             .boundary_steps
-            .partition_point(|&steps| steps <= only.step)
+            .partition_point(|&steps| u64::from(steps) <= only.step)
             .checked_sub(1)
             .expect("the snapshot's boundary is one") as u64;
         assert!(snapshot.index <= target);
@@ -114,7 +114,10 @@ impl Forks {
             at
         };
         assert_eq!(at.index, target);
-        assert_eq!(at.world.steps_taken(), self.boundary_steps[target as usize]);
+        assert_eq!(
+            at.world.steps_taken(),
+            u64::from(self.boundary_steps[target as usize])
+        );
         let paused = at.with_world(at.world.fork(plan.clone(), false));
         *cursor = Some(at);
         Some(paused)
