@@ -168,12 +168,18 @@ pub enum SharedAt {
 impl PointRun {
     /// The run of `spec` from event 0 to its end, as `--naive` does it.
     pub fn naive(spec: &RunSpec) -> PointRun {
-        PointRun::of(&run(spec), spec, None)
+        let result = run(spec);
+        PointRun::of(&result, spec, None, &FinalState::of(&result.final_state))
     }
 
-    fn of(result: &RunResult, spec: &RunSpec, known: Option<&KnownSink>) -> PointRun {
+    fn of(
+        result: &RunResult,
+        spec: &RunSpec,
+        known: Option<&KnownSink>,
+        final_state: &FinalState,
+    ) -> PointRun {
         PointRun {
-            observation: Observation::of_known(result, &spec.config, known),
+            observation: Observation::of_known_ending(result, &spec.config, known, final_state),
             fingerprint: Some(result.world.fingerprint()),
             shared: None,
         }
@@ -518,7 +524,8 @@ impl Forks {
                         self.remember_restart(candidate, &ending, &result.world, shared);
                     }
                 }
-                PointRun::of(&result, &spec, self.known.as_deref())
+                let final_state = self.final_state_of(&result.final_state);
+                PointRun::of(&result, &spec, self.known.as_deref(), &final_state)
             }
             Driven::Stopped(paused) => {
                 let rest = match (&joined, &converged_ahead) {

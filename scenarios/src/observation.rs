@@ -419,6 +419,19 @@ impl Observation {
         config: &EngineConfig,
         known: Option<&KnownSink>,
     ) -> Observation {
+        let final_state = FinalState::of(&result.final_state);
+        Observation::of_known_ending(result, config, known, &final_state)
+    }
+
+    /// [`Observation::of_known`] of a run whose final state is `final_state` (a forked
+    /// point's is mostly the fault-free run's, whose windows' sums are not built again:
+    /// `FinalState::of_known`).
+    pub fn of_known_ending(
+        result: &RunResult,
+        config: &EngineConfig,
+        known: Option<&KnownSink>,
+        final_state: &FinalState,
+    ) -> Observation {
         let views = views_of(config.sink)
             .iter()
             .map(|&view| observe_view(result, config, view, known))
@@ -429,7 +442,7 @@ impl Observation {
             stray_files_of(config.sink, &result.disk_files()),
             &result.incarnations,
             &result.outcome,
-            &FinalState::of(&result.final_state),
+            final_state,
         );
         if !config.sink.is_transactional() {
             let stats = result.incarnations.iter().map(|i| &i.stats);
