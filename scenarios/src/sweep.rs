@@ -256,9 +256,9 @@ pub struct SweepSetup {
 /// When a sweep's threads each run against a setup of their own ([`SweepSetup::replica`])
 /// rather than share one: on streams of at most this many events, and only where the sweep
 /// has at least [`REPLICA_POINTS_PER_EVENT_MIN`] points an event. Two threads forking from
-/// the same snapshots clone and drop the same reference counts, and ch04's depth-2 sweep (40
-/// events, 558,217 points) spent a seventh of its CPU time on that: 4.4 s on two threads,
-/// 3.9 s on one. A copy costs the setup's time and memory again, which is what a depth-1
+/// the same snapshots clone and drop the same reference counts, and ch04's depth-2 sweep (30
+/// events, 558,217 points) spent about a tenth of its CPU time on that: 4.4 s of CPU on two
+/// threads, 3.9 s on one. A copy costs the setup's time and memory again, which is what a depth-1
 /// sweep of 10,000 events (24,214 points) costs in all: it ran 0.16 s, 53 MB shared, and
 /// 0.20 s, 122 MB with copies.
 pub const REPLICA_EVENTS_MAX: usize = 20_000;

@@ -234,7 +234,7 @@ impl Forks {
         // What the connector's open reads as records.
         let readable_bytes = match self.caches.sink.as_deref() {
             // The cache holds the known file (`share_caches`): one comparison for both.
-            Some(cache) if *cache.contents() == self.known_contents => {
+            Some(cache) if cache.contents().is_same_copy(&self.known_contents) => {
                 readable_len_bytes_sharing(&sink_bytes, Some(cache), sink_known_len_bytes)
             }
             cache => readable_len_bytes(&sink_bytes, cache),

@@ -29,6 +29,12 @@ impl Contents {
         self.len_bytes == 0
     }
 
+    /// Whether `other` is a copy of this very file (one chunk list): equal without reading a
+    /// byte. False says nothing about the bytes.
+    pub fn is_same_copy(&self, other: &Contents) -> bool {
+        Arc::ptr_eq(&self.chunks, &other.chunks) && self.len_bytes == other.len_bytes
+    }
+
     /// The chunks, in order: every byte once, none empty.
     pub fn chunks(&self) -> impl Iterator<Item = &[u8]> + '_ {
         self.chunks.iter().map(|chunk| chunk.as_slice())
@@ -554,5 +560,22 @@ mod tests {
             .count();
         assert_eq!(shared, 3, "only the last chunk was copied");
         assert!(contents.starts_with(&fork));
+    }
+
+    #[test]
+    fn only_a_copy_of_the_same_file_is_the_same_copy() {
+        let file = Contents::from(vec![7u8; CHUNK_BYTES + 10]);
+        let copy = file.clone();
+        assert!(file.is_same_copy(&copy));
+        // The same bytes made apart: equal, not the same copy.
+        let apart = Contents::from(vec![7u8; CHUNK_BYTES + 10]);
+        assert!(file == apart);
+        assert!(!file.is_same_copy(&apart));
+        // A copy written back as it was stays the same copy; written to, it is its own.
+        let mut written = file.clone();
+        written.write_at(0, &[7]);
+        assert!(file.is_same_copy(&written));
+        written.write_at(0, &[8]);
+        assert!(!file.is_same_copy(&written));
     }
 }
