@@ -245,6 +245,8 @@ impl Forks {
         let Driven::Finished(result) = driven else {
             unreachable!("never told to stop")
         };
+        // A run that restarted in its first incarnation has fewer boundaries than events.
+        boundary_steps.shrink_to_fit();
         let sink = spec.config.sink;
         let caches = share_caches(&mut snapshots, &result.world.env().disk, sink);
         // Converging takes the rest of a point from the fault-free run's one incarnation.
@@ -306,10 +308,7 @@ impl Forks {
             caches,
             known,
             known_contents: known_contents.unwrap_or_default(),
-            boundary_steps: {
-                boundary_steps.shrink_to_fit();
-                boundary_steps
-            },
+            boundary_steps,
         }
     }
 

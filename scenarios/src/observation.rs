@@ -37,12 +37,6 @@ pub struct ViewObservation {
 /// `sink-idempotent.jsonl` in the engine's directory). The oracle reads the sink where a user
 /// would, not where the engine says it wrote it, so an engine that writes its records under
 /// another name delivers nothing (and leaves a stray file).
-/// The files of `files` (a run's directory at its end, every name) that the `bounded-disk`
-/// property counts against a run on `sink`: all but its sink file and its newest checkpoint.
-pub fn stray_files_of(sink: SinkKind, files: &[String]) -> Vec<String> {
-    stray_files(files, documented_sink_file(sink))
-}
-
 pub fn documented_sink_file(sink: SinkKind) -> &'static str {
     match sink {
         SinkKind::Append => "sink-append.jsonl",
@@ -51,6 +45,12 @@ pub fn documented_sink_file(sink: SinkKind) -> &'static str {
         // name no engine writes keeps every file of such a run judged by `bounded-disk`.
         SinkKind::Transactional => "sink-transactional.jsonl",
     }
+}
+
+/// The files of `files` (a run's directory at its end, every name) that the `bounded-disk`
+/// property counts against a run on `sink`: all but its sink file and its newest checkpoint.
+pub fn stray_files_of(sink: SinkKind, files: &[String]) -> Vec<String> {
+    stray_files(files, documented_sink_file(sink))
 }
 
 /// How recovery went.

@@ -280,17 +280,16 @@ impl SiteAims {
             aims.power_loss_states.reserve_exact(steps_len);
         }
         for (step, op) in steps() {
-            let step = &step;
             assert_eq!(
-                *step,
+                step,
                 aims.first_step + aims.faults.len() as u64,
                 "steps are numbered in order"
             );
-            aims.faults.push(faults_at(op, *step, unpersisted));
+            aims.faults.push(faults_at(op, step, unpersisted));
             if !counts.is_empty() {
                 // A step cut short by a crash before its effect has no count.
                 aims.power_loss_states
-                    .push(counts.get(*step as usize).copied().flatten());
+                    .push(counts.get(step as usize).copied().flatten());
             }
         }
         assert_eq!(aims.faults.len(), steps_len);

@@ -19,8 +19,7 @@ use crate::sweep::{
 };
 use crate::tally::SweepTally;
 use clap::Args;
-use keel_engine::Event;
-use keel_engine::SinkKind;
+use keel_engine::{Event, SinkKind};
 use keel_sim::FaultKind;
 use std::ops::Range;
 use std::sync::Arc;
