@@ -247,6 +247,11 @@ impl Forks {
         };
         // A run that restarted in its first incarnation has fewer boundaries than events.
         boundary_steps.shrink_to_fit();
+        // A snapshot's growing files are prefixes of the end's: they hold its chunks, not
+        // copies of the last one each (up to 64 KiB a file a snapshot).
+        for snapshot in &mut snapshots {
+            snapshot.world.share_disk_prefixes_of(&result.world);
+        }
         let sink = spec.config.sink;
         let caches = share_caches(&mut snapshots, &result.world.env().disk, sink);
         // Converging takes the rest of a point from the fault-free run's one incarnation.

@@ -438,6 +438,37 @@ impl Disk {
         Ok(disk)
     }
 
+    /// Holds `later`'s chunks instead of its own copies wherever a file's bytes (the process's
+    /// view or the durable ones) are the first bytes of the same file in `later`, a disk this
+    /// one became (a snapshot of a run, and the run's end): the same disk, byte for byte,
+    /// whose growing files' last chunks are not copies. How many contents now share.
+    pub fn share_prefixes_of(&mut self, later: &Disk) -> usize {
+        let worth_sharing = |ours: &Contents, theirs: &Contents| {
+            !ours.is_empty() && ours.len() < theirs.len() && theirs.starts_with(ours)
+        };
+        // Looked at first, so that a disk with nothing to share keeps its table shared.
+        let ids: Vec<InodeId> = self
+            .inodes
+            .iter()
+            .filter(|(id, inode)| {
+                later.inodes.get(id).is_some_and(|theirs| {
+                    worth_sharing(&inode.current, &theirs.current)
+                        || worth_sharing(&inode.durable, &theirs.current)
+                })
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        let mut shared = 0;
+        let inodes = Arc::make_mut(&mut self.inodes);
+        for id in ids {
+            let theirs = &later.inodes[&id].current;
+            let inode = inodes.get_mut(&id).expect("listed above");
+            shared += usize::from(inode.current.share_prefix_of(theirs));
+            shared += usize::from(inode.durable.share_prefix_of(theirs));
+        }
+        shared
+    }
+
     /// The file's contents as the process sees them.
     pub fn read(&self, name: &str) -> Result<Vec<u8>, DiskError> {
         Ok(self.inode(name)?.current.to_vec())

@@ -6,6 +6,12 @@
 //! Chunk `i` holds the bytes `i * CHUNK_BYTES .. (i + 1) * CHUNK_BYTES`: every chunk but the
 //! last is full and none is empty. Boundaries are fixed by offset, so two files are compared
 //! chunk by chunk, and a chunk two files still share is equal without reading it.
+//!
+//! The last chunk may hold more bytes than the file has (the bytes past its length are not
+//! the file's): a file that is a prefix of a longer one shares the longer one's chunk where
+//! it ends ([`Contents::prefix`]) instead of holding a copy of that chunk's start. A sweep
+//! keeps hundreds of snapshots of a growing sink file, each of which had held a copy of up
+//! to a chunk. A write to such a chunk first cuts it to the file (copying it if shared).
 
 use std::sync::Arc;
 
@@ -37,7 +43,61 @@ impl Contents {
 
     /// The chunks, in order: every byte once, none empty.
     pub fn chunks(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        self.chunks.iter().map(|chunk| chunk.as_slice())
+        (0..self.chunks.len()).map(|i| self.chunk(i))
+    }
+
+    /// Chunk `i`'s bytes of the file (the last chunk's may be fewer than it holds).
+    fn chunk(&self, i: usize) -> &[u8] {
+        let start = i * CHUNK_BYTES;
+        assert!(start < self.len_bytes);
+        let len = (self.len_bytes - start).min(CHUNK_BYTES);
+        &self.chunks[i][..len]
+    }
+
+    /// The file's first `len_bytes` (at most its length), sharing every chunk, the one it
+    /// ends in included.
+    pub fn prefix(&self, len_bytes: usize) -> Contents {
+        assert!(len_bytes <= self.len_bytes);
+        if len_bytes == self.len_bytes {
+            return self.clone();
+        }
+        let prefix = Contents {
+            chunks: Arc::new(self.chunks[..len_bytes.div_ceil(CHUNK_BYTES)].to_vec()),
+            len_bytes,
+        };
+        prefix.check();
+        prefix
+    }
+
+    /// Holds `longer`'s chunks instead of its own if these bytes are its first ones: the
+    /// same bytes, less memory where this file's chunks were copies. Whether it did.
+    pub fn share_prefix_of(&mut self, longer: &Contents) -> bool {
+        if self.len_bytes == 0 || !longer.starts_with(self) {
+            return false;
+        }
+        let shared = longer.prefix(self.len_bytes);
+        debug_assert!(shared == *self);
+        *self = shared;
+        true
+    }
+
+    /// Cuts the last chunk to the file's bytes (copying only those if it is shared), so that
+    /// it can grow or be written: bytes past the end are another file's.
+    fn own_last_chunk_bytes(&mut self) {
+        let Some(last_index) = self.chunks.len().checked_sub(1) else {
+            return;
+        };
+        let keep = self.len_bytes - last_index * CHUNK_BYTES;
+        if self.chunks[last_index].len() == keep {
+            return;
+        }
+        let chunks = Arc::make_mut(&mut self.chunks);
+        let last = &mut chunks[last_index];
+        match Arc::get_mut(last) {
+            Some(last) => last.truncate(keep),
+            None => *last = Arc::new(last[..keep].to_vec()),
+        }
+        self.check();
     }
 
     pub fn to_vec(&self) -> Vec<u8> {
@@ -100,7 +160,7 @@ impl Contents {
 
     /// The last byte, if any.
     pub fn last(&self) -> Option<u8> {
-        self.chunks.last().and_then(|chunk| chunk.last().copied())
+        self.chunks().last().and_then(|chunk| chunk.last().copied())
     }
 
     /// Writes `bytes` at `offset_bytes`, extending the file with zeros if needed. A chunk
@@ -115,6 +175,7 @@ impl Contents {
         if self.len_bytes < end {
             self.resize(end);
         }
+        self.own_last_chunk_bytes();
         let mut at = offset_bytes;
         // Bounded: one round per chunk the write touches.
         while at < end {
@@ -135,12 +196,15 @@ impl Contents {
     pub fn write_over(&mut self, other: &Contents) {
         // Bounded: one round per chunk of `other`.
         for (i, chunk) in other.chunks.iter().enumerate() {
+            let theirs = other.chunk(i);
+            // Shared, and this file holds at least the bytes `other` has there.
             let shared = self
                 .chunks
                 .get(i)
-                .is_some_and(|ours| Arc::ptr_eq(ours, chunk));
+                .is_some_and(|ours| Arc::ptr_eq(ours, chunk))
+                && (self.len_bytes - i * CHUNK_BYTES).min(CHUNK_BYTES) >= theirs.len();
             if !shared {
-                self.write_at(i * CHUNK_BYTES, chunk);
+                self.write_at(i * CHUNK_BYTES, theirs);
             }
         }
         self.check();
@@ -151,6 +215,7 @@ impl Contents {
         if bytes.is_empty() {
             return;
         }
+        self.own_last_chunk_bytes();
         let chunks = Arc::make_mut(&mut self.chunks);
         let mut rest = bytes;
         // Bounded: one round per chunk the bytes reach (the last, then new ones).
@@ -179,6 +244,7 @@ impl Contents {
         if len_bytes == self.len_bytes {
             return;
         }
+        self.own_last_chunk_bytes();
         let chunks = Arc::make_mut(&mut self.chunks);
         if len_bytes <= self.len_bytes {
             let kept_chunks = len_bytes.div_ceil(CHUNK_BYTES);
@@ -226,19 +292,24 @@ impl Contents {
             .chunks
             .iter()
             .zip(self.chunks.iter())
-            .all(|(theirs, ours)| Arc::ptr_eq(theirs, ours) || ours.starts_with(theirs))
+            .enumerate()
+            .all(|(i, (theirs, ours))| {
+                Arc::ptr_eq(theirs, ours) || self.chunk(i).starts_with(prefix.chunk(i))
+            })
     }
 
     /// How many bytes `self` and `other` have in common at their start: chunks the two
     /// share are counted unread, so two versions of one file cost the chunks they differ in.
     pub fn common_prefix_len(&self, other: &Contents) -> usize {
         let mut common_bytes = 0;
-        for (ours, theirs) in self.chunks.iter().zip(other.chunks.iter()) {
+        for (i, (ours, theirs)) in self.chunks.iter().zip(other.chunks.iter()).enumerate() {
+            let (ours_bytes, theirs_bytes) = (self.chunk(i), other.chunk(i));
             if Arc::ptr_eq(ours, theirs) {
-                common_bytes += ours.len();
+                // One chunk: alike as far as the shorter file has it.
+                common_bytes += ours_bytes.len().min(theirs_bytes.len());
                 continue;
             }
-            let same_bytes = common_prefix_len_of(ours, theirs);
+            let same_bytes = common_prefix_len_of(ours_bytes, theirs_bytes);
             common_bytes += same_bytes;
             if same_bytes < CHUNK_BYTES {
                 break;
@@ -268,6 +339,7 @@ impl Contents {
 
     /// The invariant of the module header (debug builds only: O(chunks)).
     fn check(&self) {
+        debug_assert_eq!(self.chunks.len(), self.len_bytes.div_ceil(CHUNK_BYTES));
         debug_assert!(self.chunks.iter().all(|chunk| !chunk.is_empty()));
         debug_assert!(self
             .chunks
@@ -275,10 +347,9 @@ impl Contents {
             .rev()
             .skip(1)
             .all(|chunk| chunk.len() == CHUNK_BYTES));
-        debug_assert_eq!(
-            self.chunks.iter().map(|chunk| chunk.len()).sum::<usize>(),
-            self.len_bytes
-        );
+        debug_assert!(self.chunks.last().is_none_or(|last| {
+            last.len() >= self.len_bytes - (self.chunks.len() - 1) * CHUNK_BYTES
+        }));
     }
 }
 
@@ -358,7 +429,8 @@ impl PartialEq for Contents {
                     .chunks
                     .iter()
                     .zip(other.chunks.iter())
-                    .all(|(a, b)| Arc::ptr_eq(a, b) || a == b))
+                    .enumerate()
+                    .all(|(i, (a, b))| Arc::ptr_eq(a, b) || self.chunk(i) == other.chunk(i)))
     }
 }
 
@@ -389,6 +461,11 @@ mod tests {
         Resize(usize),
         /// Clone the file, and go on with the clone (the original must not change).
         Fork,
+        /// Go on with the file's first `len` bytes, sharing its chunks (the original, kept as
+        /// a fork, must not change).
+        Prefix(usize),
+        /// Share the newest fork's chunks where the file is a prefix of it.
+        ShareNewestFork,
     }
 
     /// Applies `ops` to a `Contents` and to a plain `Vec<u8>`, and checks after each that
@@ -413,6 +490,22 @@ mod tests {
                 }
                 Op::Fork => {
                     forks.push((contents.clone(), plain.clone()));
+                }
+                Op::Prefix(len) => {
+                    forks.push((contents.clone(), plain.clone()));
+                    contents = contents.prefix(len);
+                    plain.truncate(len);
+                }
+                Op::ShareNewestFork => {
+                    let (fork, bytes) = forks.last().expect("a fork to share");
+                    let is_prefix = !plain.is_empty() && bytes.starts_with(&plain);
+                    assert_eq!(contents.share_prefix_of(fork), is_prefix, "{op:?}");
+                    if is_prefix {
+                        assert!(std::sync::Arc::ptr_eq(
+                            contents.chunks.last().unwrap(),
+                            &fork.chunks[contents.chunks.len() - 1]
+                        ));
+                    }
                 }
             }
             assert_eq!(contents.len(), plain.len(), "{op:?}");
@@ -521,6 +614,44 @@ mod tests {
             },
             Op::Fork,
             Op::Resize(c + 1),
+        ]);
+    }
+
+    #[test]
+    fn a_prefix_sharing_a_longer_files_last_chunk_acts_as_its_own_bytes() {
+        let c = CHUNK_BYTES;
+        let write = |offset, len, byte| Op::Write { offset, len, byte };
+        // Cut inside a chunk, then appended to, written over, grown and cut again.
+        check(&[
+            write(0, 2 * c + 100, 1),
+            Op::Prefix(c + 10),
+            write(c + 10, 5, 2),
+            Op::Prefix(c + 12),
+            write(c + 11, 1, 3),
+            Op::Prefix(c + 12),
+            Op::Resize(3 * c),
+            Op::Prefix(c - 1),
+            Op::Resize(c - 7),
+            Op::Prefix(0),
+            write(0, 3, 4),
+        ]);
+        // A copy of a prefix shares the longer file's chunks; a file that is not one keeps
+        // its own.
+        check(&[
+            write(0, c + 50, 5),
+            Op::Fork,
+            Op::Resize(c + 20),
+            Op::Fork,
+            write(c + 20, 30, 5),
+            Op::ShareNewestFork,
+            write(c + 10, 1, 6),
+            Op::ShareNewestFork,
+            Op::Resize(c + 5),
+            Op::ShareNewestFork,
+            write(c + 5, 10, 7),
+            Op::Fork,
+            Op::Prefix(3),
+            Op::ShareNewestFork,
         ]);
     }
 
