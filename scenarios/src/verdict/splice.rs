@@ -23,23 +23,39 @@ pub(super) struct Base {
     slot_keys: Vec<Slot>,
     /// Each known record's slot number: a splice's known records, and its middle when that
     /// is a run of them, are sorted into slots without making or comparing a slot.
-    slot_of: Vec<usize>,
+    slot_of: Vec<u32>,
+    /// Every slot's contents, slot after slot (each slot's sorted by content), with the end
+    /// of each content's places in `places` (they start where the previous content's end).
+    contents: Vec<Content>,
+    contents_places_end: Vec<u32>,
+    /// The places of each content's copies, in order.
+    places: Vec<u32>,
     tally: Tally,
     /// For each slot with a content the reference lacks there: the place of its first such
     /// record, by place (and the slot's number).
     wrong_firsts: BTreeMap<usize, usize>,
-    /// The places of each window's records, in order.
-    windows: BTreeMap<i64, Vec<usize>>,
+    /// Each window end with a record in the known file (sorted), with the end of its
+    /// records' places in `window_places` (in order; they start where the previous end's end).
+    window_ends: Vec<(i64, u32)>,
+    window_places: Vec<u32>,
     stale_windows: u64,
 }
 
-/// One slot of the known file: the places of each content's copies (by content), and its
-/// tally. Boxed slices, not maps: a base holds one a record of a million-event run's file,
-/// and a slot mostly holds one record.
+/// One slot of the known file: its tally and the end of its contents in `Base::contents`
+/// (they start where the previous slot's end). Flat vectors, not a map or a box per slot: a
+/// base holds a slot a record of a million-event run's file, and a slot mostly holds one
+/// record (boxes per slot and a vector per window cost 41 MB on the two sinks of the
+/// million-event sweep).
 #[derive(Debug)]
 struct BaseSlot {
-    contents: Box<[(Content, Box<[usize]>)]>,
     tally: Tally,
+    contents_end: u32,
+}
+
+/// `n` as a place or a count in a base's flat vectors: a sink file of more than 4 billion
+/// records is beyond any sweep.
+fn small(n: usize) -> u32 {
+    u32::try_from(n).expect("a known file holds fewer than 2^32 records")
 }
 
 /// A slot a splice touches: one of the known file's (by number), or one only its middle has.
@@ -74,56 +90,106 @@ impl Base {
             .map(|(at, record)| (slot(record, key), content(record), at))
             .collect();
         entries.sort_unstable();
-        let mut windows: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
-        for (at, record) in known.iter().enumerate() {
-            windows.entry(record.window_end).or_default().push(at);
+        let mut by_window: Vec<(i64, u32)> = known
+            .iter()
+            .enumerate()
+            .map(|(at, record)| (record.window_end, small(at)))
+            .collect();
+        by_window.sort_unstable();
+        let mut window_ends = Vec::new();
+        let mut window_places = Vec::with_capacity(known.len());
+        for run in by_window.chunk_by(|a, b| a.0 == b.0) {
+            window_places.extend(run.iter().map(|&(_, at)| at));
+            window_ends.push((run[0].0, small(window_places.len())));
         }
+        drop(by_window);
         let mut tally = Tally::default();
         let mut untouched = reference_len;
         let mut wrong_firsts = BTreeMap::new();
         let mut slots = Vec::new();
         let mut slot_keys = Vec::new();
-        let mut slot_of = vec![usize::MAX; known.len()];
+        let mut slot_of = vec![u32::MAX; known.len()];
+        let mut contents = Vec::new();
+        let mut contents_places_end = Vec::new();
+        let mut places = Vec::with_capacity(known.len());
         for (number, run) in entries.chunk_by(|a, b| a.0 == b.0).enumerate() {
             let slot = &run[0].0;
             let (total, want) = tallies.slot(slot);
             untouched -= total;
             // Each content's places, in order (sorted by content, then place).
-            let contents: Box<[(Content, Box<[usize]>)]> = run
-                .chunk_by(|a, b| a.1 == b.1)
-                .map(|copies| (copies[0].1, copies.iter().map(|c| c.2).collect()))
-                .collect();
-            let copies = contents
-                .iter()
-                .map(|(content, places)| (*content, places.len() as u64, places[0]));
-            let (slot_tally, wrong_at) = slot_tally(total, want, copies);
+            let mut copies = Vec::new();
+            for run in run.chunk_by(|a, b| a.1 == b.1) {
+                contents.push(run[0].1);
+                places.extend(run.iter().map(|&(_, _, at)| small(at)));
+                contents_places_end.push(small(places.len()));
+                copies.push((run[0].1, run.len() as u64, run[0].2));
+            }
+            let (slot_tally, wrong_at) = slot_tally(total, want, copies.into_iter());
             tally += slot_tally;
             if let Some(at) = wrong_at {
                 wrong_firsts.insert(at, number);
             }
             for &(_, _, at) in run {
-                slot_of[at] = number;
+                slot_of[at] = small(number);
             }
             slots.push(BaseSlot {
-                contents,
                 tally: slot_tally,
+                contents_end: small(contents.len()),
             });
             slot_keys.push(slot.clone());
         }
         drop(entries);
         slots.shrink_to_fit();
         slot_keys.shrink_to_fit();
-        assert!(slot_of.iter().all(|&number| number < slots.len()));
+        contents.shrink_to_fit();
+        contents_places_end.shrink_to_fit();
+        window_ends.shrink_to_fit();
+        assert!(slot_of
+            .iter()
+            .all(|&number| (number as usize) < slots.len()));
+        assert_eq!(places.len(), known.len());
+        assert_eq!(window_places.len(), known.len());
         tally.lost += untouched;
         assert!(slot_keys.is_sorted());
         Base {
             slots,
             slot_keys,
             slot_of,
+            contents,
+            contents_places_end,
+            places,
             tally,
             wrong_firsts,
-            windows,
+            window_ends,
+            window_places,
             stale_windows: stale_windows(&tallies.windows, known),
+        }
+    }
+
+    /// Slot `number`'s contents, each with the places of its copies (in order).
+    fn slot_contents(&self, number: usize) -> impl Iterator<Item = (&Content, &[u32])> + '_ {
+        let start = number
+            .checked_sub(1)
+            .map_or(0, |before| self.slots[before].contents_end as usize);
+        (start..self.slots[number].contents_end as usize).map(move |i| {
+            let from = i
+                .checked_sub(1)
+                .map_or(0, |before| self.contents_places_end[before] as usize);
+            let to = self.contents_places_end[i] as usize;
+            (&self.contents[i], &self.places[from..to])
+        })
+    }
+
+    /// The places of the known file's records in window `end`, in order.
+    fn window_places(&self, end: i64) -> &[u32] {
+        match self.window_ends.binary_search_by(|&(e, _)| e.cmp(&end)) {
+            Ok(i) => {
+                let from = i
+                    .checked_sub(1)
+                    .map_or(0, |before| self.window_ends[before].1 as usize);
+                &self.window_places[from..self.window_ends[i].1 as usize]
+            }
+            Err(_) => &[],
         }
     }
 
@@ -178,12 +244,18 @@ impl Base {
         let middle = splice.middle();
         let mut entries: Vec<(Touched, Option<Content>, usize)> =
             Vec::with_capacity(tail_from - head + middle.len());
-        entries.extend((head..tail_from).map(|at| (Touched::Known(self.slot_of[at]), None, 0)));
+        entries.extend(
+            (head..tail_from).map(|at| (Touched::Known(self.slot_of[at] as usize), None, 0)),
+        );
         match &splice.middle {
             Middle::Known(run) => entries.extend(
                 (self.slot_of[run.clone()].iter().zip(middle).enumerate()).map(
                     |(i, (&number, record))| {
-                        (Touched::Known(number), Some(content(record)), head + i)
+                        (
+                            Touched::Known(number as usize),
+                            Some(content(record)),
+                            head + i,
+                        )
                     },
                 ),
             ),
@@ -215,9 +287,9 @@ impl Base {
                     touched_known.push(*number);
                     let base = &self.slots[*number];
                     tally -= base.tally;
-                    for (content, places) in base.contents.iter() {
-                        let replaced_from = places.partition_point(|&at| at < head);
-                        let replaced_to = places.partition_point(|&at| at < tail_from);
+                    for (content, places) in self.slot_contents(*number) {
+                        let replaced_from = places.partition_point(|&at| (at as usize) < head);
+                        let replaced_to = places.partition_point(|&at| (at as usize) < tail_from);
                         let kept = places.len() - (replaced_to - replaced_from);
                         if kept == 0 {
                             continue;
@@ -227,7 +299,7 @@ impl Base {
                         } else {
                             places[replaced_to]
                         };
-                        let first = splice.place_of_known(first);
+                        let first = splice.place_of_known(first as usize);
                         // A slot holds a few contents: found by looking.
                         match contents.iter_mut().find(|(c, _, _)| c == content) {
                             Some(copies) => {
@@ -288,13 +360,13 @@ impl Base {
         windows.dedup();
         let mut stale_windows = self.stale_windows;
         for end in windows {
-            let places = self.windows.get(&end).map_or(&[][..], Vec::as_slice);
-            let sum_at = |at: usize| known[at].sum;
+            let places = self.window_places(end);
+            let sum_at = |at: u32| known[at as usize].sum;
             let before = places.last().map(|&at| sum_at(at));
             let after = match places.last() {
-                Some(&last) if last >= tail_from => Some(sum_at(last)),
+                Some(&last) if last as usize >= tail_from => Some(sum_at(last)),
                 _ => middle_last(end).or_else(|| {
-                    let kept = places.partition_point(|&at| at < head);
+                    let kept = places.partition_point(|&at| (at as usize) < head);
                     kept.checked_sub(1).map(|i| sum_at(places[i]))
                 }),
             };
