@@ -292,9 +292,9 @@ impl Forks {
         };
         let earlier_known = earlier.and_then(|earlier| earlier.known.as_ref());
         let known = known_contents.as_ref().map(|contents| {
-            match earlier_known.filter(|known| contents.eq_bytes(known.bytes())) {
+            match earlier_known.filter(|known| contents == known.bytes()) {
                 Some(known) => known.clone(),
-                None => Arc::new(KnownSink::sharing(contents.to_vec(), records)),
+                None => Arc::new(KnownSink::sharing(contents.clone(), records)),
             }
         });
         Forks {

@@ -17,7 +17,7 @@ pub mod world;
 
 pub use clock::Clock;
 pub use decimal::Decimal;
-pub use disk::{Contents, Disk, DiskError};
+pub use disk::{Contents, Disk, DiskError, CHUNK_BYTES};
 pub use fault::{CrashPoint, Fault, FaultKind, FaultPlan, PlanError, PlannedFault};
 pub use rng::{SeedTree, Subsystem};
 pub use storage::Storage;

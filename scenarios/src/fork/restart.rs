@@ -287,14 +287,18 @@ impl Forks {
     /// `pieces`, kept, with the longest run of them at their end that is the known file's
     /// last bytes as one known piece: a point that takes them on reads none of them.
     fn known_tail(&self, pieces: &[Piece]) -> Vec<KeptPiece> {
-        let known = self.known.as_ref().map_or(&[][..], |known| known.bytes());
+        let empty = Contents::default();
+        let known = self.known.as_ref().map_or(&empty, |known| known.bytes());
         let mut known_from = known.len();
         let mut own_count = pieces.len();
         // Bounded: one round per piece, from the last.
         for piece in pieces.iter().rev() {
             match *piece {
                 Piece::Known { from, to } if to == known_from => known_from = from,
-                Piece::Own(bytes) if known[..known_from].ends_with(bytes) => {
+                Piece::Own(bytes)
+                    if known_from >= bytes.len()
+                        && known.holds_at(known_from - bytes.len(), bytes) =>
+                {
                     known_from -= bytes.len();
                 }
                 _ => break,

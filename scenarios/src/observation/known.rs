@@ -5,6 +5,7 @@
 use super::records::{KnownRecords, Middle, Records, Splice};
 use super::{read_file, ViewObservation};
 use keel_engine::Record;
+use keel_sim::Contents;
 use std::sync::Arc;
 
 /// A file sink's bytes (a fault-free run's) read once, line by line, so that a file sharing a
@@ -20,7 +21,9 @@ use std::sync::Arc;
 /// byte for byte equal to a run of the known file's whole lines has those lines.
 #[derive(Clone, Debug)]
 pub struct KnownSink {
-    bytes: Vec<u8>,
+    /// The file's bytes: the run's own chunks, shared, not a copy (19 MB of a
+    /// million-event sweep's peak was this copy).
+    bytes: Contents,
     /// Per line, in order: the offset where it ends (after its '\n', or the file's end for a
     /// last line without one) and whether it is a whole record.
     lines: Vec<(usize, bool)>,
@@ -32,22 +35,22 @@ pub struct KnownSink {
 
 impl KnownSink {
     /// Reads `bytes` line by line.
-    pub fn new(bytes: Vec<u8>) -> KnownSink {
+    pub fn new(bytes: Contents) -> KnownSink {
         KnownSink::sharing(bytes, None)
     }
 
     /// [`KnownSink::new`], its records `shared`'s where the file holds exactly those (a
     /// sweep's reference records: a million-event file read again kept them twice).
-    pub fn sharing(bytes: Vec<u8>, shared: Option<&Arc<[Record]>>) -> KnownSink {
+    pub fn sharing(bytes: Contents, shared: Option<&Arc<[Record]>>) -> KnownSink {
         let mut lines = Vec::new();
         // None while every record so far is `shared`'s at its place.
         let mut own: Option<Vec<Record>> = shared.is_none().then(Vec::new);
         let mut records_len = 0;
         let mut records_before = vec![0];
         let mut end = 0;
-        for piece in bytes.split_inclusive(|&b| b == b'\n') {
+        for piece in lines_of(&bytes) {
             end += piece.len();
-            let line = read_file(Some(piece));
+            let line = read_file(Some(&piece));
             assert_eq!(
                 line.records.len() as u64 + line.corrupt_lines,
                 1,
@@ -85,7 +88,7 @@ impl KnownSink {
     }
 
     /// The file's bytes.
-    pub fn bytes(&self) -> &[u8] {
+    pub fn bytes(&self) -> &Contents {
         &self.bytes
     }
 
@@ -102,7 +105,7 @@ impl KnownSink {
         let end = self.lines.partition_point(|&(end, _)| end <= range.end);
         let whole = self.start(first) == range.start
             && self.start(end) == range.end
-            && (range.is_empty() || self.bytes[range.end - 1] == b'\n');
+            && (range.is_empty() || self.bytes.byte_at(range.end - 1) == b'\n');
         whole.then_some(first..end)
     }
 
@@ -128,14 +131,14 @@ impl KnownSink {
     /// there without a comparison, so a file made of a prefix of the known file and a
     /// suffix of it costs what differs, not its length.
     pub fn observe_pieces(&self, pieces: &[Piece]) -> ViewObservation {
-        let known = &self.bytes[..];
+        let known = &self.bytes;
         let bytes = Laid::new(known, pieces);
         // The whole lines, each ending with a '\n', that both files begin with.
         let common = bytes.common_prefix_len();
         let terminated = self
             .lines
             .len()
-            .saturating_sub(usize::from(!known.ends_with(b"\n")));
+            .saturating_sub(usize::from(known.last().is_some_and(|last| last != b'\n')));
         let prefix_lines = self
             .lines
             .partition_point(|&(end, _)| end <= common)
@@ -201,25 +204,35 @@ pub enum Piece<'a> {
 }
 
 /// A file made of pieces, laid end to end: each non-empty piece's offset in the file, its
-/// bytes, and where they lie in the known file if they are its.
+/// length, and its bytes (where they lie in the known file, or its own).
 struct Laid<'a> {
-    known: &'a [u8],
-    pieces: Vec<(usize, &'a [u8], Option<usize>)>,
+    known: &'a Contents,
+    pieces: Vec<(usize, usize, Run<'a>)>,
     len: usize,
 }
 
+/// A piece's bytes: the known file's from an offset, or its own.
+#[derive(Clone, Copy)]
+enum Run<'a> {
+    Known(usize),
+    Own(&'a [u8]),
+}
+
 impl<'a> Laid<'a> {
-    fn new(known: &'a [u8], pieces: &[Piece<'a>]) -> Laid<'a> {
+    fn new(known: &'a Contents, pieces: &[Piece<'a>]) -> Laid<'a> {
         let mut laid = Vec::with_capacity(pieces.len());
         let mut len = 0;
         for piece in pieces {
-            let (bytes, at_known) = match *piece {
-                Piece::Known { from, to } => (&known[from..to], Some(from)),
-                Piece::Own(bytes) => (bytes, None),
+            let (piece_len, run) = match *piece {
+                Piece::Known { from, to } => {
+                    assert!(from <= to && to <= known.len());
+                    (to - from, Run::Known(from))
+                }
+                Piece::Own(bytes) => (bytes.len(), Run::Own(bytes)),
             };
-            if !bytes.is_empty() {
-                laid.push((len, bytes, at_known));
-                len += bytes.len();
+            if piece_len > 0 {
+                laid.push((len, piece_len, run));
+                len += piece_len;
             }
         }
         Laid {
@@ -229,20 +242,51 @@ impl<'a> Laid<'a> {
         }
     }
 
+    /// Piece `i`'s bytes from `at` (within it) on, at most `max_bytes`, in one run (a
+    /// chunk of the known file's holds it whole).
+    fn run_from(&self, i: usize, at: usize, max_bytes: usize) -> &'a [u8] {
+        let (_, len, run) = self.pieces[i];
+        let max_bytes = max_bytes.min(len - at);
+        match run {
+            Run::Known(from) => self.known.run_from(from + at, max_bytes),
+            Run::Own(bytes) => &bytes[at..at + max_bytes],
+        }
+    }
+
+    /// Piece `i`'s bytes before `end` (within it), at most `max_bytes`, in one run.
+    fn run_before(&self, i: usize, end: usize, max_bytes: usize) -> &'a [u8] {
+        let (_, _, run) = self.pieces[i];
+        let max_bytes = max_bytes.min(end);
+        match run {
+            Run::Known(from) => self.known.run_before(from + end, max_bytes),
+            Run::Own(bytes) => &bytes[end - max_bytes..end],
+        }
+    }
+
     /// How many bytes the file and the known file begin with alike.
     fn common_prefix_len(&self) -> usize {
         let mut same = 0;
-        for &(start, bytes, at_known) in &self.pieces {
+        for (i, &(start, len, run)) in self.pieces.iter().enumerate() {
             assert_eq!(start, same, "every byte before the piece is alike");
-            let n = if at_known == Some(start) {
+            if matches!(run, Run::Known(at) if at == start) {
                 // The known file's bytes where they lie in it.
-                bytes.len()
-            } else {
-                common_prefix_len(bytes, &self.known[start.min(self.known.len())..])
-            };
-            same += n;
-            if n < bytes.len() {
-                break;
+                same += len;
+                continue;
+            }
+            // Bounded: every round compares at least a byte, or stops.
+            let mut at = 0;
+            while at < len {
+                let theirs = self.known.run_from(start + at, len - at);
+                if theirs.is_empty() {
+                    return same;
+                }
+                let ours = self.run_from(i, at, theirs.len());
+                let n = common_prefix_len(ours, &theirs[..ours.len()]);
+                at += n;
+                same += n;
+                if n < ours.len() {
+                    return same;
+                }
             }
         }
         same
@@ -253,25 +297,32 @@ impl<'a> Laid<'a> {
         assert!(from <= self.len && from <= self.known.len());
         let limit = (self.len - from).min(self.known.len() - from);
         let mut same = 0;
-        for &(start, bytes, at_known) in self.pieces.iter().rev() {
+        for (i, &(start, len, run)) in self.pieces.iter().enumerate().rev() {
             if same == limit {
                 break;
             }
-            let end = start + bytes.len();
+            let end = start + len;
             assert_eq!(self.len - end, same, "every byte after the piece is alike");
-            // The piece's bytes within the last `limit` of the file.
-            let piece = &bytes[start.max(self.len - limit) - start..];
+            // How much of the piece lies within the last `limit` bytes of the file.
+            let within = end - start.max(self.len - limit);
             // Where the piece's end lies when the two files are aligned at their ends.
             let known_end = self.known.len() - same;
-            let n = if at_known.map(|at| at + bytes.len()) == Some(known_end) {
-                piece.len()
-            } else {
-                common_suffix_len(piece, &self.known[..known_end])
-            };
-            same += n;
-            if n < piece.len() {
-                break;
+            if matches!(run, Run::Known(at) if at + len == known_end) {
+                same += within;
+                continue;
             }
+            let mut back = 0;
+            // Bounded: every round compares at least a byte, or stops.
+            while back < within {
+                let theirs = self.known.run_before(known_end - back, within - back);
+                let ours = self.run_before(i, len - back, theirs.len());
+                let n = common_suffix_len(ours, &theirs[theirs.len() - ours.len()..]);
+                back += n;
+                if n < ours.len() {
+                    return same + back;
+                }
+            }
+            same += within;
         }
         assert!(same <= limit);
         same
@@ -284,31 +335,68 @@ impl<'a> Laid<'a> {
             .pieces
             .partition_point(|&(start, _, _)| start <= range.start)
             .checked_sub(1)?;
-        let (start, bytes, at_known) = self.pieces[i];
-        let at = at_known?;
-        (range.end <= start + bytes.len())
-            .then(|| at + (range.start - start)..at + (range.end - start))
+        let (start, len, run) = self.pieces[i];
+        let Run::Known(at) = run else {
+            return None;
+        };
+        (range.end <= start + len).then(|| at + (range.start - start)..at + (range.end - start))
     }
 
     fn byte_at(&self, at: usize) -> u8 {
         let i = self.pieces.partition_point(|&(start, _, _)| start <= at) - 1;
-        let (start, bytes, _) = self.pieces[i];
-        bytes[at - start]
+        let (start, _, run) = self.pieces[i];
+        match run {
+            Run::Known(from) => self.known.byte_at(from + at - start),
+            Run::Own(bytes) => bytes[at - start],
+        }
     }
 
     /// The file's bytes `range`, made.
     fn copy(&self, range: std::ops::Range<usize>) -> Vec<u8> {
         let mut out = Vec::with_capacity(range.len());
-        for &(start, bytes, _) in &self.pieces {
-            let end = start + bytes.len();
+        for &(start, len, run) in &self.pieces {
+            let end = start + len;
             let (lo, hi) = (range.start.max(start), range.end.min(end));
             if lo < hi {
-                out.extend_from_slice(&bytes[lo - start..hi - start]);
+                match run {
+                    Run::Known(from) => {
+                        out.extend(self.known.copy_range(from + lo - start..from + hi - start))
+                    }
+                    Run::Own(bytes) => out.extend_from_slice(&bytes[lo - start..hi - start]),
+                }
             }
         }
         assert_eq!(out.len(), range.len());
         out
     }
+}
+
+/// `bytes` split after every '\n' (a last line without one included), each line copied
+/// out (a line may span two chunks; read once, when a sweep sets up).
+fn lines_of(bytes: &Contents) -> impl Iterator<Item = Vec<u8>> + '_ {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        if at == bytes.len() {
+            return None;
+        }
+        let mut out = Vec::new();
+        // Bounded: every round takes a run of at least one byte.
+        while at < bytes.len() {
+            let run = bytes.run_from(at, usize::MAX);
+            match run.iter().position(|&b| b == b'\n') {
+                Some(i) => {
+                    out.extend_from_slice(&run[..=i]);
+                    at += i + 1;
+                    return Some(out);
+                }
+                None => {
+                    out.extend_from_slice(run);
+                    at += run.len();
+                }
+            }
+        }
+        Some(out)
+    })
 }
 
 /// How many bytes `a` and `b` begin with alike (compared a block at a time).
@@ -376,10 +464,17 @@ mod tests {
     /// offset (prefixes, torn tails, lost and repeated lines, garbage between), read from
     /// `known`'s lines where they match, is read as the whole file is. Returns the files.
     fn every_splice_reads_as_the_whole_file(known: &[u8], inserts: &[&[u8]]) -> u64 {
-        let sink = KnownSink::new(known.to_vec());
+        let offsets: Vec<usize> = (0..=known.len()).collect();
+        splices_read_as_the_whole_file(known, &offsets, inserts)
+    }
+
+    /// [`every_splice_reads_as_the_whole_file`] with the cuts and the offsets the rest is
+    /// taken from limited to `offsets`.
+    fn splices_read_as_the_whole_file(known: &[u8], offsets: &[usize], inserts: &[&[u8]]) -> u64 {
+        let sink = KnownSink::new(Contents::from(known));
         let mut files = 0;
-        for cut in 0..=known.len() {
-            for from in 0..=known.len() {
+        for &cut in offsets {
+            for &from in offsets {
                 for insert in inserts {
                     let mut bytes = known[..cut].to_vec();
                     bytes.extend_from_slice(insert);
@@ -456,12 +551,98 @@ mod tests {
     }
 
     #[test]
+    fn a_known_sink_reads_across_the_chunks_of_its_file() {
+        // A known file of three chunks (the simulated disk's chunks: `keel_sim::CHUNK_BYTES`),
+        // cut and rejoined at and around their boundaries, where a piece's bytes and the
+        // known file's are each read a chunk at a time.
+        let chunk = keel_sim::CHUNK_BYTES;
+        let line = |i: usize| {
+            let record = Record {
+                key: format!("{i}:0"),
+                window_end: i as i64,
+                sum: i as i128 * 7,
+                watermark: i as i64,
+                kind: RecordKind::Fire,
+            };
+            format!("{}\n", record.to_json_line()).into_bytes()
+        };
+        let known: Vec<u8> = (0..).flat_map(line).take(2 * chunk + 1000).collect();
+        let known = &known[..known.iter().rposition(|&b| b == b'\n').unwrap() + 1];
+        assert!(known.len() > 2 * chunk);
+        assert_eq!(Contents::from(known).chunks().count(), 3);
+        let line_start_after =
+            |at: usize| at + known[at..].iter().position(|&b| b == b'\n').unwrap() + 1;
+        let mut offsets = vec![0, 1, known.len() - 1, known.len()];
+        for boundary in [chunk, 2 * chunk] {
+            offsets.extend([
+                boundary - 1,
+                boundary,
+                boundary + 1,
+                line_start_after(boundary),
+            ]);
+        }
+        let inserts: [&[u8]; 3] = [b"", b"garbage\n", b"{\"key\": \"13:10\""];
+        assert_eq!(
+            splices_read_as_the_whole_file(known, &offsets, &inserts),
+            12 * 12 * 3
+        );
+    }
+
+    #[test]
+    fn laid_pieces_compare_with_the_known_file_as_their_bytes_do() {
+        // A periodic known file of three chunks, so that a piece of it laid elsewhere (by a
+        // multiple of the period) matches it over runs that cross chunk boundaries.
+        let chunk = keel_sim::CHUNK_BYTES;
+        let known: Vec<u8> = (0..3 * chunk).map(|i| b"abcdefg\n"[i % 8]).collect();
+        let contents = Contents::from(&known[..]);
+        let cuts = [
+            0,
+            1,
+            chunk - 1,
+            chunk,
+            chunk + 8,
+            2 * chunk - 8,
+            2 * chunk + 3,
+            3 * chunk,
+        ];
+        let mut checked = 0;
+        for &a in &cuts {
+            for &b in &cuts {
+                for &c in cuts.iter().filter(|&&c| c >= b) {
+                    let head = Piece::Known { from: 0, to: a };
+                    let rest = Piece::Known { from: b, to: c };
+                    let ways: [&[Piece]; 2] = [&[head, rest], &[head, Piece::Own(b"abc"), rest]];
+                    for pieces in ways {
+                        let laid = Laid::new(&contents, pieces);
+                        let mut bytes = known[..a].to_vec();
+                        if pieces.len() == 3 {
+                            bytes.extend_from_slice(b"abc");
+                        }
+                        bytes.extend_from_slice(&known[b..c]);
+                        assert_eq!(laid.copy(0..laid.len), bytes);
+                        assert_eq!(laid.common_prefix_len(), common_prefix_len(&bytes, &known));
+                        for from in [0, a.min(bytes.len())] {
+                            assert_eq!(
+                                laid.common_suffix_len(from),
+                                common_suffix_len(&bytes[from..], &known[from..]),
+                                "{pieces:?} from {from}"
+                            );
+                        }
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 8 * 36 * 2);
+    }
+
+    #[test]
     fn a_known_sink_holds_its_lines_and_ends() {
-        let sink = KnownSink::new(b"a\n\nb".to_vec());
+        let sink = KnownSink::new(Contents::from(&b"a\n\nb"[..]));
         assert_eq!(sink.lines, [(2, false), (3, false), (4, false)]);
         assert_eq!(sink.records_before, [0, 0, 0, 0]);
         let clean = ch04_sink();
-        let sink = KnownSink::new(clean.clone());
+        let sink = KnownSink::new(Contents::from(&clean[..]));
         assert_eq!(sink.lines.len(), 4);
         assert!(sink.lines.iter().all(|&(_, whole)| whole));
         assert_eq!(sink.records_before, [0, 1, 2, 3, 4]);

@@ -158,6 +158,37 @@ impl Contents {
         true
     }
 
+    /// The byte at `at` (within the file).
+    pub fn byte_at(&self, at: usize) -> u8 {
+        assert!(at < self.len_bytes);
+        self.chunks[at / CHUNK_BYTES][at % CHUNK_BYTES]
+    }
+
+    /// The file's bytes from `at` to the end of the chunk they lie in, at most `max_bytes`
+    /// of them: the longest run from `at` held in one piece (empty at the file's end). A
+    /// reader walks a range of the file a run at a time, copying nothing.
+    pub fn run_from(&self, at: usize, max_bytes: usize) -> &[u8] {
+        assert!(at <= self.len_bytes);
+        if at == self.len_bytes || max_bytes == 0 {
+            return &[];
+        }
+        let chunk = self.chunk(at / CHUNK_BYTES);
+        let from = at % CHUNK_BYTES;
+        &chunk[from..chunk.len().min(from.saturating_add(max_bytes))]
+    }
+
+    /// The file's bytes before `end` back to the start of the chunk they lie in, at most
+    /// `max_bytes` of them: [`Contents::run_from`] walking backwards (empty at offset 0).
+    pub fn run_before(&self, end: usize, max_bytes: usize) -> &[u8] {
+        assert!(end <= self.len_bytes);
+        if end == 0 || max_bytes == 0 {
+            return &[];
+        }
+        let chunk = self.chunk((end - 1) / CHUNK_BYTES);
+        let to = (end - 1) % CHUNK_BYTES + 1;
+        &chunk[to.saturating_sub(max_bytes)..to]
+    }
+
     /// The last byte, if any.
     pub fn last(&self) -> Option<u8> {
         self.chunks().last().and_then(|chunk| chunk.last().copied())
@@ -470,6 +501,46 @@ mod tests {
 
     /// Applies `ops` to a `Contents` and to a plain `Vec<u8>`, and checks after each that
     /// they hold the same bytes, and that every earlier fork still holds what it held.
+    /// The runs from and before a few offsets (the ends, chunk boundaries and one byte
+    /// either side) walk to the file's bytes in both directions, never across a chunk.
+    fn check_runs(contents: &Contents, plain: &[u8]) {
+        let len = plain.len();
+        let mut offsets = vec![0, 1, len / 2, len.saturating_sub(1), len];
+        for boundary in (CHUNK_BYTES..=len).step_by(CHUNK_BYTES) {
+            offsets.extend([boundary - 1, boundary, boundary + 1]);
+        }
+        for at in offsets.into_iter().filter(|&at| at <= len) {
+            // A byte at a time only on small files: the walk is a round per run.
+            let smallest = if len < 4096 { 1 } else { 4096 };
+            for max_bytes in [smallest, 10_000, usize::MAX] {
+                let (mut forward, mut from) = (Vec::new(), at);
+                // Bounded: every round takes at least one byte, or ends.
+                while from < len {
+                    let run = contents.run_from(from, max_bytes);
+                    assert!(!run.is_empty() && run.len() <= max_bytes.min(CHUNK_BYTES));
+                    assert_eq!(from / CHUNK_BYTES, (from + run.len() - 1) / CHUNK_BYTES);
+                    forward.extend_from_slice(run);
+                    from += run.len();
+                }
+                assert!(contents.run_from(len, max_bytes).is_empty());
+                assert_eq!(forward, plain[at..]);
+                let (mut backward, mut end) = (Vec::new(), at);
+                while end > 0 {
+                    let run = contents.run_before(end, max_bytes);
+                    assert!(!run.is_empty() && run.len() <= max_bytes.min(CHUNK_BYTES));
+                    assert_eq!((end - run.len()) / CHUNK_BYTES, (end - 1) / CHUNK_BYTES);
+                    backward.push(run);
+                    end -= run.len();
+                }
+                backward.reverse();
+                assert_eq!(backward.concat(), plain[..at]);
+            }
+            if at < len {
+                assert_eq!(contents.byte_at(at), plain[at]);
+            }
+        }
+    }
+
     fn check(ops: &[Op]) {
         let mut contents = Contents::default();
         let mut plain: Vec<u8> = Vec::new();
@@ -519,6 +590,7 @@ mod tests {
             assert_eq!(contents.to_vec(), plain, "{op:?}");
             assert!(contents.eq_bytes(&plain), "{op:?}");
             assert_eq!(contents.last(), plain.last().copied());
+            check_runs(&contents, &plain);
             assert_eq!(contents, Contents::from(plain.clone()), "{op:?}");
             assert_eq!(contents, Contents::from(&plain[..]), "{op:?}");
             for (fork, bytes) in &forks {
