@@ -590,7 +590,7 @@ fn bench_times_keel_run_on_each_size() {
 }
 
 /// `keel bench --sweep`: one line per size, a child `keel sweep` of the process-crash points
-/// timed with its peak RSS, and up to --sweep-naive-max the naive sweep too, whose report
+/// timed with its peak RSS (the median of five where it is short), and up to --sweep-naive-max the naive sweep too, whose report
 /// must be the same.
 #[test]
 fn bench_times_keel_sweep_on_each_size_and_the_naive_one_on_the_small() {
@@ -617,6 +617,8 @@ fn bench_times_keel_sweep_on_each_size_and_the_naive_one_on_the_small() {
     ]) {
         assert!(line.starts_with(start), "{line}");
         assert!(line.contains(" peak_rss_mb="), "{line}");
+        // Sweeps this short are timed as the median of five runs (each the same report).
+        assert!(line.contains("s (median of 5 runs) "), "{line}");
     }
     assert!(
         lines[0].contains(" speed_up=") && lines[0].ends_with(" reports=identical"),
