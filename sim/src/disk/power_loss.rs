@@ -88,8 +88,12 @@ use rand_core::{RngCore, SeedableRng};
 use super::inode::{apply_data_op, ranges_add, ranges_clip, ranges_remove};
 use super::{Contents, DataOp, DirOp, Disk, FsModel, InodeId, STALE_BYTE};
 
+mod classes;
 mod outcome;
-pub use outcome::{DirOutcome, FileOutcome, PieceFate, PieceOutcome, PowerLossOutcome, SizeFate};
+pub use classes::{LineClass, PowerLossClasses};
+pub use outcome::{
+    ClassOutcome, DirOutcome, FileOutcome, PieceFate, PieceOutcome, PowerLossOutcome, SizeFate,
+};
 
 /// Up to this many crash states (65,536), a state number is an index a test can enumerate;
 /// above it, a seed. A sweep runs at most this many states a step.
@@ -418,12 +422,31 @@ impl Disk {
             assert!(state < count, "state {state} of {count} power-loss states");
             digits_of_index(choices, state)
         };
+        let mut outcome = self.resolve_digits(choices, &digits);
+        outcome.state = state;
+        outcome.states = states;
+        outcome.seeded = seeded;
+        outcome
+    }
+
+    /// Resolves the disk, in place, to the crash state these `digits` of `choices` name (one
+    /// a choice, in numbering order; below each choice's radix). The outcome's `state`,
+    /// `states` and `seeded` are the caller's to fill in.
+    fn resolve_digits(&mut self, choices: &[Choice], digits: &[u64]) -> PowerLossOutcome {
+        assert_eq!(choices.len(), digits.len(), "a digit a choice");
+        assert!(
+            choices
+                .iter()
+                .zip(digits)
+                .all(|(choice, &digit)| digit < choice.radix()),
+            "every digit below its choice's radix"
+        );
 
         // The directory: a prefix of the journal (and what fsyncs logged) on top of the
         // durable names.
         let kept = choices
             .iter()
-            .zip(&digits)
+            .zip(digits)
             .find_map(|(choice, digit)| match choice {
                 Choice::Dir { .. } => Some(dir_kept(self, *digit)),
                 _ => None,
@@ -449,7 +472,7 @@ impl Disk {
 
         // The digits of each file's choices, by inode.
         let mut file_digits: BTreeMap<InodeId, Vec<(Choice, u64)>> = BTreeMap::new();
-        for (choice, digit) in choices.iter().zip(&digits) {
+        for (choice, digit) in choices.iter().zip(digits) {
             let inode = match choice {
                 Choice::Piece { inode, .. }
                 | Choice::SetLen { inode, .. }
@@ -496,9 +519,10 @@ impl Disk {
         self.read_only = false;
 
         PowerLossOutcome {
-            state,
-            states,
-            seeded,
+            state: 0,
+            states: PowerLossStates { count: None },
+            seeded: false,
+            class: None,
             files,
             dir,
         }

@@ -1,6 +1,7 @@
 //! What a power loss chose, file by file and for the directory, as a trace shows it.
 
 use super::PowerLossStates;
+use num_bigint::BigUint;
 use std::fmt;
 
 /// At most this many details (torn sectors, undone operations) per part of a description.
@@ -85,14 +86,34 @@ pub struct PowerLossOutcome {
     pub states: PowerLossStates,
     /// Whether there were too many states to enumerate, so that `state` was used as a seed.
     pub seeded: bool,
+    /// Set when the disk was resolved to a class of crash states ([`super::PowerLossClasses`]),
+    /// not to one state: then `state` is the class number and the disk is its representative.
+    pub class: Option<ClassOutcome>,
     /// The files that had pending data or a failed fsync, in inode order.
     pub files: Vec<FileOutcome>,
     pub dir: DirOutcome,
 }
 
+/// The class of crash states a power loss resolved to, and how many states it stands for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassOutcome {
+    /// The classes at that step.
+    pub classes: u64,
+    /// The crash states in this class.
+    pub states: BigUint,
+    /// The crash states at that step, in every class.
+    pub states_total: BigUint,
+}
+
 impl fmt::Display for PowerLossOutcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.seeded {
+        if let Some(class) = &self.class {
+            write!(
+                f,
+                "class {}/{} ({} of {} states):",
+                self.state, class.classes, class.states, class.states_total
+            )?;
+        } else if self.seeded {
             write!(f, "seed {} of {} states:", self.state, self.states)?;
         } else {
             write!(f, "state {}/{}:", self.state, self.states)?;

@@ -1,0 +1,414 @@
+//! Power-loss classes: crash states that a reader of whole lines cannot tell apart, counted
+//! exactly without listing them, so that a sweep runs one state a class.
+//!
+//! The claim the caller makes. A *line-read file* is one whose reader, after a power loss,
+//! keeps the longest prefix of the file made of whole lines (each ending in `b'\n'`) whose
+//! bytes are all as the process wrote them, and nothing after it (a log with tail repair: a
+//! torn or zeroed line ends what it reads, and it cuts the rest away; a reader that stops
+//! at the first line that is not a record, where no record holds a zero byte or
+//! [`crate::disk::STALE_BYTE`], is one). The sim cannot check
+//! that claim; the caller makes it only where it holds, and with it two crash states that
+//! make every other choice alike and keep the same such prefix of every line-read file lead
+//! to the same run.
+//!
+//! The rule. A line-read file is collapsed only where its name is durable and no pending
+//! namespace operation touches it (so that after the power loss its data is there under
+//! that name alone, not under a name whose reader reads it whole), and its pending
+//! operations are appends alone, each at the end of the one before, the first at the
+//! durable length, with no byte a failed fsync left unpersisted (anything else keeps its
+//! digits among the others). Its
+//! choices are then its sector pieces in offset order (lost, torn, kept, as in the module
+//! header of `power_loss`), its size and, on a profile with stale data, zeros or stale
+//! bytes. A state's first intact byte past the durable length that is not the process's is
+//! at `B`: the start of its first piece not kept if that piece is lost, or the end of the
+//! half a torn piece keeps. Whatever the later digits say, the byte at `B` reads as zero,
+//! as stale data or as the end of the file, never as the process's byte, so the whole
+//! lines before `B` are what a reader keeps: the class of the state is the end of the last
+//! line that ends at or before `B`. The states whose first piece not kept is piece `p`,
+//! with a given fate, number the product of the radices of every later choice of the file
+//! (pieces, size, stale): the classes' counts are sums of such products, exact in a
+//! [`BigUint`] where they pass 2^64 (three fates a sector piece: 3^200 states is a sink
+//! file with 100 KB pending).
+//!
+//! The numbering. The other choices (every file not collapsed, the directory) are
+//! enumerated as they are for states, and are the least significant part of a class
+//! number; each collapsed file's class index follows, in inode order. A class resolves to
+//! its representative: its other digits as the number says, and in each collapsed file the
+//! first state of its class (pieces before `p` kept, `p` lost or torn, every later choice
+//! at 0). Classes are numbered only where the other choices are enumerable (at most
+//! [`POWER_LOSS_ENUMERATION_BOUND`]) and the classes fit in a u64.
+
+use super::{choices, count, digits_of_index, Choice, POWER_LOSS_ENUMERATION_BOUND};
+use super::{ClassOutcome, PowerLossOutcome, PowerLossStates};
+use crate::disk::{DataOp, DirOp, Disk, InodeId};
+use num_bigint::BigUint;
+
+/// One class of a line-read file's crash states: those whose reader keeps the same lines.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LineClass {
+    /// The length of the whole intact lines the file's reader keeps.
+    pub kept_len_bytes: u64,
+    /// The combinations of the file's own choices in this class.
+    pub states: BigUint,
+    /// The representative's digits, one for each of the file's choices.
+    digits: Vec<u64>,
+}
+
+/// A collapsed line-read file: its choices' positions and its classes, in offset order.
+#[derive(Clone, Debug)]
+struct LineFile {
+    name: String,
+    positions: Vec<usize>,
+    classes: Vec<LineClass>,
+}
+
+/// The classes of the crash states a power loss can leave a disk in, given its line-read
+/// files (see the module header).
+#[derive(Clone, Debug)]
+pub struct PowerLossClasses {
+    choices: Vec<Choice>,
+    /// The positions in `choices` of the choices not of a collapsed file.
+    rest: Vec<usize>,
+    rest_count: Option<u64>,
+    files: Vec<LineFile>,
+    /// The number of classes, if they are numbered.
+    count: Option<u64>,
+    /// Every crash state, in every class.
+    states: BigUint,
+    read_only: bool,
+}
+
+impl PowerLossClasses {
+    /// The number of classes, or `None` where they are not numbered (more than
+    /// [`POWER_LOSS_ENUMERATION_BOUND`] combinations of the other choices, or more classes
+    /// than a u64 counts): then a sweep runs states instead.
+    pub fn count(&self) -> Option<u64> {
+        self.count
+    }
+
+    /// Every crash state of the disk, exactly: the sum of the classes' states.
+    pub fn states(&self) -> &BigUint {
+        &self.states
+    }
+
+    /// The classes of the collapsed file `name`, in offset order (None if it was not
+    /// collapsed: not a line-read file, or not appended to alone).
+    pub fn line_classes(&self, name: &str) -> Option<&[LineClass]> {
+        self.files
+            .iter()
+            .find(|file| file.name == name)
+            .map(|file| file.classes.as_slice())
+    }
+
+    /// The crash states in class `class` (numbered: below [`PowerLossClasses::count`]).
+    pub fn class_states(&self, class: u64) -> BigUint {
+        let (_, indices) = self.split(class);
+        self.files
+            .iter()
+            .zip(indices)
+            .map(|(file, index)| file.classes[index].states.clone())
+            .product()
+    }
+
+    /// The index among the other choices' combinations and each collapsed file's class index.
+    fn split(&self, class: u64) -> (u64, Vec<usize>) {
+        let count = self.count.expect("numbered classes");
+        assert!(class < count, "class {class} of {count}");
+        let rest_count = self.rest_count.expect("numbered classes");
+        let mut left = class / rest_count;
+        let indices = self
+            .files
+            .iter()
+            .map(|file| {
+                let len = file.classes.len() as u64;
+                let index = left % len;
+                left /= len;
+                usize::try_from(index).expect("a class index fits in usize")
+            })
+            .collect();
+        assert_eq!(left, 0, "the class number is below the count");
+        (class % rest_count, indices)
+    }
+
+    /// The digits of class `class`'s representative, one a choice in numbering order.
+    fn digits(&self, class: u64) -> Vec<u64> {
+        let mut digits = vec![0; self.choices.len()];
+        if self.read_only {
+            assert_eq!(class, 0, "a read-only file system has one crash state");
+            return digits;
+        }
+        let (rest_index, indices) = self.split(class);
+        let rest: Vec<Choice> = self.rest.iter().map(|&at| self.choices[at]).collect();
+        for (&at, digit) in self.rest.iter().zip(digits_of_index(&rest, rest_index)) {
+            digits[at] = digit;
+        }
+        for (file, index) in self.files.iter().zip(indices) {
+            let class = &file.classes[index];
+            assert_eq!(class.digits.len(), file.positions.len());
+            for (&at, &digit) in file.positions.iter().zip(&class.digits) {
+                digits[at] = digit;
+            }
+        }
+        digits
+    }
+}
+
+impl Disk {
+    /// The classes of this disk's crash states, where `line_files` name its line-read files
+    /// (see the module header for the claim that naming one makes).
+    pub fn power_loss_classes(&self, line_files: &[String]) -> PowerLossClasses {
+        let choices = choices(self);
+        let states_all = || {
+            choices
+                .iter()
+                .map(|choice| BigUint::from(choice.radix()))
+                .product::<BigUint>()
+        };
+        if self.read_only {
+            return PowerLossClasses {
+                rest: (0..choices.len()).collect(),
+                choices,
+                rest_count: Some(1),
+                files: Vec::new(),
+                count: Some(1),
+                states: BigUint::from(1u32),
+                read_only: true,
+            };
+        }
+        let mut files = Vec::new();
+        let mut collapsed = vec![false; choices.len()];
+        for name in line_files {
+            let Some(inode) = self.appended_only(name) else {
+                continue;
+            };
+            if files.iter().any(|file: &LineFile| file.name == *name) {
+                continue;
+            }
+            let file = self.line_file(name, inode, &choices);
+            for &at in &file.positions {
+                assert!(!collapsed[at], "a choice belongs to one file");
+                collapsed[at] = true;
+            }
+            files.push(file);
+        }
+        let rest: Vec<usize> = (0..choices.len()).filter(|&at| !collapsed[at]).collect();
+        let rest_choices: Vec<Choice> = rest.iter().map(|&at| choices[at]).collect();
+        let rest_count = count(&rest_choices);
+        let count = rest_count
+            .filter(|&count| count <= POWER_LOSS_ENUMERATION_BOUND)
+            .and_then(|rest_count| {
+                files.iter().try_fold(rest_count, |count, file| {
+                    count.checked_mul(file.classes.len() as u64)
+                })
+            });
+        let states = states_all();
+        debug_assert_eq!(
+            states,
+            files.iter().fold(
+                rest_choices
+                    .iter()
+                    .map(|c| BigUint::from(c.radix()))
+                    .product::<BigUint>(),
+                |product, file| product
+                    * file
+                        .classes
+                        .iter()
+                        .map(|class| &class.states)
+                        .sum::<BigUint>()
+            ),
+            "the classes hold every state once"
+        );
+        PowerLossClasses {
+            choices,
+            rest,
+            rest_count,
+            files,
+            count,
+            states,
+            read_only: false,
+        }
+    }
+
+    /// Cuts the power and boots again into the representative of class `class` of
+    /// [`Disk::power_loss_classes`] with the same `line_files` (the classes must be
+    /// numbered, `class` below their count). The outcome's `state` is the class number.
+    pub fn power_loss_class(&mut self, line_files: &[String], class: u64) -> PowerLossOutcome {
+        let classes = self.power_loss_classes(line_files);
+        let digits = classes.digits(class);
+        let mut outcome = self.resolve_digits(&classes.choices, &digits);
+        outcome.state = class;
+        outcome.states = PowerLossStates {
+            count: u64::try_from(&classes.states).ok(),
+        };
+        outcome.class = Some(ClassOutcome {
+            classes: classes.count.expect("numbered classes"),
+            states: classes.class_states(class),
+            states_total: classes.states.clone(),
+        });
+        outcome
+    }
+
+    /// The inode `name` names, if that name is durable and no pending namespace operation
+    /// touches the inode (after the power loss it is there under that name alone, whose
+    /// reader reads whole lines), its pending operations are appends alone, each at the end
+    /// of the one before, from the durable length, and nothing is left unpersisted.
+    fn appended_only(&self, name: &str) -> Option<InodeId> {
+        let inode = *self.names.get(name)?;
+        if self.durable_names.get(name) != Some(&inode)
+            || self
+                .durable_names
+                .values()
+                .filter(|&&id| id == inode)
+                .count()
+                != 1
+            || self.pending_dir.iter().any(|op| match op {
+                DirOp::Create { inode: id, .. }
+                | DirOp::Rename { inode: id, .. }
+                | DirOp::Unlink { inode: id, .. } => *id == inode,
+            })
+        {
+            return None;
+        }
+        let file = &self.inodes[&inode];
+        if file.pending.is_empty()
+            || file.failed_len_bytes.is_some()
+            || file.unpersisted_bytes() > 0
+        {
+            return None;
+        }
+        let mut end_bytes = file.durable.len() as u64;
+        for op in file.pending.iter() {
+            match op {
+                DataOp::Write {
+                    offset_bytes,
+                    bytes,
+                } if *offset_bytes == end_bytes => end_bytes += bytes.len() as u64,
+                _ => return None,
+            }
+        }
+        assert_eq!(
+            end_bytes,
+            file.current.len() as u64,
+            "appends alone: the file is its durable bytes and them"
+        );
+        Some(inode)
+    }
+
+    /// The classes of the appended-only file `inode` (see the module header).
+    fn line_file(&self, name: &str, inode: InodeId, choices: &[Choice]) -> LineFile {
+        let file = &self.inodes[&inode];
+        let durable_len_bytes = file.durable.len();
+        let current_len_bytes = file.current.len();
+        // (position, offset, length, radix) of each piece, in numbering (= offset) order.
+        let mut pieces: Vec<(usize, u64, u64, u64)> = Vec::new();
+        let mut extras: Vec<usize> = Vec::new();
+        for (at, choice) in choices.iter().enumerate() {
+            match *choice {
+                Choice::Piece {
+                    inode: of,
+                    offset_bytes,
+                    len_bytes,
+                    ..
+                } if of == inode => pieces.push((at, offset_bytes, len_bytes, choice.radix())),
+                Choice::Size { inode: of } | Choice::Stale { inode: of } if of == inode => {
+                    extras.push(at)
+                }
+                Choice::SetLen { inode: of, .. } | Choice::FailedSize { inode: of } => {
+                    assert_ne!(of, inode, "appended only");
+                }
+                _ => {}
+            }
+        }
+        assert!(extras.len() <= 2, "a size and a stale choice at most");
+        assert!(
+            pieces.windows(2).all(|w| w[0].1 + w[0].2 == w[1].1),
+            "appends' pieces follow one another"
+        );
+
+        // The end of the last whole line at or before each byte past the durable length.
+        let pending = file
+            .current
+            .copy_range(durable_len_bytes..current_len_bytes);
+        let durable_lines_end_bytes = (0..durable_len_bytes)
+            .rev()
+            .find(|&at| file.durable.byte_at(at) == b'\n')
+            .map_or(0, |at| at + 1) as u64;
+        let mut lines_end_bytes = Vec::with_capacity(pending.len() + 1);
+        let mut last = durable_lines_end_bytes;
+        lines_end_bytes.push(last);
+        for (i, &byte) in pending.iter().enumerate() {
+            if byte == b'\n' {
+                last = (durable_len_bytes + i + 1) as u64;
+            }
+            lines_end_bytes.push(last);
+        }
+        let whole_lines_at = |first_not_kept_bytes: u64| {
+            lines_end_bytes
+                [usize::try_from(first_not_kept_bytes).expect("fits in memory") - durable_len_bytes]
+        };
+
+        // States whose first piece not kept is `p`: every later choice's combinations.
+        let extra_states: u64 = extras.iter().map(|&at| choices[at].radix()).product();
+        let mut later_states = vec![BigUint::from(extra_states); pieces.len() + 1];
+        for p in (0..pieces.len()).rev() {
+            later_states[p] = &later_states[p + 1] * pieces[p].3;
+        }
+        let positions: Vec<usize> = pieces
+            .iter()
+            .map(|piece| piece.0)
+            .chain(extras.iter().copied())
+            .collect();
+        let representative = |p: usize, fate: u64| -> Vec<u64> {
+            let mut digits: Vec<u64> = pieces
+                .iter()
+                .enumerate()
+                .map(|(q, piece)| match q.cmp(&p) {
+                    std::cmp::Ordering::Less => piece.3 - 1,
+                    std::cmp::Ordering::Equal => fate,
+                    std::cmp::Ordering::Greater => 0,
+                })
+                .collect();
+            digits.extend(extras.iter().map(|_| 0));
+            digits
+        };
+
+        // In offset order, the first byte not kept only grows: equal lines are neighbours.
+        let mut classes: Vec<LineClass> = Vec::new();
+        let mut add = |first_not_kept_bytes: u64, states: &BigUint, p: usize, fate: u64| {
+            let kept_len_bytes = whole_lines_at(first_not_kept_bytes);
+            match classes.last_mut() {
+                Some(class) if class.kept_len_bytes == kept_len_bytes => class.states += states,
+                _ => {
+                    assert!(classes
+                        .last()
+                        .is_none_or(|class| class.kept_len_bytes < kept_len_bytes));
+                    classes.push(LineClass {
+                        kept_len_bytes,
+                        states: states.clone(),
+                        digits: representative(p, fate),
+                    });
+                }
+            }
+        };
+        for (p, &(_, offset_bytes, len_bytes, radix)) in pieces.iter().enumerate() {
+            add(offset_bytes, &later_states[p + 1], p, 0);
+            if radix == 3 {
+                add(offset_bytes + len_bytes / 2, &later_states[p + 1], p, 1);
+            }
+        }
+        add(
+            current_len_bytes as u64,
+            &later_states[pieces.len()],
+            pieces.len(),
+            0,
+        );
+        LineFile {
+            name: name.to_string(),
+            positions,
+            classes,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,220 @@
+//! Power-loss classes checked against every state: each class's weight is the number of
+//! states whose reader sees what its representative's reader sees.
+
+use super::*;
+use crate::disk::FsModel;
+use std::collections::BTreeMap;
+
+/// What a reader sees of a disk after a power loss: every file whole, but a collapsed
+/// line-read file only as the whole lines of its prefix that are the process's bytes
+/// (`before` holds them).
+type ReaderView = BTreeMap<String, Vec<u8>>;
+
+fn reader_view(after: &Disk, before: &Disk, collapsed: &[String]) -> ReaderView {
+    after
+        .list()
+        .into_iter()
+        .map(|name| {
+            let contents = after.read(&name).expect("listed");
+            if !collapsed.contains(&name) {
+                return (name, contents);
+            }
+            let process = before.read(&name).expect("a collapsed file is named");
+            let intact = contents
+                .iter()
+                .zip(&process)
+                .take_while(|(a, b)| a == b)
+                .count();
+            let lines = contents[..intact]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |at| at + 1);
+            (name, contents[..lines].to_vec())
+        })
+        .collect()
+}
+
+/// Checks the classes of `disk` with `line_files` against every one of its states: the
+/// same states a view, class by class and state by state. Returns the number of classes.
+fn check(disk: &Disk, line_files: &[&str]) -> u64 {
+    let line_files: Vec<String> = line_files.iter().map(|s| s.to_string()).collect();
+    let classes = disk.power_loss_classes(&line_files);
+    let collapsed: Vec<String> = line_files
+        .iter()
+        .filter(|name| classes.line_classes(name).is_some())
+        .cloned()
+        .collect();
+    let states = disk.power_loss_states().count().expect("a small disk");
+    assert!(states <= POWER_LOSS_ENUMERATION_BOUND, "{states} states");
+    assert_eq!(*classes.states(), BigUint::from(states));
+
+    let mut by_states: BTreeMap<ReaderView, u64> = BTreeMap::new();
+    for state in 0..states {
+        let mut after = disk.clone();
+        after.power_loss(state);
+        *by_states
+            .entry(reader_view(&after, disk, &collapsed))
+            .or_default() += 1;
+    }
+    let count = classes.count().expect("numbered");
+    let mut by_classes: BTreeMap<ReaderView, u64> = BTreeMap::new();
+    for class in 0..count {
+        let mut after = disk.clone();
+        let outcome = after.power_loss_class(&line_files, class);
+        let weight = u64::try_from(classes.class_states(class)).expect("small");
+        let noted = outcome.class.expect("a class outcome");
+        assert_eq!(noted.states, BigUint::from(weight));
+        assert_eq!(noted.classes, count);
+        assert!(after.is_all_durable(), "booted");
+        *by_classes
+            .entry(reader_view(&after, disk, &collapsed))
+            .or_default() += weight;
+    }
+    assert_eq!(by_classes, by_states, "the same states a view");
+    count
+}
+
+/// A line-read log with two durable lines and three appends across 8-byte sectors.
+fn log_disk(model: FsModel) -> Disk {
+    let mut disk = Disk::with_model(8, model);
+    disk.create("log").unwrap();
+    disk.append("log", b"x\n").unwrap();
+    disk.fsync("log").unwrap();
+    disk.fsync_dir().unwrap();
+    disk.append("log", b"ab\n").unwrap();
+    disk.append("log", b"cdefgh\n").unwrap();
+    disk
+}
+
+#[test]
+fn a_log_of_appends_has_a_class_for_each_line_its_reader_can_keep() {
+    // Pieces [2,5) [5,8) [8,12), three fates each, and the size: 54 states. First piece
+    // not kept: piece 0 (lost or torn) keeps "x\n", 2 x 9 x 2 = 36 states; piece 1 or 2
+    // keeps "x\nab\n", 2 x 3 x 2 + 2 x 2 = 16; none keeps everything, 2.
+    let disk = log_disk(FsModel::Posix);
+    let classes = disk.power_loss_classes(&["log".to_string()]);
+    let kept: Vec<(u64, BigUint)> = classes
+        .line_classes("log")
+        .expect("collapsed")
+        .iter()
+        .map(|class| (class.kept_len_bytes, class.states.clone()))
+        .collect();
+    let expected: Vec<(u64, BigUint)> = [(2, 36u32), (5, 16), (12, 2)]
+        .into_iter()
+        .map(|(len, states)| (len, BigUint::from(states)))
+        .collect();
+    assert_eq!(kept, expected);
+    assert_eq!(classes.count(), Some(3));
+    assert_eq!(check(&disk, &["log"]), 3);
+}
+
+#[test]
+fn every_profile_s_classes_hold_its_states_with_other_files_and_the_directory() {
+    for model in [FsModel::Posix, FsModel::Ext4, FsModel::Xfs, FsModel::Btrfs] {
+        let mut disk = log_disk(model);
+        // Another file written and renamed, not synced, and a log line of one byte pieces.
+        disk.create("tmp").unwrap();
+        disk.append("tmp", b"state").unwrap();
+        disk.rename("tmp", "ck").unwrap();
+        disk.append("log", b"i\n").unwrap();
+        let classes = check(&disk, &["log"]);
+        let states = disk.power_loss_states().count().unwrap();
+        assert!(
+            classes < states / 10,
+            "{model}: {classes} classes of {states}"
+        );
+        // Naming no line-read file, or one with no pending append, changes nothing.
+        assert_eq!(check(&disk, &[]), states, "{model}");
+        assert_eq!(check(&disk, &["ck", "missing"]), states, "{model}");
+    }
+}
+
+#[test]
+fn a_line_file_whose_name_is_at_risk_is_not_collapsed() {
+    // Created since the last directory sync: its name may be lost with it.
+    let mut created = Disk::with_model(8, FsModel::Posix);
+    created.create("log").unwrap();
+    created.append("log", b"one\ntwo\nthree\n").unwrap();
+    assert_eq!(
+        check(&created, &["log"]),
+        created.power_loss_states().count().unwrap()
+    );
+    // Renamed since: after a power loss its data may be under the old name, whose reader
+    // reads it whole.
+    let mut renamed = Disk::with_model(8, FsModel::Posix);
+    renamed.create("tmp").unwrap();
+    renamed.fsync_dir().unwrap();
+    renamed.append("tmp", b"one\ntwo\n").unwrap();
+    renamed.rename("tmp", "log").unwrap();
+    assert_eq!(
+        check(&renamed, &["log"]),
+        renamed.power_loss_states().count().unwrap()
+    );
+    // Its directory synced: collapsed, the lines kept being none, "one", "one\ntwo", all.
+    created.fsync_dir().unwrap();
+    assert_eq!(check(&created, &["log"]), 4);
+}
+
+#[test]
+fn a_file_rewritten_truncated_or_failed_is_not_collapsed() {
+    let collapsed = |disk: &Disk| {
+        disk.power_loss_classes(&["log".to_string()])
+            .line_classes("log")
+            .is_some()
+    };
+    assert!(collapsed(&log_disk(FsModel::Posix)));
+    let mut overwritten = log_disk(FsModel::Posix);
+    overwritten.write("log", 0, b"y").unwrap();
+    assert!(!collapsed(&overwritten));
+    check(&overwritten, &["log"]);
+    let mut truncated = log_disk(FsModel::Posix);
+    truncated.truncate("log", 4).unwrap();
+    assert!(!collapsed(&truncated));
+    check(&truncated, &["log"]);
+    let mut failed = log_disk(FsModel::Ext4);
+    failed.fsync_fail("log").unwrap();
+    failed.append("log", b"z\n").unwrap();
+    assert!(!collapsed(&failed));
+    check(&failed, &["log"]);
+    // btrfs after a failed fsync is read-only: one state, one class.
+    let mut read_only = log_disk(FsModel::Btrfs);
+    read_only.fsync_fail("log").unwrap();
+    assert_eq!(check(&read_only, &["log"]), 1);
+}
+
+#[test]
+fn a_sink_sized_log_counts_past_two_to_the_64_and_numbers_its_classes() {
+    // 2,000 lines of 60 bytes appended since the last fsync, on 512-byte sectors: more
+    // states than a u64 counts.
+    let mut disk = Disk::new();
+    disk.create("log").unwrap();
+    disk.fsync_dir().unwrap();
+    let line = [b'r'; 59];
+    for _ in 0..2_000 {
+        disk.append("log", &[&line[..], b"\n"].concat()).unwrap();
+    }
+    assert_eq!(disk.power_loss_states().count(), None);
+    let classes = disk.power_loss_classes(&["log".to_string()]);
+    // Every line is a class (lost at its first byte or torn inside it), and none kept.
+    assert_eq!(classes.count(), Some(2_001));
+    // The rule of the module header, worked out on its own: each append cut at the sector
+    // boundaries, three fates a piece of two bytes or more, two for one byte; and the size.
+    let mut expected = BigUint::from(2u32);
+    for line in 0..2_000u64 {
+        let (start, end) = (line * 60, line * 60 + 60);
+        let mut at = start;
+        while at < end {
+            let piece_end = end.min((at / 512 + 1) * 512);
+            expected *= if piece_end - at == 1 { 2u32 } else { 3u32 };
+            at = piece_end;
+        }
+    }
+    assert_eq!(*classes.states(), expected);
+    let total: BigUint = (0..2_001).map(|class| classes.class_states(class)).sum();
+    assert_eq!(total, expected);
+    // The last class keeps everything: the states with every piece kept (the size either way).
+    assert_eq!(classes.class_states(2_000), BigUint::from(2u32));
+    let mut after = disk.clone();
+    after.power_loss_class(&["log".to_string()], 1_000);
+    assert_eq!(after.read("log").unwrap().len(), 1_000 * 60);
+}
