@@ -43,23 +43,106 @@ use super::{ClassOutcome, PowerLossOutcome, PowerLossStates};
 use crate::disk::{DataOp, DirOp, Disk, InodeId};
 use num_bigint::BigUint;
 
+/// The states of `choices`: the product of their radices, as powers of two and three (what
+/// nearly every radix is) and the rest (directory digits) multiplied in.
+fn states_of(choices: &[Choice]) -> BigUint {
+    let (mut twos, mut threes, mut others) = (0u32, 0u32, BigUint::from(1u32));
+    for choice in choices {
+        match choice.radix() {
+            2 => twos += 1,
+            3 => threes += 1,
+            radix => others *= radix,
+        }
+    }
+    BigUint::from(2u32).pow(twos) * BigUint::from(3u32).pow(threes) * others
+}
+
 /// One class of a line-read file's crash states: those whose reader keeps the same lines.
+/// Its states are the states of its *entries*: a first piece not kept, `p`, and its fate
+/// (or none not kept), each standing for every combination of the file's later choices.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LineClass {
+struct LineClass {
     /// The length of the whole intact lines the file's reader keeps.
-    pub kept_len_bytes: u64,
-    /// The combinations of the file's own choices in this class.
-    pub states: BigUint,
-    /// The representative's digits, one for each of the file's choices.
-    digits: Vec<u64>,
+    kept_len_bytes: u64,
+    /// Its entries: indices into the file's entries (see [`LineFile::entry`]).
+    entries: std::ops::Range<usize>,
 }
 
 /// A collapsed line-read file: its choices' positions and its classes, in offset order.
 #[derive(Clone, Debug)]
 struct LineFile {
     name: String,
+    /// The positions in the disk's choices of its pieces (in offset order), then of its
+    /// size and stale choices.
     positions: Vec<usize>,
+    /// Each piece's radix (2 or 3), in offset order.
+    radices: Vec<u8>,
+    /// The product of the size and stale choices' radices.
+    extra_states: u64,
+    /// Per piece `p`, the pieces of radix 3 and of radix 2 after it.
+    later_threes: Vec<u32>,
+    later_twos: Vec<u32>,
     classes: Vec<LineClass>,
+}
+
+impl LineFile {
+    /// Entry `e`: the first piece not kept and its digit (lost 0, torn 1), or, for the last
+    /// entry, `(pieces, 0)`: every piece kept.
+    fn entry(&self, e: usize) -> (usize, u64) {
+        let mut p = 0;
+        let mut left = e;
+        // Entries come two a piece of radix 3 and one a piece of radix 2; a class spans
+        // few, so this walk is only as long as the index (bounded by the pieces).
+        while p < self.radices.len() {
+            let here = usize::from(self.radices[p]) - 1;
+            if left < here {
+                return (p, left as u64);
+            }
+            left -= here;
+            p += 1;
+        }
+        assert_eq!(left, 0, "entry {e} past the last");
+        (p, 0)
+    }
+
+    /// The states of the entries whose first piece not kept is `p` (each of its fates):
+    /// every combination of the later choices.
+    fn entry_states(&self, p: usize) -> BigUint {
+        let (threes, twos) = if p < self.radices.len() {
+            (self.later_threes[p], self.later_twos[p])
+        } else {
+            (0, 0)
+        };
+        BigUint::from(3u32).pow(threes) * BigUint::from(2u32).pow(twos) * self.extra_states
+    }
+
+    /// The states of class `index`.
+    fn class_states(&self, index: usize) -> BigUint {
+        let class = &self.classes[index];
+        class
+            .entries
+            .clone()
+            .map(|e| self.entry_states(self.entry(e).0))
+            .sum()
+    }
+
+    /// The representative digits of class `index`, one for each of `positions`: its first
+    /// entry's pieces before `p` kept, `p` at its fate, every later choice at 0.
+    fn representative(&self, index: usize) -> Vec<u64> {
+        let (p, fate) = self.entry(self.classes[index].entries.start);
+        let mut digits: Vec<u64> = self
+            .radices
+            .iter()
+            .enumerate()
+            .map(|(q, &radix)| match q.cmp(&p) {
+                std::cmp::Ordering::Less => u64::from(radix) - 1,
+                std::cmp::Ordering::Equal => fate,
+                std::cmp::Ordering::Greater => 0,
+            })
+            .collect();
+        digits.resize(self.positions.len(), 0);
+        digits
+    }
 }
 
 /// The classes of the crash states a power loss can leave a disk in, given its line-read
@@ -91,13 +174,16 @@ impl PowerLossClasses {
         &self.states
     }
 
-    /// The classes of the collapsed file `name`, in offset order (None if it was not
-    /// collapsed: not a line-read file, or not appended to alone).
-    pub fn line_classes(&self, name: &str) -> Option<&[LineClass]> {
-        self.files
-            .iter()
-            .find(|file| file.name == name)
-            .map(|file| file.classes.as_slice())
+    /// The classes of the collapsed file `name`, in offset order, as the length of the lines
+    /// its reader keeps and the states of the file's own choices that keep them (None if it
+    /// was not collapsed: not a line-read file, or not appended to alone).
+    pub fn line_classes(&self, name: &str) -> Option<Vec<(u64, BigUint)>> {
+        let file = self.files.iter().find(|file| file.name == name)?;
+        Some(
+            (0..file.classes.len())
+                .map(|index| (file.classes[index].kept_len_bytes, file.class_states(index)))
+                .collect(),
+        )
     }
 
     /// The crash states in class `class` (numbered: below [`PowerLossClasses::count`]).
@@ -106,7 +192,7 @@ impl PowerLossClasses {
         self.files
             .iter()
             .zip(indices)
-            .map(|(file, index)| file.classes[index].states.clone())
+            .map(|(file, index)| file.class_states(index))
             .product()
     }
 
@@ -143,9 +229,7 @@ impl PowerLossClasses {
             digits[at] = digit;
         }
         for (file, index) in self.files.iter().zip(indices) {
-            let class = &file.classes[index];
-            assert_eq!(class.digits.len(), file.positions.len());
-            for (&at, &digit) in file.positions.iter().zip(&class.digits) {
+            for (&at, digit) in file.positions.iter().zip(file.representative(index)) {
                 digits[at] = digit;
             }
         }
@@ -158,12 +242,7 @@ impl Disk {
     /// (see the module header for the claim that naming one makes).
     pub fn power_loss_classes(&self, line_files: &[String]) -> PowerLossClasses {
         let choices = choices(self);
-        let states_all = || {
-            choices
-                .iter()
-                .map(|choice| BigUint::from(choice.radix()))
-                .product::<BigUint>()
-        };
+        let states_all = || states_of(&choices);
         if self.read_only {
             return PowerLossClasses {
                 rest: (0..choices.len()).collect(),
@@ -204,18 +283,14 @@ impl Disk {
         let states = states_all();
         debug_assert_eq!(
             states,
-            files.iter().fold(
-                rest_choices
-                    .iter()
-                    .map(|c| BigUint::from(c.radix()))
-                    .product::<BigUint>(),
-                |product, file| product
-                    * file
-                        .classes
-                        .iter()
-                        .map(|class| &class.states)
-                        .sum::<BigUint>()
-            ),
+            files
+                .iter()
+                .fold(states_of(&rest_choices), |product, file| {
+                    product
+                        * (0..file.classes.len())
+                            .map(|index| file.class_states(index))
+                            .sum::<BigUint>()
+                }),
             "the classes hold every state once"
         );
         PowerLossClasses {
@@ -297,7 +372,6 @@ impl Disk {
     /// The classes of the appended-only file `inode` (see the module header).
     fn line_file(&self, name: &str, inode: InodeId, choices: &[Choice]) -> LineFile {
         let file = &self.inodes[&inode];
-        let durable_len_bytes = file.durable.len();
         let current_len_bytes = file.current.len();
         // (position, offset, length, radix) of each piece, in numbering (= offset) order.
         let mut pieces: Vec<(usize, u64, u64, u64)> = Vec::new();
@@ -325,86 +399,70 @@ impl Disk {
             "appends' pieces follow one another"
         );
 
-        // The end of the last whole line at or before each byte past the durable length.
-        let pending = file
-            .current
-            .copy_range(durable_len_bytes..current_len_bytes);
-        let durable_lines_end_bytes = (0..durable_len_bytes)
-            .rev()
-            .find(|&at| file.durable.byte_at(at) == b'\n')
-            .map_or(0, |at| at + 1) as u64;
-        let mut lines_end_bytes = Vec::with_capacity(pending.len() + 1);
-        let mut last = durable_lines_end_bytes;
-        lines_end_bytes.push(last);
-        for (i, &byte) in pending.iter().enumerate() {
-            if byte == b'\n' {
-                last = (durable_len_bytes + i + 1) as u64;
-            }
-            lines_end_bytes.push(last);
-        }
+        // The end of the last whole line at or before a byte: read back from it, a line's
+        // bytes at most (where lines are short, as a log's are).
         let whole_lines_at = |first_not_kept_bytes: u64| {
-            lines_end_bytes
-                [usize::try_from(first_not_kept_bytes).expect("fits in memory") - durable_len_bytes]
+            let end = usize::try_from(first_not_kept_bytes).expect("fits in memory");
+            file.current
+                .last_index_of(b'\n', end)
+                .map_or(0, |at| at as u64 + 1)
         };
 
-        // States whose first piece not kept is `p`: every later choice's combinations.
-        let extra_states: u64 = extras.iter().map(|&at| choices[at].radix()).product();
-        let mut later_states = vec![BigUint::from(extra_states); pieces.len() + 1];
-        for p in (0..pieces.len()).rev() {
-            later_states[p] = &later_states[p + 1] * pieces[p].3;
+        // Per piece, the pieces of each radix after it.
+        let radices: Vec<u8> = pieces
+            .iter()
+            .map(|piece| u8::try_from(piece.3).expect("a piece's radix is 2 or 3"))
+            .collect();
+        let mut later_threes = vec![0u32; pieces.len()];
+        let mut later_twos = vec![0u32; pieces.len()];
+        for p in (0..pieces.len().saturating_sub(1)).rev() {
+            let next = radices[p + 1];
+            later_threes[p] = later_threes[p + 1] + u32::from(next == 3);
+            later_twos[p] = later_twos[p + 1] + u32::from(next == 2);
         }
+        let extra_states: u64 = extras.iter().map(|&at| choices[at].radix()).product();
         let positions: Vec<usize> = pieces
             .iter()
             .map(|piece| piece.0)
             .chain(extras.iter().copied())
             .collect();
-        let representative = |p: usize, fate: u64| -> Vec<u64> {
-            let mut digits: Vec<u64> = pieces
-                .iter()
-                .enumerate()
-                .map(|(q, piece)| match q.cmp(&p) {
-                    std::cmp::Ordering::Less => piece.3 - 1,
-                    std::cmp::Ordering::Equal => fate,
-                    std::cmp::Ordering::Greater => 0,
-                })
-                .collect();
-            digits.extend(extras.iter().map(|_| 0));
-            digits
-        };
 
-        // In offset order, the first byte not kept only grows: equal lines are neighbours.
+        // The entries in offset order: the first byte not kept only grows, so entries that
+        // keep the same lines are neighbours.
         let mut classes: Vec<LineClass> = Vec::new();
-        let mut add = |first_not_kept_bytes: u64, states: &BigUint, p: usize, fate: u64| {
+        let mut entry = 0;
+        let mut add = |first_not_kept_bytes: u64| {
             let kept_len_bytes = whole_lines_at(first_not_kept_bytes);
             match classes.last_mut() {
-                Some(class) if class.kept_len_bytes == kept_len_bytes => class.states += states,
+                Some(class) if class.kept_len_bytes == kept_len_bytes => {
+                    class.entries.end = entry + 1;
+                }
                 _ => {
                     assert!(classes
                         .last()
                         .is_none_or(|class| class.kept_len_bytes < kept_len_bytes));
                     classes.push(LineClass {
                         kept_len_bytes,
-                        states: states.clone(),
-                        digits: representative(p, fate),
+                        entries: entry..entry + 1,
                     });
                 }
             }
+            entry += 1;
         };
-        for (p, &(_, offset_bytes, len_bytes, radix)) in pieces.iter().enumerate() {
-            add(offset_bytes, &later_states[p + 1], p, 0);
+        for &(_, offset_bytes, len_bytes, radix) in &pieces {
+            add(offset_bytes);
             if radix == 3 {
-                add(offset_bytes + len_bytes / 2, &later_states[p + 1], p, 1);
+                add(offset_bytes + len_bytes / 2);
             }
         }
-        add(
-            current_len_bytes as u64,
-            &later_states[pieces.len()],
-            pieces.len(),
-            0,
-        );
+        add(current_len_bytes as u64);
         LineFile {
             name: name.to_string(),
             positions,
+            radices,
+            extra_states,
+            later_threes,
+            later_twos,
             classes,
         }
     }
