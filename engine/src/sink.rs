@@ -7,7 +7,9 @@
 //! already there is skipped, whoever sent it.
 
 use crate::known_sink::KnownSinkFile;
+use crate::protocol::CheckpointProtocol;
 use crate::record::Record;
+use keel_sim::disk::CrashReaders;
 use keel_sim::{Contents, Crash, DiskError, Storage, World};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -277,6 +279,41 @@ pub fn readable_prefix_len_bytes(contents: &[u8]) -> usize {
     offset
 }
 
+/// The files the engine reads as whole lines after a power loss, in the sense of the
+/// simulated disk's power-loss classes (`keel_sim::disk::PowerLossClasses`): recovery keeps
+/// the sink file's longest prefix of whole record lines and cuts the rest away (tail repair,
+/// [`SinkConnector::open`]), and a line holding a byte a power loss leaves in place of the
+/// process's (zero, or [`keel_sim::disk::STALE_BYTE`]) is never a record line, since record
+/// lines are ASCII (tested). So crash states that keep the same whole lines of it lead to
+/// the same run, provided recovery gets as far as opening the sink: it does unless it trusts
+/// a checkpoint it cannot use and stops (size-only, which has no checksum: a torn checkpoint
+/// of the right length is trusted, and the run ends with the sink file as the power loss
+/// left it, which the oracle then reads whole). None for the log sink (no file), without
+/// tail repair (the bytes after a torn line stay, and later lines are read after them) and
+/// without checksums.
+pub fn line_read_files(sink: SinkKind, protocol: CheckpointProtocol) -> Vec<String> {
+    if sink.is_transactional() || !protocol.tail_repair() || !protocol.checksum() {
+        return Vec::new();
+    }
+    vec![sink.file_name().to_string()]
+}
+
+/// The suffix of the temporary files checkpoints are written through (`<name>.tmp`, full and
+/// incremental alike).
+pub const TEMP_SUFFIX: &str = ".tmp";
+
+/// What the engine reads of its files after a power loss, as the simulated disk's classes
+/// of crash states take it: the sink file as whole lines ([`line_read_files`]), and no
+/// temporary file at all: recovery lists names and reads only those that parse as a
+/// checkpoint, a manifest, a base or a delta, never a `.tmp` (its checkpoint is written
+/// again, from the restored state, under the next index).
+pub fn crash_readers(sink: SinkKind, protocol: CheckpointProtocol) -> CrashReaders {
+    CrashReaders {
+        line_files: line_read_files(sink, protocol),
+        unread_suffixes: vec![TEMP_SUFFIX.to_string()],
+    }
+}
+
 /// [`readable_prefix_len_bytes`] of `contents`, reading only what follows the whole lines it
 /// shares with `known` (those are record lines: `KnownSinkFile`).
 pub fn readable_len_bytes(contents: &Contents, known: Option<&KnownSinkFile>) -> usize {
@@ -470,6 +507,7 @@ impl SinkConnector {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::RecordKind;
 
     #[test]
     fn a_sink_file_is_named_after_its_kind() {
@@ -488,6 +526,50 @@ mod tests {
         let gap = format!("{a}\n\0\0\0\n{a}\n");
         assert_eq!(readable_prefix_len_bytes(gap.as_bytes()), a.len() + 1);
         assert_eq!(readable_prefix_len_bytes(b""), 0);
+    }
+
+    /// The claim behind [`line_read_files`]: the lines the engine writes are ASCII, and a
+    /// line with any run of its bytes replaced by zeros or by stale bytes (what a power loss
+    /// leaves where a write was lost) is not a record line.
+    #[test]
+    fn a_record_line_with_bytes_a_power_loss_left_is_never_a_record() {
+        let records = [
+            ("13:10", 10, 55, 10, RecordKind::Fire),
+            ("flush:-20", -20, -7, i64::MIN, RecordKind::Flush),
+            ("pt3900.000:0", 0, i128::from(i64::MAX), i64::MAX, RecordKind::LateUpdate),
+        ];
+        for (key, window_end, sum, watermark, kind) in records {
+            let line = Record {
+                key: key.to_string(),
+                window_end,
+                sum,
+                watermark,
+                kind,
+            }
+            .to_json_line();
+            assert!(line.is_ascii(), "{line}");
+            assert!(Record::is_record_line(line.as_bytes()));
+            let bytes = line.as_bytes();
+            for fill in [0u8, keel_sim::disk::STALE_BYTE] {
+                for start in 0..bytes.len() {
+                    for end in start + 1..=bytes.len() {
+                        let mut damaged = bytes.to_vec();
+                        damaged[start..end].fill(fill);
+                        assert!(
+                            !Record::is_record_line(&damaged),
+                            "{line}: bytes {start}..{end} as {fill:#04x}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(line_read_files(SinkKind::Transactional, CheckpointProtocol::Safe).is_empty());
+        assert!(line_read_files(SinkKind::Append, CheckpointProtocol::NoTailRepair).is_empty());
+        assert!(line_read_files(SinkKind::Append, CheckpointProtocol::SizeOnly).is_empty());
+        assert_eq!(
+            line_read_files(SinkKind::Idempotent, CheckpointProtocol::InPlace),
+            vec!["sink-idempotent.jsonl".to_string()]
+        );
     }
 
     /// A sink line with `key`.

@@ -2,7 +2,7 @@
 //! oracle expects. (The plan a seed draws on a baseline is `explore`'s: see `explore.rs`.)
 
 use crate::error::KeelError;
-use crate::runner::{run, run_recording_crash_states, RunSpec};
+use crate::runner::{run, run_recording_crash_counts, RunSpec};
 use crate::sites::{site_aims, SiteAims};
 use crate::spec::ScenarioSpec;
 use crate::verdict::Reference;
@@ -28,6 +28,8 @@ pub struct Baseline {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CrashStates {
     Counted,
+    /// The classes of them (`--power-loss-points classes`).
+    Classes,
     NotCounted,
 }
 
@@ -44,9 +46,9 @@ impl Baseline {
         crash_states: CrashStates,
         reference: &mut Option<Reference>,
     ) -> Baseline {
-        let counted = crash_states == CrashStates::Counted;
+        let counted = crash_states != CrashStates::NotCounted;
         let fault_free = if counted {
-            run_recording_crash_states(&spec)
+            run_recording_crash_counts(&spec, crash_states == CrashStates::Classes)
         } else {
             run(&spec)
         };

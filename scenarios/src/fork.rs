@@ -154,6 +154,8 @@ pub struct PointRun {
     pub fingerprint: Option<Fingerprint>,
     /// Where it stopped because an earlier point's run stood for it (`fork/shared.rs`).
     pub shared: Option<SharedAt>,
+    /// The crash states of the class its power-loss class resolved to, if it had one.
+    pub class_states: Option<num_bigint::BigUint>,
 }
 
 /// Where a point's run stopped to take on an earlier point's future.
@@ -182,6 +184,7 @@ impl PointRun {
             observation: Observation::of_known_ending(result, &spec.config, known, final_state),
             fingerprint: Some(result.world.fingerprint()),
             shared: None,
+            class_states: result.world.class_states().cloned(),
         }
     }
 }
@@ -552,6 +555,7 @@ impl Forks {
                     observation: self.observe(&ending, &paused.world, restart),
                     fingerprint: None,
                     shared: joined.is_some().then_some(SharedAt::Boundary),
+                    class_states: paused.world.class_states().cloned(),
                 }
             }
             Driven::Restarting(stopped) => {
@@ -561,6 +565,7 @@ impl Forks {
                     observation: self.restarted(&world, &incarnations, &state, &class),
                     fingerprint: None,
                     shared: Some(SharedAt::Restart),
+                    class_states: world.class_states().cloned(),
                 }
             }
         }

@@ -199,6 +199,9 @@ pub struct CrashReport {
     /// The power loss's crash state.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub crash_state: Option<u64>,
+    /// The class of crash states a power loss resolved to (`--crash-state-class`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crash_state_class: Option<u64>,
     /// The last event the killed process finished (null if it finished none).
     pub after_event: Option<u64>,
     /// Simulated time of the kill.
@@ -364,10 +367,27 @@ pub fn run_report(
         None => None,
         Some(request) => {
             let plan = plan_for_crash(&baseline, spec.events.len() as u64, request)?;
-            Some(runner::run(&RunSpec {
+            let result = runner::run(&RunSpec {
                 plan,
                 ..spec.clone()
-            }))
+            });
+            // A class is checked where it resolves: the step's classes are counted then.
+            if let Some(wrapped) = result.world.wrapped_states().iter().find(|w| w.class) {
+                return Err(KeelError::usage(if wrapped.count == 0 {
+                    format!(
+                        "--crash-state-class {} at step {}: that step's crash states are not numbered in classes (too many of the other choices); use --crash-state",
+                        wrapped.planned, wrapped.step
+                    )
+                } else {
+                    format!(
+                        "--crash-state-class {} does not exist at step {}: its classes are 0..={}",
+                        wrapped.planned,
+                        wrapped.step,
+                        wrapped.count - 1
+                    )
+                }));
+            }
+            Some(result)
         }
     };
     // Without a fault the run is the baseline itself (not a copy: a long run's world is big).
@@ -484,8 +504,15 @@ fn build(
             CrashKind::Zombie => "zombie".to_string(),
         },
         crash_state: match crash.kind {
-            CrashKind::Process | CrashKind::Zombie => None,
-            CrashKind::PowerLoss { state } => Some(state),
+            CrashKind::PowerLoss {
+                state,
+                class: false,
+            } => Some(state),
+            CrashKind::Process | CrashKind::Zombie | CrashKind::PowerLoss { .. } => None,
+        },
+        crash_state_class: match crash.kind {
+            CrashKind::PowerLoss { state, class: true } => Some(state),
+            _ => None,
         },
         after_event: first.stats.processed_upto_index.checked_sub(1),
         at_ms: crash.time_ms,
@@ -625,9 +652,10 @@ impl RunReport {
             let after = crash
                 .after_event
                 .map_or("none".to_string(), |e| e.to_string());
-            let kind = match crash.crash_state {
-                Some(state) => format!(" power_loss_state={state}"),
-                None => String::new(),
+            let kind = match (crash.crash_state, crash.crash_state_class) {
+                (Some(state), _) => format!(" power_loss_state={state}"),
+                (None, Some(class)) => format!(" power_loss_state_class={class}"),
+                (None, None) => String::new(),
             };
             line(format!(
                 "simulated_crash_after_index={after} at_ms={} written={}{kind}",

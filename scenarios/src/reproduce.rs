@@ -25,6 +25,12 @@ pub fn reproduce_point(prefix: &str, sink: SinkKind, planned: &PlannedFault) -> 
             }
             command.push_str(&format!(" --crash-state {state}"))
         }
+        Fault::PowerLossClass { at, class } => {
+            if at == CrashPoint::Before {
+                command.push_str(" --at before");
+            }
+            command.push_str(&format!(" --crash-state-class {class}"))
+        }
         Fault::SinkUnavailable { duration_ms } => {
             command.push_str(&format!(" --outage-ms {duration_ms}"))
         }

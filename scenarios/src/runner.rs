@@ -1,6 +1,7 @@
 //! The runner: runs the engine in a simulated world under a fault plan, restarting it after
 //! every crash, and decides what survives a crash (the disk; not the process's memory).
 
+use keel_engine::sink::crash_readers;
 use keel_engine::{
     Engine, EngineCaches, EngineConfig, EngineError, Event, IncarnationStats, Interrupt,
     OperatorState,
@@ -156,8 +157,14 @@ pub fn run(spec: &RunSpec) -> RunResult {
 
 /// Runs `spec`, recording how many power-loss crash states each step leaves.
 pub fn run_recording_crash_states(spec: &RunSpec) -> RunResult {
+    run_recording_crash_counts(spec, false)
+}
+
+/// Runs `spec`, recording how many power-loss crash states, or with `classes` how many
+/// classes of them (`keel_sim::disk::PowerLossClasses`), each step leaves.
+pub fn run_recording_crash_counts(spec: &RunSpec, classes: bool) -> RunResult {
     let mut world = new_world(spec, spec.plan.clone());
-    world.record_crash_states();
+    world.record_crash_states(classes);
     run_world(spec, world)
 }
 
@@ -173,23 +180,28 @@ pub fn run_streaming_trace(spec: &RunSpec) -> RunResult {
 /// Runs `spec` on a disk that already holds files (what a fuzzer or a test put there, as a
 /// power loss could have left them); its sector size is the disk's own.
 pub fn run_on_disk(spec: &RunSpec, disk: Disk) -> RunResult {
-    let world = World::with_env(
+    let mut world = World::with_env(
         spec.seed,
         spec.plan.clone(),
         Env::new(disk, TxLog::new(spec.transaction_timeout_ms)),
     );
+    world.read_after_power_loss(crash_readers(spec.config.sink, spec.config.protocol));
     run_world(spec, world)
 }
 
+/// A fresh world for `spec`, told what the engine reads of its files after a power loss
+/// (the engine's claims: `keel_engine::sink::crash_readers`).
 fn new_world(spec: &RunSpec, plan: FaultPlan) -> World {
-    World::with_env(
+    let mut world = World::with_env(
         spec.seed,
         plan,
         Env::new(
             Disk::with_model(spec.sector_size_bytes, spec.fs_model),
             TxLog::new(spec.transaction_timeout_ms),
         ),
-    )
+    );
+    world.read_after_power_loss(crash_readers(spec.config.sink, spec.config.protocol));
+    world
 }
 
 fn run_world(spec: &RunSpec, world: World) -> RunResult {

@@ -14,6 +14,7 @@ use crate::verdict::{judge, Reference, Verdict};
 use keel_engine::SinkKind;
 use keel_sim::disk::POWER_LOSS_ENUMERATION_BOUND;
 use keel_sim::{FaultKind, FaultPlan, FingerprintBuilder, PlannedFault};
+use num_bigint::BigUint;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -54,6 +55,9 @@ fn thousands(n: u64) -> String {
 pub struct FirstFailure {
     pub step: u64,
     pub crash_state: Option<u64>,
+    /// The class of crash states (`--power-loss-points classes`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crash_state_class: Option<u64>,
     /// The properties it breaks (of those the row is judged by).
     pub broken: Vec<String>,
     pub outcome: String,
@@ -97,7 +101,26 @@ pub struct SweepRow {
     pub points_with_dirty_reads: u64,
     pub dirty_reads: u64,
     pub visibility_delay_ms_max: u64,
+    /// With `--power-loss-points classes`, on a power-loss row: the crash states its points
+    /// stand for, exactly (the counts above count points: classes, and states drawn where a
+    /// step's classes are not numbered).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crash_states: Option<ClassedStates>,
     pub first_failure: Option<FirstFailure>,
+}
+
+/// The crash states a row of class points stands for, as decimal numbers (they pass 2^64:
+/// a sink file's pending lines have 3^pieces states).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ClassedStates {
+    /// Every state the points stand for: every state of the row's steps where it is
+    /// exhaustive.
+    pub states: String,
+    /// Of those, the states whose run holds duplicates, loses records, or breaks what the
+    /// row is judged by.
+    pub with_duplicates: String,
+    pub with_loss: String,
+    pub failing: String,
 }
 
 /// The sampled steps of a row: how many, how many crash states they admit, how many ran.
@@ -122,6 +145,23 @@ pub struct SweepSpec {
     pub expect: Option<Expectation>,
     /// The most crash states a power loss at one step is run in; a step with more is sampled.
     pub power_loss_states_max: u64,
+    /// What a power-loss point is: a crash state, or a class of them.
+    #[serde(default)]
+    pub power_loss_points: PowerLossPoints,
+}
+
+/// What a power-loss point of a sweep is (`--power-loss-points`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PowerLossPoints {
+    /// One crash state a point: every state of a step, or a draw of them.
+    #[default]
+    States,
+    /// One class of crash states a point (`keel_sim::disk::PowerLossClasses`: the states a
+    /// reader of the sink file's whole lines cannot tell apart lead to the same run), run in
+    /// its first state and counted for all of its states. Depth 1 only: the states of a class
+    /// leave the disk alike for what the engine reads, not for a second fault.
+    Classes,
 }
 
 impl SweepSpec {
@@ -129,7 +169,10 @@ impl SweepSpec {
     /// depth-2 point's second fault is counted on its first fault's run).
     pub fn crash_states(&self) -> CrashStates {
         if self.faults.contains(&FaultKind::PowerLoss) {
-            CrashStates::Counted
+            match self.power_loss_points {
+                PowerLossPoints::States => CrashStates::Counted,
+                PowerLossPoints::Classes => CrashStates::Classes,
+            }
         } else {
             CrashStates::NotCounted
         }
@@ -171,6 +214,14 @@ pub struct PointRecord {
     pub row: String,
     /// The consumer view judged (transactional sink only).
     pub view: Option<View>,
+    /// The crash states a power-loss class point stands for (`--power-loss-points
+    /// classes`; a drawn state stands for itself): the class's, exactly.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::decimal::optional"
+    )]
+    pub class_states: Option<BigUint>,
     pub dirty_reads: u64,
     pub visibility_delay_ms_max: u64,
     pub faults: Vec<PlannedFault>,
@@ -383,6 +434,7 @@ pub fn run_point(
     let PointRun {
         observation,
         fingerprint,
+        class_states,
         ..
     } = match forks {
         Some(forks) => forks[&point.sink].run_point(&plan, true, shared),
@@ -400,6 +452,7 @@ pub fn run_point(
             sink: point.sink,
             row: point.row.clone(),
             view: verdict.view,
+            class_states: class_states.clone(),
             dirty_reads: verdict.dirty_reads,
             visibility_delay_ms_max: verdict.visibility_delay_ms_max,
             faults: point.faults.clone(),
@@ -469,8 +522,17 @@ impl SweepReport {
             headers.push("view");
         }
         headers.push("points");
+        let classed = self.rows.iter().any(|r| r.crash_states.is_some());
         if csv {
             headers.extend(["states_total", "states_run", "exhaustive"]);
+            if classed {
+                headers.extend([
+                    "crash_states",
+                    "crash_states_with_duplicates",
+                    "crash_states_with_loss",
+                    "crash_states_failing",
+                ]);
+            }
         }
         headers.extend([
             "dup_points",
@@ -492,9 +554,11 @@ impl SweepReport {
         let mut table = Table::new(&headers);
         for row in &self.rows {
             let first = row.first_failure.as_ref().map_or("-".to_string(), |f| {
-                let state = f
-                    .crash_state
-                    .map_or(String::new(), |s| format!(" state {s}"));
+                let state = match (f.crash_state, f.crash_state_class) {
+                    (Some(state), _) => format!(" state {state}"),
+                    (None, Some(class)) => format!(" class {class}"),
+                    (None, None) => String::new(),
+                };
                 format!("step {}{state}: {} broken", f.step, f.broken.join(","))
             });
             let mut cells = vec![row.sink.clone(), row.fault.clone()];
@@ -509,6 +573,15 @@ impl SweepReport {
                     row.states_run.to_string(),
                     row.exhaustive.to_string(),
                 ]);
+                if classed {
+                    let states = row.crash_states.clone().unwrap_or_default();
+                    cells.extend([
+                        states.states,
+                        states.with_duplicates,
+                        states.with_loss,
+                        states.failing,
+                    ]);
+                }
             } else if row.exhaustive {
                 cells.push(row.points.to_string());
             } else {
@@ -581,6 +654,14 @@ impl SweepReport {
             } else {
                 out.push('\n');
             }
+            let lines = self.classed_lines();
+            for line in &lines {
+                out.push_str(line);
+                out.push_str(if format == TableFormat::Markdown { "\n\n" } else { "\n" });
+            }
+            if !lines.is_empty() && format != TableFormat::Markdown {
+                out.push('\n');
+            }
             for row in &self.rows {
                 if let Some(first) = &row.first_failure {
                     let view = row
@@ -600,6 +681,31 @@ impl SweepReport {
             out.push_str(&format!("fingerprint={}\n", self.fingerprint));
         }
         out
+    }
+
+    /// One line per row of power-loss classes (`--power-loss-points classes`): the crash
+    /// states its points stand for, exactly.
+    pub fn classed_lines(&self) -> Vec<String> {
+        self.rows
+            .iter()
+            .filter_map(|row| {
+                let states = row.crash_states.as_ref()?;
+                let view = row
+                    .view
+                    .as_ref()
+                    .map_or(String::new(), |v| format!(" / {v}"));
+                Some(format!(
+                    "classes {} / {}{view}: {} points stand for {} crash states: {} with duplicates, {} with loss, {} failing",
+                    row.sink,
+                    row.fault,
+                    thousands(row.points),
+                    states.states,
+                    states.with_duplicates,
+                    states.with_loss,
+                    states.failing,
+                ))
+            })
+            .collect()
     }
 
     /// One line per sampled row: how many crash states were drawn, of how many, at how many

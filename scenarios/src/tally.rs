@@ -8,11 +8,22 @@ use crate::reproduce::with_expect;
 use crate::runner::View;
 use crate::spec::ScenarioSpec;
 use crate::sweep::{
-    FirstFailure, PointRecord, Sampled, SampledSteps, SweepReport, SweepRow, SweepSpec,
+    ClassedStates, FirstFailure, PointRecord, PowerLossPoints, Sampled, SampledSteps,
+    SweepReport, SweepRow, SweepSpec,
 };
-use keel_sim::{Fault, FingerprintBuilder};
+use keel_sim::{Fault, FaultKind, FingerprintBuilder};
+use num_bigint::BigUint;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
+
+/// The crash states a row of class points stands for, while tallying ([`ClassedStates`]).
+#[derive(Clone, Debug, Default)]
+struct ClassedSums {
+    states: BigUint,
+    with_duplicates: BigUint,
+    with_loss: BigUint,
+    failing: BigUint,
+}
 
 /// What a row's sampled steps add up to, while tallying.
 #[derive(Clone, Copy, Debug)]
@@ -91,6 +102,9 @@ pub struct SweepTally<'a> {
     /// Per row: the distinct outcome digests seen.
     outcomes: Vec<BTreeSet<String>>,
     coverage: Vec<Coverage>,
+    /// Per row, with `--power-loss-points classes` on a power-loss row: the crash states its
+    /// points stand for.
+    classed: Vec<Option<ClassedSums>>,
     /// Over one line per run ("sink faults digest"), in point order.
     fingerprint: FingerprintBuilder,
     model_mismatch: Option<String>,
@@ -112,6 +126,7 @@ impl<'a> SweepTally<'a> {
             rows: Vec::new(),
             outcomes: Vec::new(),
             coverage: Vec::new(),
+            classed: Vec::new(),
             fingerprint: FingerprintBuilder::default(),
             model_mismatch: None,
             violation: None,
@@ -139,6 +154,9 @@ impl<'a> SweepTally<'a> {
             });
             self.outcomes.push(BTreeSet::new());
             self.coverage.push(Coverage::default());
+            let classed = self.sweep.power_loss_points == PowerLossPoints::Classes
+                && record.faults.first().map(|f| f.fault.kind()) == Some(FaultKind::PowerLoss);
+            self.classed.push(classed.then(ClassedSums::default));
             self.rows.len() - 1
         });
         let row = &mut self.rows[position];
@@ -176,6 +194,24 @@ impl<'a> SweepTally<'a> {
             .max(record.visibility_delay_ms_max);
         let broken = record.failures(self.asked);
         row.failing_points += u64::from(!broken.is_empty());
+        if let Some(sums) = &mut self.classed[position] {
+            // A class stands for its states; a state drawn where classes are not numbered
+            // stands for itself.
+            let states = record
+                .class_states
+                .clone()
+                .unwrap_or_else(|| BigUint::from(1u32));
+            if record.duplicates > 0 {
+                sums.with_duplicates += &states;
+            }
+            if record.lost > 0 {
+                sums.with_loss += &states;
+            }
+            if !broken.is_empty() {
+                sums.failing += &states;
+            }
+            sums.states += states;
+        }
         if row.first_failure.is_none() && !broken.is_empty() {
             let first = record.faults[0];
             row.first_failure = Some(FirstFailure {
@@ -183,6 +219,10 @@ impl<'a> SweepTally<'a> {
                 step: first.step,
                 crash_state: match first.fault {
                     Fault::PowerLoss { state, .. } => Some(state),
+                    _ => None,
+                },
+                crash_state_class: match first.fault {
+                    Fault::PowerLossClass { class, .. } => Some(class),
                     _ => None,
                 },
                 outcome: record.outcome.clone(),
@@ -210,6 +250,14 @@ impl<'a> SweepTally<'a> {
     pub fn finish(mut self) -> (SweepReport, Option<Violation>) {
         for (row, coverage) in self.rows.iter_mut().zip(&self.coverage) {
             coverage.finish(row);
+        }
+        for (row, sums) in self.rows.iter_mut().zip(&self.classed) {
+            row.crash_states = sums.as_ref().map(|sums| ClassedStates {
+                states: sums.states.to_string(),
+                with_duplicates: sums.with_duplicates.to_string(),
+                with_loss: sums.with_loss.to_string(),
+                failing: sums.failing.to_string(),
+            });
         }
         let report = SweepReport {
             scenario: self.spec.label(),

@@ -196,6 +196,7 @@ fn crash_sweep(
         outage_ms: 2_000,
         expect: None,
         power_loss_states_max: crate::sweep::POWER_LOSS_STATES_MAX_DEFAULT,
+        power_loss_points: crate::sweep::PowerLossPoints::States,
     };
     let baselines = baselines_with(spec, events, &sweep.sinks, sweep.crash_states())?;
     let points = SweepPoints::new(spec, &sweep, &baselines, None).all(&baselines, None);

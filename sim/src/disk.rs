@@ -89,7 +89,7 @@ pub use contents::{Contents, CHUNK_BYTES};
 
 pub use fs_model::{FsModel, STALE_BYTE};
 pub use power_loss::{
-    ClassOutcome, DirOutcome, FileOutcome, PieceFate, PieceOutcome, PowerLossClasses,
+    ClassOutcome, CrashReaders, DirOutcome, FileOutcome, PieceFate, PieceOutcome, PowerLossClasses,
     PowerLossOutcome, PowerLossStates, SizeFate, POWER_LOSS_ENUMERATION_BOUND,
 };
 

@@ -57,6 +57,10 @@ pub enum Fault {
     /// The machine loses power before or after the step's effect: the disk is resolved to
     /// crash state number `state` (see `disk::power_loss`), then the process restarts.
     PowerLoss { at: CrashPoint, state: u64 },
+    /// A power loss resolved to the representative of class `class` of the step's crash
+    /// states (see `disk::power_loss::classes`): every state of the class leads to the same
+    /// run, given the world's line-read files ([`crate::World::read_as_lines`]).
+    PowerLossClass { at: CrashPoint, class: u64 },
     /// The step's disk operation fails with EIO; a failed fsync leaves the bytes it should
     /// have written unpersisted (read from the page cache, not on disk).
     DiskError,
@@ -79,7 +83,7 @@ impl Fault {
     pub fn kind(&self) -> FaultKind {
         match self {
             Fault::ProcessCrash { .. } => FaultKind::ProcessCrash,
-            Fault::PowerLoss { .. } => FaultKind::PowerLoss,
+            Fault::PowerLoss { .. } | Fault::PowerLossClass { .. } => FaultKind::PowerLoss,
             Fault::DiskError => FaultKind::DiskError,
             Fault::SinkError => FaultKind::SinkError,
             Fault::AckLost => FaultKind::AckLost,
@@ -95,6 +99,7 @@ impl fmt::Display for Fault {
         match self {
             Fault::ProcessCrash { at } => write!(f, "process-crash {at}"),
             Fault::PowerLoss { at, state } => write!(f, "power-loss {at} state {state}"),
+            Fault::PowerLossClass { at, class } => write!(f, "power-loss {at} class {class}"),
             Fault::DiskError => f.write_str("disk-error"),
             Fault::SinkError => f.write_str("sink-error"),
             Fault::AckLost => f.write_str("ack-lost"),

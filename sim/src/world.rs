@@ -7,7 +7,7 @@
 //! and calls [`World::restart`].
 
 use crate::clock::Clock;
-use crate::disk::Disk;
+use crate::disk::{CrashReaders, Disk};
 use crate::fault::{CrashPoint, Fault, FaultPlan, PlannedFault};
 use crate::rng::SeedTree;
 use crate::storage::Storage;
@@ -15,6 +15,7 @@ use crate::trace::{Fingerprint, NoteText, Trace, TraceLine};
 use crate::txlog::TxLog;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 /// Power losses, disk errors and crash-state counts need the simulated disk: a real
 /// directory supports process crashes only (callers refuse other plans in real mode).
@@ -41,8 +42,9 @@ impl fmt::Display for Site {
 pub enum CrashKind {
     /// kill -9: the disk is as the process left it.
     Process,
-    /// The machine lost power: the disk was resolved to this crash state.
-    PowerLoss { state: u64 },
+    /// The machine lost power: the disk was resolved to this crash state (with `class`, to
+    /// the representative of this class of crash states).
+    PowerLoss { state: u64, class: bool },
     /// The process was cut off and declared dead, but it lives on: the runner keeps it and
     /// wakes it up as a zombie after its replacement has recovered.
     Zombie,
@@ -61,7 +63,13 @@ impl fmt::Display for Crash {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind {
             CrashKind::Process => f.write_str("process crash")?,
-            CrashKind::PowerLoss { state } => write!(f, "power loss (crash state {state})")?,
+            CrashKind::PowerLoss {
+                state,
+                class: false,
+            } => write!(f, "power loss (crash state {state})")?,
+            CrashKind::PowerLoss { state, class: true } => {
+                write!(f, "power loss (crash state class {state})")?
+            }
             CrashKind::Zombie => f.write_str("cut off (zombie)")?,
         }
         write!(f, " {} step {} at t={}ms", self.at, self.step, self.time_ms)
@@ -128,8 +136,12 @@ pub struct WrappedState {
     pub step: u64,
     /// The state the plan asked for.
     pub planned: u64,
-    /// How many crash states the step had: the state that ran is `planned % count`.
+    /// How many crash states (with `class`, classes) the step had: the state that ran is
+    /// `planned % count`. A class at a step whose classes are not numbered has count 0: it
+    /// ran as the state `planned` names.
     pub count: u64,
+    /// Whether the plan named a class of crash states (`Fault::PowerLossClass`).
+    pub class: bool,
 }
 
 /// Where a process incarnation starts in a run that another process began: the next step
@@ -157,8 +169,17 @@ pub struct World<S = Disk> {
     trace: Trace,
     /// Whether the plan's kill by the clock has happened (it happens once).
     kill_done: bool,
-    /// When recording: the number of power-loss crash states after each step's effect.
+    /// When recording: the number of power-loss crash states after each step's effect (with
+    /// `count_classes`, of classes of them: None where they are not numbered).
     crash_state_counts: Option<Vec<Option<u64>>>,
+    count_classes: bool,
+    /// What the system under test reads of its files after a power loss (see
+    /// `disk::power_loss::classes`): the caller's claims, by which crash states fall into
+    /// classes. The default claims nothing, and a class is a state.
+    crash_readers: Arc<CrashReaders>,
+    /// The crash states of the class a planned power-loss class resolved to (one class a
+    /// run: a class fault is a single fault).
+    class_states: Option<num_bigint::BigUint>,
     /// When recording: the unpersisted bytes after each step's effect (what a page eviction
     /// there would drop).
     unpersisted_counts: Vec<u64>,
@@ -210,6 +231,9 @@ impl<S: Storage> World<S> {
             trace: Trace::default(),
             kill_done: false,
             crash_state_counts: None,
+            count_classes: false,
+            crash_readers: Arc::default(),
+            class_states: None,
             unpersisted_counts: Vec::new(),
             injected: Vec::new(),
             wrapped: Vec::new(),
@@ -266,6 +290,7 @@ impl<S: Storage> World<S> {
         let mut world = self.clone();
         world.plan = plan;
         world.crash_state_counts = record_crash_states.then(Vec::new);
+        world.count_classes = false;
         world
     }
 
@@ -404,10 +429,26 @@ impl<S: Storage> World<S> {
         self.injected.push(PlannedFault { step, fault });
     }
 
+    /// Says what the system under test reads of its files after a power loss, by which
+    /// [`Fault::PowerLossClass`] and the recorded counts take classes: the caller's claims
+    /// (see `disk::power_loss::classes`), made only where they hold.
+    pub fn read_after_power_loss(&mut self, readers: CrashReaders) {
+        self.crash_readers = Arc::new(readers);
+    }
+
+    /// The crash states the class of the planned power-loss class stands for, once it
+    /// resolved (None before, or where it ran as a state).
+    pub fn class_states(&self) -> Option<&num_bigint::BigUint> {
+        self.class_states.as_ref()
+    }
+
     /// Records, after each step's effect, how many crash states a power loss there could
-    /// leave the disk in (a sweep reads them off the fault-free run).
-    pub fn record_crash_states(&mut self) {
+    /// leave the disk in (a sweep reads them off the fault-free run); with `classes`, how
+    /// many classes of them by the files read as lines ([`World::read_as_lines`]; None where
+    /// they are not numbered).
+    pub fn record_crash_states(&mut self, classes: bool) {
         self.crash_state_counts = Some(Vec::new());
+        self.count_classes = classes;
     }
 
     /// Per step: the number of power-loss crash states after its effect (`None`: more than
@@ -429,7 +470,11 @@ impl<S: Storage> World<S> {
             counts.resize(step as usize, None);
             self.unpersisted_counts.resize(step as usize, 0);
             let disk = self.env.disk.simulated().expect(SIMULATION_ONLY);
-            counts.push(disk.power_loss_states().count());
+            counts.push(if self.count_classes {
+                disk.power_loss_classes(&self.crash_readers).count()
+            } else {
+                disk.power_loss_states().count()
+            });
             self.unpersisted_counts.push(disk.unpersisted_bytes());
         }
     }
@@ -538,6 +583,7 @@ impl<S: Storage> World<S> {
                     self.wrapped.push(WrappedState {
                         step,
                         planned: state,
+                        class: false,
                         count: outcome
                             .states
                             .count()
@@ -558,9 +604,74 @@ impl<S: Storage> World<S> {
                 self.trace_push(TraceLine::Note {
                     time_ms: self.now_ms(),
                     incarnation: self.incarnation,
-                    text: NoteText::PowerLoss(std::sync::Arc::new(outcome)),
+                    text: NoteText::PowerLoss(Arc::new(outcome)),
                 });
-                Err(self.crash(step, at, CrashKind::PowerLoss { state }))
+                Err(self.crash(
+                    step,
+                    at,
+                    CrashKind::PowerLoss {
+                        state,
+                        class: false,
+                    },
+                ))
+            }
+            Some(Fault::PowerLossClass {
+                at: planned,
+                class: planned_class,
+            }) if planned == at => {
+                // As a state does, a class number beyond the step's count wraps (a plan file
+                // is checked against `wrapped_states` instead); where the step's classes are
+                // not numbered, the number runs as a drawn state.
+                let readers = Arc::clone(&self.crash_readers);
+                let disk = self.env.disk.simulated_mut().expect(SIMULATION_ONLY);
+                // The classes are worked out once: in the common case (a class the step has).
+                let (outcome, ran, count) = match disk.power_loss_class(&readers, planned_class) {
+                    Some(outcome) => {
+                        let count = outcome.class.as_ref().map(|class| class.classes);
+                        (outcome, Fault::PowerLossClass { at, class: planned_class }, count)
+                    }
+                    None => match disk.power_loss_classes(&readers).count() {
+                        Some(count) => {
+                            let class = planned_class % count;
+                            let outcome = disk
+                                .power_loss_class(&readers, class)
+                                .expect("a class below the count");
+                            (outcome, Fault::PowerLossClass { at, class }, Some(count))
+                        }
+                        None => {
+                            let outcome = disk.power_loss_wrapping(planned_class);
+                            let state = outcome.state;
+                            (outcome, Fault::PowerLoss { at, state }, None)
+                        }
+                    },
+                };
+                if ran != fault.expect("matched") {
+                    self.wrapped.push(WrappedState {
+                        step,
+                        planned: planned_class,
+                        count: count.unwrap_or(0),
+                        class: true,
+                    });
+                    self.trace.restate_fault(step, Some(ran));
+                }
+                self.class_states = outcome.class.as_ref().map(|class| class.states.clone());
+                let kind = match ran {
+                    Fault::PowerLossClass { class, .. } => CrashKind::PowerLoss {
+                        state: class,
+                        class: true,
+                    },
+                    _ => CrashKind::PowerLoss {
+                        state: outcome.state,
+                        class: false,
+                    },
+                };
+                self.injected_at(step, ran);
+                self.trace_push(TraceLine::Note {
+                    time_ms: self.now_ms(),
+                    incarnation: self.incarnation,
+                    text: NoteText::PowerLoss(Arc::new(outcome)),
+                });
+                Err(self.crash(step, at, kind))
             }
             _ => Ok(()),
         }
@@ -671,7 +782,7 @@ impl<S: Storage> World<S> {
         let time_ms = self.now_ms();
         let power_loss_state = match kind {
             CrashKind::Process | CrashKind::Zombie => None,
-            CrashKind::PowerLoss { state } => Some(state),
+            CrashKind::PowerLoss { state, .. } => Some(state),
         };
         if kind == CrashKind::Zombie {
             self.note(format!(

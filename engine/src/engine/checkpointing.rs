@@ -5,6 +5,7 @@ use super::{disk_step, Engine, Interrupt, Sink, IN_PLACE_FILE};
 use crate::checkpoint::Checkpoint;
 use crate::incremental::FileKind;
 use crate::protocol::CheckpointMode;
+use crate::sink::TEMP_SUFFIX;
 use keel_sim::{Storage, World};
 use std::sync::Arc;
 
@@ -44,7 +45,7 @@ impl Engine {
             })?;
         } else {
             let name = Checkpoint::file_name(index);
-            let temp = format!("{name}.tmp");
+            let temp = format!("{name}{TEMP_SUFFIX}");
             let older: Vec<u64> = self.checkpoint_files.range(..index).copied().collect();
             disk_step(world, "disk.create", &temp, |d| d.create(&temp))?;
             disk_step(world, "disk.write", &temp, |d| d.write(&temp, 0, &bytes))?;
@@ -113,7 +114,7 @@ impl Engine {
             self.remove_chain_files(world, &stale)?;
         }
         let manifest = FileKind::Manifest.file_name(written.number);
-        let temp = format!("{manifest}.tmp");
+        let temp = format!("{manifest}{TEMP_SUFFIX}");
         disk_step(world, "disk.create", &temp, |d| d.create(&temp))?;
         disk_step(world, "disk.write", &temp, |d| {
             d.write(&temp, 0, &written.manifest)

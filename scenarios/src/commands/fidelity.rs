@@ -177,6 +177,7 @@ pub(crate) fn process_crash_points(baseline: &Baseline, seed: u64) -> Vec<Planne
         outage_ms: 2_000,
         expect: None,
         power_loss_states_max: POWER_LOSS_STATES_MAX_DEFAULT,
+        power_loss_points: crate::sweep::PowerLossPoints::States,
     };
     points(baseline.sites.aims(), FaultKind::ProcessCrash, seed, &sweep)
         .into_iter()

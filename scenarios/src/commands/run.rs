@@ -53,6 +53,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "S", requires = "fault")]
     pub crash_state: Option<u64>,
 
+    /// For --fault power-loss: which class of crash states the disk is left in, as a sweep
+    /// with `--power-loss-points classes` numbers them (the class's first state)
+    #[arg(long, value_name = "C", requires = "fault", conflicts_with = "crash_state")]
+    pub crash_state_class: Option<u64>,
+
     /// For --fault sink-unavailable: the outage, in simulated milliseconds [default: 2000].
     #[arg(long, value_name = "MS", requires = "fault")]
     pub outage_ms: Option<u64>,
@@ -135,6 +140,11 @@ fn check_fault_options(args: &RunArgs) -> Result<(), KeelError> {
             "--crash-state applies to --fault power-loss only (it picks the disk state a power loss leaves); a {kind_name} leaves the disk as it is"
         )));
     }
+    if args.crash_state_class.is_some() && kind != FaultArg::PowerLoss {
+        return Err(KeelError::usage(format!(
+            "--crash-state-class applies to --fault power-loss only (it picks the class of disk states a power loss leaves); a {kind_name} leaves the disk as it is"
+        )));
+    }
     if args.outage_ms.is_some() && kind != FaultArg::SinkUnavailable {
         return Err(KeelError::usage(format!(
             "--outage-ms applies to --fault sink-unavailable only (it is the length of the outage), not to a {kind_name}"
@@ -158,9 +168,12 @@ fn run_fault(args: &RunArgs) -> Option<CrashRequest> {
     };
     let fault = match kind {
         FaultArg::ProcessCrash => Fault::ProcessCrash { at },
-        FaultArg::PowerLoss => Fault::PowerLoss {
-            at,
-            state: args.crash_state.unwrap_or(0),
+        FaultArg::PowerLoss => match args.crash_state_class {
+            Some(class) => Fault::PowerLossClass { at, class },
+            None => Fault::PowerLoss {
+                at,
+                state: args.crash_state.unwrap_or(0),
+            },
         },
         FaultArg::DiskError => Fault::DiskError,
         FaultArg::SinkError => Fault::SinkError,

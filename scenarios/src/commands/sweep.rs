@@ -14,7 +14,7 @@ use crate::parallel::Threads;
 use crate::property::Expectation;
 use crate::spec::ScenarioSpec;
 use crate::sweep::{
-    sharing_chunks, PointRecord, SweepPoints, SweepSetup, SweepSpec, POWER_LOSS_STATES_MAX_DEFAULT,
+    sharing_chunks, PointRecord, PowerLossPoints, SweepPoints, SweepSetup, SweepSpec, POWER_LOSS_STATES_MAX_DEFAULT,
     REORDER_WINDOW_CHUNKS_PER_JOB,
 };
 use crate::tally::SweepTally;
@@ -64,6 +64,13 @@ pub struct SweepArgs {
           value_parser = clap::value_parser!(u64).range(1..=POWER_LOSS_STATES_MAX_DEFAULT))]
     pub power_loss_states_max: u64,
 
+    /// What a power-loss point is. `classes` runs one crash state a class of those that
+    /// recovery cannot tell apart (the same whole lines of the sink file kept, every other
+    /// choice alike) and counts the row's crash states exactly, however many (depth 1
+    /// only)
+    #[arg(long, value_enum, value_name = "P", default_value_t = PowerLossPointsArg::States)]
+    pub power_loss_points: PowerLossPointsArg,
+
     /// What every point must hold, judged in every consumer view: a comma-separated list of
     /// no-loss, no-duplicates, no-wrong, no-rollback, recovers, consistent-view, or the
     /// shorthands at-least-once and exactly-once. A read_uncommitted consumer is never held to
@@ -88,6 +95,24 @@ pub struct SweepArgs {
     pub format: TableFormatArg,
 }
 
+/// `--power-loss-points`: what a power-loss point is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PowerLossPointsArg {
+    /// One crash state a point: every state of a step, or a draw of them
+    States,
+    /// One class of crash states a point, counted for all of its states
+    Classes,
+}
+
+impl From<PowerLossPointsArg> for PowerLossPoints {
+    fn from(arg: PowerLossPointsArg) -> PowerLossPoints {
+        match arg {
+            PowerLossPointsArg::States => PowerLossPoints::States,
+            PowerLossPointsArg::Classes => PowerLossPoints::Classes,
+        }
+    }
+}
+
 pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
     check_outage_ms(&args.scenario.given, &args.faults)?;
     let (spec, events) = prepare(&args.scenario)?;
@@ -98,7 +123,13 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
         outage_ms: args.outage_ms,
         expect: args.expect.clone(),
         power_loss_states_max: args.power_loss_states_max,
+        power_loss_points: args.power_loss_points.into(),
     };
+    if sweep.power_loss_points == PowerLossPoints::Classes && sweep.depth > 1 {
+        return Err(KeelError::usage(
+            "--power-loss-points classes needs --depth 1: the states of a class leave the disk alike for what recovery reads, not for what a second fault finds",
+        ));
+    }
     let events: Arc<[Event]> = events.into();
     let setup = SweepSetup::new(&spec, Arc::clone(&events), &sweep, args.naive)?;
     // Counted, not listed: each chunk draws its points when it runs.

@@ -1,7 +1,7 @@
 //! The points of a sweep: which faults it tries at which steps (every crash state of a power
 //! loss, or a seeded draw of them), counted up front and drawn a chunk at a time.
 
-use super::SweepSpec;
+use super::{PowerLossPoints, SweepSpec};
 use crate::baseline::{Baseline, CrashStates};
 use crate::fork::Forks;
 use crate::runner::{run_recording_crash_states, RunSpec};
@@ -42,19 +42,41 @@ pub fn power_loss_states(states: Option<u64>, max: u64, seed: u64, step: u64) ->
         SeedTree::new(seed ^ step.wrapping_mul(0x9e37_79b9_7f4a_7c15)).stream(Subsystem::DiskCrash);
     match states {
         Some(count) if count <= max => (0..count).collect(),
-        Some(count) if count <= POWER_LOSS_ENUMERATION_BOUND => {
-            let mut chosen = BTreeSet::new();
-            for j in count - max..count {
-                // Uniform in 0..=j, up to a modulo bias below 2^-47 (j < 2^17).
-                let t = rng.next_u64() % (j + 1);
-                if !chosen.insert(t) {
-                    chosen.insert(j);
-                }
-            }
-            chosen.into_iter().collect()
-        }
+        Some(count) if count <= POWER_LOSS_ENUMERATION_BOUND => floyd(count, max, &mut rng),
         _ => (0..max).map(|_| rng.next_u64()).collect(),
     }
+}
+
+/// `max` distinct numbers below `count` (more than `max`), drawn from `rng` by Floyd's
+/// algorithm, in increasing order.
+fn floyd(count: u64, max: u64, rng: &mut impl RngCore) -> Vec<u64> {
+    assert!(max < count);
+    let mut chosen = BTreeSet::new();
+    for j in count - max..count {
+        // Uniform in 0..=j, up to a modulo bias of j / 2^64 (below 2^-47 for the states
+        // of an enumerable step, j < 2^17).
+        let t = rng.next_u64() % (j + 1);
+        if !chosen.insert(t) {
+            chosen.insert(j);
+        }
+    }
+    chosen.into_iter().collect()
+}
+
+/// The classes of crash states a sweep runs at a step with `classes` of them (numbered:
+/// `keel_sim::disk::PowerLossClasses`), at most `max`: every one, or `max` drawn without
+/// repetition as [`power_loss_states`] draws states, from the same stream.
+pub fn power_loss_classes(classes: u64, max: u64, seed: u64, step: u64) -> Vec<u64> {
+    assert!(
+        (1..=POWER_LOSS_ENUMERATION_BOUND).contains(&max),
+        "at most {POWER_LOSS_ENUMERATION_BOUND} classes a step"
+    );
+    if classes <= max {
+        return (0..classes).collect();
+    }
+    let mut rng =
+        SeedTree::new(seed ^ step.wrapping_mul(0x9e37_79b9_7f4a_7c15)).stream(Subsystem::DiskCrash);
+    floyd(classes, max, &mut rng)
 }
 
 /// Every single fault of `kind` the sweep tries, in step order, each with the sampled step
@@ -102,6 +124,45 @@ fn site_points(
         FaultKind::ProcessCrash => push(Fault::ProcessCrash {
             at: CrashPoint::After,
         }),
+        FaultKind::PowerLoss if sweep.power_loss_points == PowerLossPoints::Classes => {
+            // Where the step's classes are numbered, classes; else drawn states, as a
+            // sweep of states draws them where there are too many to count.
+            let (faults, admitted): (Vec<Fault>, _) = match site.power_loss_states {
+                Some(classes) => (
+                    power_loss_classes(classes, sweep.power_loss_states_max, seed, step)
+                        .into_iter()
+                        .map(|class| Fault::PowerLossClass {
+                            at: CrashPoint::After,
+                            class,
+                        })
+                        .collect(),
+                    Some(classes),
+                ),
+                None => (
+                    power_loss_states(None, sweep.power_loss_states_max, seed, step)
+                        .into_iter()
+                        .map(|state| Fault::PowerLoss {
+                            at: CrashPoint::After,
+                            state,
+                        })
+                        .collect(),
+                    None,
+                ),
+            };
+            let first = points.len();
+            let drawn = faults.len() as u64;
+            points.extend(
+                faults
+                    .into_iter()
+                    .map(|fault| (PlannedFault { step, fault }, None)),
+            );
+            if admitted != Some(drawn) {
+                points[first].1 = Some(Sampled {
+                    states: admitted,
+                    drawn,
+                });
+            }
+        }
         FaultKind::PowerLoss => {
             let states = power_loss_states(
                 site.power_loss_states,

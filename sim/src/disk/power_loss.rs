@@ -90,7 +90,7 @@ use super::{Contents, DataOp, DirOp, Disk, FsModel, InodeId, STALE_BYTE};
 
 mod classes;
 mod outcome;
-pub use classes::PowerLossClasses;
+pub use classes::{CrashReaders, PowerLossClasses};
 pub use outcome::{
     ClassOutcome, DirOutcome, FileOutcome, PieceFate, PieceOutcome, PowerLossOutcome, SizeFate,
 };
@@ -152,6 +152,18 @@ enum Choice {
 }
 
 impl Choice {
+    /// The file the choice is about (None: the directory's).
+    fn inode(&self) -> Option<InodeId> {
+        match self {
+            Choice::Piece { inode, .. }
+            | Choice::SetLen { inode, .. }
+            | Choice::Size { inode }
+            | Choice::Stale { inode }
+            | Choice::FailedSize { inode } => Some(*inode),
+            Choice::Dir { .. } => None,
+        }
+    }
+
     fn radix(&self) -> u64 {
         match self {
             Choice::Piece { len_bytes: 1, .. } => 2,

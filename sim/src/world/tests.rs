@@ -164,7 +164,8 @@ fn a_wrapped_crash_state_is_recorded_and_traced_as_the_state_that_ran() {
         [WrappedState {
             step: 2,
             planned: count + 1,
-            count
+            count,
+            class: false,
         }]
     );
     assert!(ran.wrapped_states().is_empty());

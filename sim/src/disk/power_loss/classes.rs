@@ -11,6 +11,12 @@
 //! make every other choice alike and keep the same such prefix of every line-read file lead
 //! to the same run.
 //!
+//! A second claim: an *unread* file is one whose bytes the system never reads after a power
+//! loss (a temporary file it only lists, removes or replaces): all of its data choices fall
+//! into one class. It is collapsed only where every name that can reach it after the power
+//! loss (its durable names, and the names of the pending namespace operations on it) is
+//! unread, so that a rename still pending cannot put its bytes under a name that is read.
+//!
 //! The rule. A line-read file is collapsed only where its name is durable and no pending
 //! namespace operation touches it (so that after the power loss its data is there under
 //! that name alone, not under a name whose reader reads it whole), and its pending
@@ -154,6 +160,9 @@ pub struct PowerLossClasses {
     rest: Vec<usize>,
     rest_count: Option<u64>,
     files: Vec<LineFile>,
+    /// The collapsed unread files: the positions of their choices (all at 0 in every
+    /// representative) and their combinations, one class each.
+    unread: Vec<(Vec<usize>, BigUint)>,
     /// The number of classes, if they are numbered.
     count: Option<u64>,
     /// Every crash state, in every class.
@@ -189,11 +198,18 @@ impl PowerLossClasses {
     /// The crash states in class `class` (numbered: below [`PowerLossClasses::count`]).
     pub fn class_states(&self, class: u64) -> BigUint {
         let (_, indices) = self.split(class);
+        let unread: BigUint = self.unread.iter().map(|(_, states)| states).product();
         self.files
             .iter()
             .zip(indices)
             .map(|(file, index)| file.class_states(index))
-            .product()
+            .product::<BigUint>()
+            * unread
+    }
+
+    /// How many unread files were collapsed (tests and descriptions).
+    pub fn unread_collapsed(&self) -> usize {
+        self.unread.len()
     }
 
     /// The index among the other choices' combinations and each collapsed file's class index.
@@ -237,10 +253,28 @@ impl PowerLossClasses {
     }
 }
 
+/// What the system under test reads of its files after a power loss: the claims by which
+/// crash states fall into classes (see the module header). The default claims nothing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CrashReaders {
+    /// The line-read files, by name.
+    pub line_files: Vec<String>,
+    /// The unread files: those whose name ends with one of these.
+    pub unread_suffixes: Vec<String>,
+}
+
+impl CrashReaders {
+    fn is_unread(&self, name: &str) -> bool {
+        self.unread_suffixes
+            .iter()
+            .any(|suffix| name.ends_with(suffix.as_str()))
+    }
+}
+
 impl Disk {
-    /// The classes of this disk's crash states, where `line_files` name its line-read files
-    /// (see the module header for the claim that naming one makes).
-    pub fn power_loss_classes(&self, line_files: &[String]) -> PowerLossClasses {
+    /// The classes of this disk's crash states, by what `readers` claims (see the module
+    /// header for the claims).
+    pub fn power_loss_classes(&self, readers: &CrashReaders) -> PowerLossClasses {
         let choices = choices(self);
         let states_all = || states_of(&choices);
         if self.read_only {
@@ -249,6 +283,7 @@ impl Disk {
                 choices,
                 rest_count: Some(1),
                 files: Vec::new(),
+                unread: Vec::new(),
                 count: Some(1),
                 states: BigUint::from(1u32),
                 read_only: true,
@@ -256,7 +291,7 @@ impl Disk {
         }
         let mut files = Vec::new();
         let mut collapsed = vec![false; choices.len()];
-        for name in line_files {
+        for name in &readers.line_files {
             let Some(inode) = self.appended_only(name) else {
                 continue;
             };
@@ -269,6 +304,26 @@ impl Disk {
                 collapsed[at] = true;
             }
             files.push(file);
+        }
+        let mut unread = Vec::new();
+        if !readers.unread_suffixes.is_empty() {
+            for &inode in self.inodes.keys() {
+                if !self.only_unread_names_reach(inode, readers) {
+                    continue;
+                }
+                let positions: Vec<usize> = (0..choices.len())
+                    .filter(|&at| choices[at].inode() == Some(inode))
+                    .collect();
+                if positions.is_empty() {
+                    continue;
+                }
+                for &at in &positions {
+                    assert!(!collapsed[at], "a choice belongs to one file");
+                    collapsed[at] = true;
+                }
+                let of_file: Vec<Choice> = positions.iter().map(|&at| choices[at]).collect();
+                unread.push((positions, states_of(&of_file)));
+            }
         }
         let rest: Vec<usize> = (0..choices.len()).filter(|&at| !collapsed[at]).collect();
         let rest_choices: Vec<Choice> = rest.iter().map(|&at| choices[at]).collect();
@@ -283,14 +338,16 @@ impl Disk {
         let states = states_all();
         debug_assert_eq!(
             states,
-            files
-                .iter()
-                .fold(states_of(&rest_choices), |product, file| {
+            files.iter().fold(
+                states_of(&rest_choices)
+                    * unread.iter().map(|(_, states)| states).product::<BigUint>(),
+                |product, file| {
                     product
                         * (0..file.classes.len())
                             .map(|index| file.class_states(index))
                             .sum::<BigUint>()
-                }),
+                }
+            ),
             "the classes hold every state once"
         );
         PowerLossClasses {
@@ -298,6 +355,7 @@ impl Disk {
             rest,
             rest_count,
             files,
+            unread,
             count,
             states,
             read_only: false,
@@ -305,10 +363,18 @@ impl Disk {
     }
 
     /// Cuts the power and boots again into the representative of class `class` of
-    /// [`Disk::power_loss_classes`] with the same `line_files` (the classes must be
-    /// numbered, `class` below their count). The outcome's `state` is the class number.
-    pub fn power_loss_class(&mut self, line_files: &[String], class: u64) -> PowerLossOutcome {
-        let classes = self.power_loss_classes(line_files);
+    /// [`Disk::power_loss_classes`] with the same `readers`, if the classes are numbered and
+    /// `class` is below their count; else leaves the disk as it is and returns None. The
+    /// outcome's `state` is the class number.
+    pub fn power_loss_class(
+        &mut self,
+        readers: &CrashReaders,
+        class: u64,
+    ) -> Option<PowerLossOutcome> {
+        let classes = self.power_loss_classes(readers);
+        if classes.count.is_none_or(|count| class >= count) {
+            return None;
+        }
         let digits = classes.digits(class);
         let mut outcome = self.resolve_digits(&classes.choices, &digits);
         outcome.state = class;
@@ -320,7 +386,36 @@ impl Disk {
             states: classes.class_states(class),
             states_total: classes.states.clone(),
         });
-        outcome
+        Some(outcome)
+    }
+
+    /// Whether every name that can reach `inode` after a power loss is unread: its
+    /// durable names, and the names of the pending namespace operations on it (a pending
+    /// rename may or may not survive; a create may).
+    fn only_unread_names_reach(&self, inode: InodeId, readers: &CrashReaders) -> bool {
+        let durable = self
+            .durable_names
+            .iter()
+            .filter(|(_, &id)| id == inode)
+            .map(|(name, _)| name.as_str());
+        let pending = self.pending_dir.iter().flat_map(|op| match op {
+            DirOp::Create { name, inode: id } | DirOp::Unlink { name, inode: id } if *id == inode => {
+                vec![name.as_str()]
+            }
+            DirOp::Rename { from, to, inode: id } if *id == inode => {
+                vec![from.as_str(), to.as_str()]
+            }
+            _ => Vec::new(),
+        });
+        let current = self
+            .names
+            .iter()
+            .filter(|(_, &id)| id == inode)
+            .map(|(name, _)| name.as_str());
+        durable
+            .chain(pending)
+            .chain(current)
+            .all(|name| readers.is_unread(name))
     }
 
     /// The inode `name` names, if that name is durable and no pending namespace operation
