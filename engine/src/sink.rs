@@ -536,7 +536,13 @@ mod tests {
         let records = [
             ("13:10", 10, 55, 10, RecordKind::Fire),
             ("flush:-20", -20, -7, i64::MIN, RecordKind::Flush),
-            ("pt3900.000:0", 0, i128::from(i64::MAX), i64::MAX, RecordKind::LateUpdate),
+            (
+                "pt3900.000:0",
+                0,
+                i128::from(i64::MAX),
+                i64::MAX,
+                RecordKind::LateUpdate,
+            ),
         ];
         for (key, window_end, sum, watermark, kind) in records {
             let line = Record {

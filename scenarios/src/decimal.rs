@@ -35,7 +35,11 @@ mod tests {
 
     #[derive(Debug, PartialEq, Serialize, Deserialize)]
     struct Holder {
-        #[serde(default, skip_serializing_if = "Option::is_none", with = "super::optional")]
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            with = "super::optional"
+        )]
         count: Option<BigUint>,
     }
 
@@ -51,9 +55,15 @@ mod tests {
             serde_json::from_str::<Holder>(&json).unwrap().count,
             Some(count)
         );
-        assert_eq!(serde_json::to_string(&Holder { count: None }).unwrap(), "{}");
+        assert_eq!(
+            serde_json::to_string(&Holder { count: None }).unwrap(),
+            "{}"
+        );
         assert_eq!(serde_json::from_str::<Holder>("{}").unwrap().count, None);
         let error = serde_json::from_str::<Holder>("{\"count\":\"12x\"}").unwrap_err();
-        assert!(error.to_string().contains("not a decimal count \"12x\""), "{error}");
+        assert!(
+            error.to_string().contains("not a decimal count \"12x\""),
+            "{error}"
+        );
     }
 }

@@ -458,7 +458,18 @@ impl Forks {
         });
         // None: the fault comes before the first snapshot (during the first recovery), and
         // the run starts from scratch, still stopping where it converges.
-        let paused = from_cursor.or_else(|| self.fork(plan, false));
+        let mut paused = from_cursor.or_else(|| self.fork(plan, false));
+        // Single-fault points at one step reach it with the same disk, forked from the same
+        // fault-free run: their power-loss classes are worked out once.
+        if let (Some(paused), Some(shared), [only]) =
+            (paused.as_mut(), shared, plan.faults().as_slice())
+        {
+            if matches!(only.fault, keel_sim::Fault::PowerLossClass { .. }) {
+                paused
+                    .world
+                    .share_classes_at(Arc::clone(&shared.classes_memo), only.step);
+            }
+        }
         let sink = self.spec.config.sink;
         let shared = shared.filter(|_| self.shareable());
         let key = self.spec.config.key;

@@ -657,7 +657,11 @@ impl SweepReport {
             let lines = self.classed_lines();
             for line in &lines {
                 out.push_str(line);
-                out.push_str(if format == TableFormat::Markdown { "\n\n" } else { "\n" });
+                out.push_str(if format == TableFormat::Markdown {
+                    "\n\n"
+                } else {
+                    "\n"
+                });
             }
             if !lines.is_empty() && format != TableFormat::Markdown {
                 out.push('\n');
@@ -768,6 +772,7 @@ mod tests {
                 outage_ms: 2_000,
                 expect: None,
                 power_loss_states_max: POWER_LOSS_STATES_MAX_DEFAULT,
+                power_loss_points: PowerLossPoints::States,
             };
             let setup = SweepSetup::new(&spec, Arc::clone(&events), &sweep, false).unwrap();
             let points = SweepPoints::new(&spec, &sweep, &setup.baselines, setup.forks.as_ref());

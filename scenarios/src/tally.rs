@@ -8,8 +8,8 @@ use crate::reproduce::with_expect;
 use crate::runner::View;
 use crate::spec::ScenarioSpec;
 use crate::sweep::{
-    ClassedStates, FirstFailure, PointRecord, PowerLossPoints, Sampled, SampledSteps,
-    SweepReport, SweepRow, SweepSpec,
+    ClassedStates, FirstFailure, PointRecord, PowerLossPoints, Sampled, SampledSteps, SweepReport,
+    SweepRow, SweepSpec,
 };
 use keel_sim::{Fault, FaultKind, FingerprintBuilder};
 use num_bigint::BigUint;

@@ -26,4 +26,6 @@ pub use txlog::{
     AbortReason, EntryKind, LogEntry, LogError, LogRecord, OpenTransaction, Producer,
     ResumeOutcome, TxLog, TxnStatus,
 };
-pub use world::{Crash, CrashKind, Env, RequestError, Resume, Site, World, WrappedState};
+pub use world::{
+    ClassesMemo, Crash, CrashKind, Env, RequestError, Resume, Site, World, WrappedState,
+};

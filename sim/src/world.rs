@@ -7,7 +7,7 @@
 //! and calls [`World::restart`].
 
 use crate::clock::Clock;
-use crate::disk::{CrashReaders, Disk};
+use crate::disk::{CrashReaders, Disk, PowerLossClasses};
 use crate::fault::{CrashPoint, Fault, FaultPlan, PlannedFault};
 use crate::rng::SeedTree;
 use crate::storage::Storage;
@@ -36,6 +36,9 @@ impl fmt::Display for Site {
         write!(f, "{} {}", self.op, self.target)
     }
 }
+
+/// A memo of one step's power-loss classes, shared by runs ([`World::share_classes_at`]).
+pub type ClassesMemo = Arc<std::sync::Mutex<Option<(u64, Arc<PowerLossClasses>)>>>;
 
 /// How the process died.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -180,6 +183,10 @@ pub struct World<S = Disk> {
     /// The crash states of the class a planned power-loss class resolved to (one class a
     /// run: a class fault is a single fault).
     class_states: Option<num_bigint::BigUint>,
+    /// A memo of power-loss classes the caller shares between runs, and the one step at
+    /// which it claims this run's disk is the disk of every other run that uses the memo
+    /// there ([`World::share_classes_at`]).
+    classes_memo: Option<(ClassesMemo, u64)>,
     /// When recording: the unpersisted bytes after each step's effect (what a page eviction
     /// there would drop).
     unpersisted_counts: Vec<u64>,
@@ -234,6 +241,7 @@ impl<S: Storage> World<S> {
             count_classes: false,
             crash_readers: Arc::default(),
             class_states: None,
+            classes_memo: None,
             unpersisted_counts: Vec::new(),
             injected: Vec::new(),
             wrapped: Vec::new(),
@@ -436,6 +444,14 @@ impl<S: Storage> World<S> {
         self.crash_readers = Arc::new(readers);
     }
 
+    /// Shares `memo` with other runs for the power-loss classes at `step`: the caller's
+    /// claim that every run given the same memo and step reaches it with the same disk (a
+    /// sweep's single-fault points forked from one fault-free run do). Class points at one
+    /// step then work the step's classes out once, not once each.
+    pub fn share_classes_at(&mut self, memo: ClassesMemo, step: u64) {
+        self.classes_memo = Some((memo, step));
+    }
+
     /// The crash states the class of the planned power-loss class stands for, once it
     /// resolved (None before, or where it ran as a state).
     pub fn class_states(&self) -> Option<&num_bigint::BigUint> {
@@ -623,18 +639,43 @@ impl<S: Storage> World<S> {
                 // is checked against `wrapped_states` instead); where the step's classes are
                 // not numbered, the number runs as a drawn state.
                 let readers = Arc::clone(&self.crash_readers);
+                let memo = self.classes_memo.clone();
                 let disk = self.env.disk.simulated_mut().expect(SIMULATION_ONLY);
-                // The classes are worked out once: in the common case (a class the step has).
-                let (outcome, ran, count) = match disk.power_loss_class(&readers, planned_class) {
+                // The classes are worked out once a step where the caller shares a memo
+                // between runs that reach it with the same disk, else once here.
+                let key = step * 2 + u64::from(at == CrashPoint::After);
+                let classes = match &memo {
+                    Some((memo, claimed)) if *claimed == step => {
+                        let mut memo = memo.lock().expect("no panic while held");
+                        match &*memo {
+                            Some((memo_key, classes)) if *memo_key == key => Arc::clone(classes),
+                            _ => {
+                                let classes = Arc::new(disk.power_loss_classes(&readers));
+                                *memo = Some((key, Arc::clone(&classes)));
+                                classes
+                            }
+                        }
+                    }
+                    _ => Arc::new(disk.power_loss_classes(&readers)),
+                };
+                let (outcome, ran, count) = match disk.power_loss_class_of(&classes, planned_class)
+                {
                     Some(outcome) => {
                         let count = outcome.class.as_ref().map(|class| class.classes);
-                        (outcome, Fault::PowerLossClass { at, class: planned_class }, count)
+                        (
+                            outcome,
+                            Fault::PowerLossClass {
+                                at,
+                                class: planned_class,
+                            },
+                            count,
+                        )
                     }
-                    None => match disk.power_loss_classes(&readers).count() {
+                    None => match classes.count() {
                         Some(count) => {
                             let class = planned_class % count;
                             let outcome = disk
-                                .power_loss_class(&readers, class)
+                                .power_loss_class_of(&classes, class)
                                 .expect("a class below the count");
                             (outcome, Fault::PowerLossClass { at, class }, Some(count))
                         }

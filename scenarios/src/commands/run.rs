@@ -55,7 +55,12 @@ pub struct RunArgs {
 
     /// For --fault power-loss: which class of crash states the disk is left in, as a sweep
     /// with `--power-loss-points classes` numbers them (the class's first state)
-    #[arg(long, value_name = "C", requires = "fault", conflicts_with = "crash_state")]
+    #[arg(
+        long,
+        value_name = "C",
+        requires = "fault",
+        conflicts_with = "crash_state"
+    )]
     pub crash_state_class: Option<u64>,
 
     /// For --fault sink-unavailable: the outage, in simulated milliseconds [default: 2000].

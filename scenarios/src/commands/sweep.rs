@@ -14,8 +14,8 @@ use crate::parallel::Threads;
 use crate::property::Expectation;
 use crate::spec::ScenarioSpec;
 use crate::sweep::{
-    sharing_chunks, PointRecord, PowerLossPoints, SweepPoints, SweepSetup, SweepSpec, POWER_LOSS_STATES_MAX_DEFAULT,
-    REORDER_WINDOW_CHUNKS_PER_JOB,
+    sharing_chunks, PointRecord, PowerLossPoints, SweepPoints, SweepSetup, SweepSpec,
+    POWER_LOSS_STATES_MAX_DEFAULT, REORDER_WINDOW_CHUNKS_PER_JOB,
 };
 use crate::tally::SweepTally;
 use clap::Args;

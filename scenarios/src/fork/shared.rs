@@ -241,6 +241,9 @@ pub struct SharedFutures {
     fault_free: RefCell<Option<Paused>>,
     /// The fault-free run at the boundaries just after `fault_free`'s (`fork/ahead.rs`).
     ahead: Ahead,
+    /// The power-loss classes of the last step a single-fault class point crashed at: the
+    /// points at one step reach it with the same disk (forked from one fault-free run).
+    pub classes_memo: keel_sim::ClassesMemo,
 }
 
 impl SharedFutures {

@@ -651,6 +651,7 @@ mod tests {
             outage_ms: 2_000,
             expect: None,
             power_loss_states_max: max,
+            power_loss_points: PowerLossPoints::States,
         };
         let events = Scenario::by_name("ch04").unwrap().events();
         let baselines = crate::baseline::baselines(&spec, &events, &sweep.sinks).unwrap();

@@ -549,11 +549,130 @@ impl Disk {
         reachable: bool,
     ) -> (Contents, Option<FileOutcome>) {
         let file = &self.inodes[&inode];
-        let unpersisted_lost_bytes = file.unpersisted_bytes();
-        if file.pending.is_empty() && unpersisted_lost_bytes == 0 && file.failed_len_bytes.is_none()
+        if file.pending.is_empty()
+            && file.unpersisted_bytes() == 0
+            && file.failed_len_bytes.is_none()
         {
             return (file.durable.clone(), None);
         }
+        if let Some((contents, outcome)) = self.resolve_kept_prefix(inode, made, reachable) {
+            if cfg!(debug_assertions) {
+                let (by_operations, described) =
+                    self.resolve_file_by_operations(inode, made, reachable);
+                assert_eq!(contents.to_vec(), by_operations.to_vec(), "the same bytes");
+                assert_eq!(Some(&outcome), described.as_ref(), "the same description");
+            }
+            return (contents, Some(outcome));
+        }
+        self.resolve_file_by_operations(inode, made, reachable)
+    }
+
+    /// [`Disk::resolve_file`] where the file was only appended to since its durable length
+    /// and the choices keep a prefix of its pieces (then at most one torn), lose every later
+    /// one and keep no size or stale byte: its bytes are the first ones the process wrote,
+    /// up to the end of what was kept, sharing their chunks (a class's representative is
+    /// such a state; writing its pieces one by one was most of a class point's cost). None
+    /// for any other file or choices.
+    fn resolve_kept_prefix(
+        &self,
+        inode: InodeId,
+        made: &[(Choice, u64)],
+        reachable: bool,
+    ) -> Option<(Contents, FileOutcome)> {
+        let file = &self.inodes[&inode];
+        if file.unpersisted_bytes() > 0 || file.failed_len_bytes.is_some() {
+            return None;
+        }
+        let mut end_bytes = file.durable.len() as u64;
+        for op in file.pending.iter() {
+            match op {
+                DataOp::Write {
+                    offset_bytes,
+                    bytes,
+                } if *offset_bytes == end_bytes => end_bytes += bytes.len() as u64,
+                _ => return None,
+            }
+        }
+        let mut kept_end_bytes = file.durable.len() as u64;
+        let mut cut = false;
+        let mut size = SizeFate::Unchanged;
+        let mut pieces = Vec::with_capacity(made.len());
+        let mut kept_writes: Vec<bool> = vec![false; file.pending.len()];
+        let mut write_indices: Vec<usize> = Vec::with_capacity(file.pending.len());
+        let mut written = 0;
+        for op in file.pending.iter() {
+            write_indices.push(written);
+            if let DataOp::Write { bytes, .. } = op {
+                written += usize::from(!bytes.is_empty());
+            }
+        }
+        for &(choice, digit) in made {
+            match choice {
+                Choice::Piece {
+                    op_index,
+                    offset_bytes,
+                    len_bytes,
+                    ..
+                } => {
+                    let fate = piece_fate(len_bytes, digit);
+                    match (cut, fate) {
+                        (false, PieceFate::Kept) => kept_end_bytes = offset_bytes + len_bytes,
+                        (false, PieceFate::Torn { kept_bytes }) => {
+                            kept_end_bytes = offset_bytes + kept_bytes;
+                            cut = true;
+                        }
+                        (false, PieceFate::Lost) => cut = true,
+                        (true, PieceFate::Lost) => {}
+                        (true, _) => return None,
+                    }
+                    if fate != PieceFate::Lost {
+                        kept_writes[op_index] = true;
+                    }
+                    pieces.push(PieceOutcome {
+                        write_index: write_indices[op_index],
+                        sector: offset_bytes / self.sector_size_bytes as u64,
+                        offset_bytes,
+                        len_bytes,
+                        fate,
+                    });
+                }
+                Choice::Size { .. } if digit == 0 => size = SizeFate::Lost,
+                Choice::Stale { .. } if digit == 0 => {}
+                _ => return None,
+            }
+        }
+        let kept_len_bytes = usize::try_from(kept_end_bytes).expect("fits in memory");
+        let writes_total = file
+            .pending
+            .iter()
+            .filter(|op| matches!(op, DataOp::Write { bytes, .. } if !bytes.is_empty()))
+            .count();
+        let outcome = FileOutcome {
+            name: self.inode_label(inode),
+            writes_total,
+            writes_kept: kept_writes.iter().filter(|&&kept| kept).count(),
+            pieces,
+            truncates_total: 0,
+            truncates_kept: 0,
+            size,
+            len_bytes: kept_end_bytes,
+            reachable,
+            unpersisted_lost_bytes: 0,
+            stale_bytes: 0,
+            failed_fsync_size: SizeFate::Unchanged,
+        };
+        Some((file.current.prefix(kept_len_bytes), outcome))
+    }
+
+    /// [`Disk::resolve_file`] operation by operation: the general case.
+    fn resolve_file_by_operations(
+        &self,
+        inode: InodeId,
+        made: &[(Choice, u64)],
+        reachable: bool,
+    ) -> (Contents, Option<FileOutcome>) {
+        let file = &self.inodes[&inode];
+        let unpersisted_lost_bytes = file.unpersisted_bytes();
         // The failed fsync's size is chosen last but applies first: it is the disk's length
         // the pending operations start from.
         let failed_size = made.iter().find_map(|(choice, digit)| match choice {

@@ -46,6 +46,7 @@
 
 use super::{choices, count, digits_of_index, Choice, POWER_LOSS_ENUMERATION_BOUND};
 use super::{ClassOutcome, PowerLossOutcome, PowerLossStates};
+use crate::disk::inode::Written;
 use crate::disk::{DataOp, DirOp, Disk, InodeId};
 use num_bigint::BigUint;
 
@@ -336,18 +337,20 @@ impl Disk {
                 })
             });
         let states = states_all();
-        debug_assert_eq!(
-            states,
-            files.iter().fold(
-                states_of(&rest_choices)
-                    * unread.iter().map(|(_, states)| states).product::<BigUint>(),
-                |product, file| {
-                    product
-                        * (0..file.classes.len())
-                            .map(|index| file.class_states(index))
-                            .sum::<BigUint>()
-                }
-            ),
+        // Checked where it is cheap (a few choices): the tests check every class's states.
+        debug_assert!(
+            choices.len() > 64
+                || states
+                    == files.iter().fold(
+                        states_of(&rest_choices)
+                            * unread.iter().map(|(_, states)| states).product::<BigUint>(),
+                        |product, file| {
+                            product
+                                * (0..file.classes.len())
+                                    .map(|index| file.class_states(index))
+                                    .sum::<BigUint>()
+                        }
+                    ),
             "the classes hold every state once"
         );
         PowerLossClasses {
@@ -372,6 +375,20 @@ impl Disk {
         class: u64,
     ) -> Option<PowerLossOutcome> {
         let classes = self.power_loss_classes(readers);
+        self.power_loss_class_of(&classes, class)
+    }
+
+    /// [`Disk::power_loss_class`] with the classes already worked out for this very disk
+    /// (by [`Disk::power_loss_classes`]: the same disk, or one equal to it).
+    pub fn power_loss_class_of(
+        &mut self,
+        classes: &PowerLossClasses,
+        class: u64,
+    ) -> Option<PowerLossOutcome> {
+        assert_eq!(
+            classes.read_only, self.read_only,
+            "the classes of this disk"
+        );
         if classes.count.is_none_or(|count| class >= count) {
             return None;
         }
@@ -399,10 +416,16 @@ impl Disk {
             .filter(|(_, &id)| id == inode)
             .map(|(name, _)| name.as_str());
         let pending = self.pending_dir.iter().flat_map(|op| match op {
-            DirOp::Create { name, inode: id } | DirOp::Unlink { name, inode: id } if *id == inode => {
+            DirOp::Create { name, inode: id } | DirOp::Unlink { name, inode: id }
+                if *id == inode =>
+            {
                 vec![name.as_str()]
             }
-            DirOp::Rename { from, to, inode: id } if *id == inode => {
+            DirOp::Rename {
+                from,
+                to,
+                inode: id,
+            } if *id == inode => {
                 vec![from.as_str(), to.as_str()]
             }
             _ => Vec::new(),
@@ -467,18 +490,20 @@ impl Disk {
     /// The classes of the appended-only file `inode` (see the module header).
     fn line_file(&self, name: &str, inode: InodeId, choices: &[Choice]) -> LineFile {
         let file = &self.inodes[&inode];
-        let current_len_bytes = file.current.len();
-        // (position, offset, length, radix) of each piece, in numbering (= offset) order.
-        let mut pieces: Vec<(usize, u64, u64, u64)> = Vec::new();
+        // (position, offset, length, radix, op index) of each piece, in numbering (= offset)
+        // order.
+        let mut pieces: Vec<(usize, u64, u64, u64, usize)> = Vec::new();
         let mut extras: Vec<usize> = Vec::new();
         for (at, choice) in choices.iter().enumerate() {
             match *choice {
                 Choice::Piece {
                     inode: of,
+                    op_index,
                     offset_bytes,
                     len_bytes,
-                    ..
-                } if of == inode => pieces.push((at, offset_bytes, len_bytes, choice.radix())),
+                } if of == inode => {
+                    pieces.push((at, offset_bytes, len_bytes, choice.radix(), op_index))
+                }
                 Choice::Size { inode: of } | Choice::Stale { inode: of } if of == inode => {
                     extras.push(at)
                 }
@@ -494,14 +519,51 @@ impl Disk {
             "appends' pieces follow one another"
         );
 
-        // The end of the last whole line at or before a byte: read back from it, a line's
-        // bytes at most (where lines are short, as a log's are).
-        let whole_lines_at = |first_not_kept_bytes: u64| {
-            let end = usize::try_from(first_not_kept_bytes).expect("fits in memory");
-            file.current
-                .last_index_of(b'\n', end)
-                .map_or(0, |at| at as u64 + 1)
+        // The end of the last whole line before each pending write, and a write's own last
+        // newline before a byte of it: found with memrchr in the write's own bytes (a piece's
+        // entries ask within its write only), so a point costs a search a piece, not a scan
+        // of the file.
+        let durable_len_bytes = file.durable.len();
+        let durable_lines_end_bytes = file
+            .current
+            .last_index_of(b'\n', durable_len_bytes)
+            .map_or(0, |at| at as u64 + 1);
+        let writes: Vec<(u64, &Written)> = file
+            .pending
+            .iter()
+            .map(|op| match op {
+                DataOp::Write {
+                    offset_bytes,
+                    bytes,
+                } => (*offset_bytes, bytes),
+                DataOp::SetLen { .. } => unreachable!("appended only"),
+            })
+            .collect();
+        let mut lines_end_before_write = Vec::with_capacity(writes.len());
+        let mut lines_end_bytes = durable_lines_end_bytes;
+        for &(offset_bytes, bytes) in &writes {
+            lines_end_before_write.push(lines_end_bytes);
+            if let Some(at) = memchr::memrchr(b'\n', &bytes.bytes(0..bytes.len())) {
+                lines_end_bytes = offset_bytes + at as u64 + 1;
+            }
+        }
+        let all_lines_end_bytes = lines_end_bytes;
+        let whole_lines_at = |op_index: usize, first_not_kept_bytes: u64| {
+            let (offset_bytes, bytes) = writes[op_index];
+            let within = usize::try_from(first_not_kept_bytes - offset_bytes).expect("fits");
+            match memchr::memrchr(b'\n', &bytes.bytes(0..within)) {
+                Some(at) => offset_bytes + at as u64 + 1,
+                None => lines_end_before_write[op_index],
+            }
         };
+        debug_assert!(pieces.iter().all(|&(_, offset, len, _, op)| {
+            let end = usize::try_from(offset + len / 2).expect("fits");
+            whole_lines_at(op, offset + len / 2)
+                == file
+                    .current
+                    .last_index_of(b'\n', end)
+                    .map_or(0, |at| at as u64 + 1)
+        }));
 
         // Per piece, the pieces of each radix after it.
         let radices: Vec<u8> = pieces
@@ -526,8 +588,7 @@ impl Disk {
         // keep the same lines are neighbours.
         let mut classes: Vec<LineClass> = Vec::new();
         let mut entry = 0;
-        let mut add = |first_not_kept_bytes: u64| {
-            let kept_len_bytes = whole_lines_at(first_not_kept_bytes);
+        let mut add = |kept_len_bytes: u64| {
             match classes.last_mut() {
                 Some(class) if class.kept_len_bytes == kept_len_bytes => {
                     class.entries.end = entry + 1;
@@ -544,13 +605,13 @@ impl Disk {
             }
             entry += 1;
         };
-        for &(_, offset_bytes, len_bytes, radix) in &pieces {
-            add(offset_bytes);
+        for &(_, offset_bytes, len_bytes, radix, op_index) in &pieces {
+            add(whole_lines_at(op_index, offset_bytes));
             if radix == 3 {
-                add(offset_bytes + len_bytes / 2);
+                add(whole_lines_at(op_index, offset_bytes + len_bytes / 2));
             }
         }
-        add(current_len_bytes as u64);
+        add(all_lines_end_bytes);
         LineFile {
             name: name.to_string(),
             positions,
