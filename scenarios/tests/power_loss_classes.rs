@@ -214,6 +214,15 @@ fn a_failing_class_replays_alone_and_depth_two_is_refused() {
     );
     let outcome = first["outcome"].as_str().unwrap();
     assert!(replay.contains(outcome), "{outcome} in:\n{replay}");
+    // The replay's own reproduce command names the class too.
+    let line = replay
+        .lines()
+        .find(|line| line.starts_with("reproduce: "))
+        .expect("a reproduce line");
+    assert!(
+        line.contains(&format!("--crash-state-class {class}")),
+        "{line}"
+    );
 
     // A class that does not exist at the step is named as such.
     let mut wrong = argv.clone();

@@ -214,6 +214,9 @@ fn reproduce_command(spec: &ScenarioSpec, args: &RunArgs) -> String {
                 Fault::PowerLoss { at, state } => {
                     command.push_str(&format!(" --at {at} --crash-state {state}"))
                 }
+                Fault::PowerLossClass { at, class } => {
+                    command.push_str(&format!(" --at {at} --crash-state-class {class}"))
+                }
                 Fault::SinkUnavailable { duration_ms } => {
                     command.push_str(&format!(" --outage-ms {duration_ms}"))
                 }
