@@ -7,31 +7,15 @@
 mod common;
 
 use clap::Parser;
-use common::random_stream;
-use keel_scenarios::cli::{execute, Cli};
+use common::{keel_stdout, random_stream, PROTOCOLS};
+use keel_scenarios::cli::Cli;
 use serde_json::Value;
 use std::path::PathBuf;
-
-const PROTOCOLS: [&str; 9] = [
-    "safe",
-    "trust-page-cache-after-eio",
-    "in-place",
-    "no-fsync-rename",
-    "no-dir-fsync",
-    "delete-then-rename",
-    "size-only",
-    "checkpoint-before-sink-sync",
-    "no-tail-repair",
-];
 
 const SINKS: [&str; 3] = ["append", "idempotent", "transactional"];
 
 fn keel(args: &[String]) -> String {
-    let mut argv = vec!["keel".to_string()];
-    argv.extend_from_slice(args);
-    let out = execute(&Cli::try_parse_from(&argv).expect("valid command line"))
-        .unwrap_or_else(|e| panic!("keel {args:?}: {e:?}"));
-    out.stdout
+    keel_stdout(args)
 }
 
 fn write(name: &str, text: &str) -> String {

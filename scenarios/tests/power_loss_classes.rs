@@ -8,29 +8,13 @@
 mod common;
 
 use clap::Parser;
-use common::random_stream;
+use common::{keel_stdout, random_stream, PROTOCOLS};
 use keel_scenarios::cli::{execute, Cli};
 use serde_json::Value;
 use std::path::PathBuf;
 
-const PROTOCOLS: [&str; 9] = [
-    "safe",
-    "trust-page-cache-after-eio",
-    "in-place",
-    "no-fsync-rename",
-    "no-dir-fsync",
-    "delete-then-rename",
-    "size-only",
-    "checkpoint-before-sink-sync",
-    "no-tail-repair",
-];
-
 fn keel(args: &[String]) -> String {
-    let mut argv = vec!["keel".to_string()];
-    argv.extend_from_slice(args);
-    let out = execute(&Cli::try_parse_from(&argv).expect("valid command line"))
-        .unwrap_or_else(|e| panic!("keel {args:?}: {e:?}"));
-    out.stdout
+    keel_stdout(args)
 }
 
 fn strings(args: &[&str]) -> Vec<String> {

@@ -197,6 +197,31 @@ impl Inode {
             .map(|(start, end)| end - start)
             .sum()
     }
+
+    /// Whether everything pending is appends, each at the end of the one before, the first
+    /// at the durable length, with nothing a failed fsync left unpersisted: then the file's
+    /// current bytes are its durable bytes and those appends (asserted).
+    pub(super) fn appended_only(&self) -> bool {
+        if self.unpersisted_bytes() > 0 || self.failed_len_bytes.is_some() {
+            return false;
+        }
+        let mut end_bytes = self.durable.len() as u64;
+        for op in self.pending.iter() {
+            match op {
+                DataOp::Write {
+                    offset_bytes,
+                    bytes,
+                } if *offset_bytes == end_bytes => end_bytes += bytes.len() as u64,
+                _ => return false,
+            }
+        }
+        assert_eq!(
+            end_bytes,
+            self.current.len() as u64,
+            "appends alone: the file is its durable bytes and them"
+        );
+        true
+    }
 }
 
 /// Adds `[start, end)` to sorted disjoint `ranges`, merging what touches it.

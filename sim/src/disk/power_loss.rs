@@ -580,18 +580,8 @@ impl Disk {
         reachable: bool,
     ) -> Option<(Contents, FileOutcome)> {
         let file = &self.inodes[&inode];
-        if file.unpersisted_bytes() > 0 || file.failed_len_bytes.is_some() {
+        if !file.appended_only() {
             return None;
-        }
-        let mut end_bytes = file.durable.len() as u64;
-        for op in file.pending.iter() {
-            match op {
-                DataOp::Write {
-                    offset_bytes,
-                    bytes,
-                } if *offset_bytes == end_bytes => end_bytes += bytes.len() as u64,
-                _ => return None,
-            }
         }
         let mut kept_end_bytes = file.durable.len() as u64;
         let mut cut = false;

@@ -463,27 +463,9 @@ impl Disk {
             return None;
         }
         let file = &self.inodes[&inode];
-        if file.pending.is_empty()
-            || file.failed_len_bytes.is_some()
-            || file.unpersisted_bytes() > 0
-        {
+        if file.pending.is_empty() || !file.appended_only() {
             return None;
         }
-        let mut end_bytes = file.durable.len() as u64;
-        for op in file.pending.iter() {
-            match op {
-                DataOp::Write {
-                    offset_bytes,
-                    bytes,
-                } if *offset_bytes == end_bytes => end_bytes += bytes.len() as u64,
-                _ => return None,
-            }
-        }
-        assert_eq!(
-            end_bytes,
-            file.current.len() as u64,
-            "appends alone: the file is its durable bytes and them"
-        );
         Some(inode)
     }
 
