@@ -11,9 +11,11 @@ use crate::runner::{RunSpec, View};
 use crate::spec::ScenarioSpec;
 use crate::table::{Table, TableFormat};
 use crate::verdict::{judge, Reference, Verdict};
+use keel_engine::KeyScheme;
 use keel_engine::SinkKind;
+use keel_sim::disk::DurableIdentity;
 use keel_sim::disk::POWER_LOSS_ENUMERATION_BOUND;
-use keel_sim::{FaultKind, FaultPlan, FingerprintBuilder, PlannedFault};
+use keel_sim::{CrashPoint, Fault, FaultKind, FaultPlan, FingerprintBuilder, PlannedFault};
 use num_bigint::BigUint;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -250,6 +252,22 @@ pub struct PointRecord {
 }
 
 impl PointRecord {
+    /// This record, as the record of `point` (number `index`), a class of `states` crash
+    /// states whose run is this one's (`ClassRuns`): its own index, faults, sampled steps
+    /// and count; no trace fingerprint (it did not run).
+    fn restamped(&self, index: u64, point: &SweepPoint, states: &BigUint) -> PointRecord {
+        assert_eq!(self.sink, point.sink);
+        assert_eq!(self.row, point.row);
+        PointRecord {
+            index,
+            faults: point.faults.clone(),
+            sampled: point.sampled.clone(),
+            class_states: Some(states.clone()),
+            fingerprint: None,
+            ..self.clone()
+        }
+    }
+
     /// The one command that replays this point and judges its view: made only for a point
     /// a report names (a sweep has millions of points, and formatting a plan for each was a
     /// tenth of a depth-2 sweep's time).
@@ -396,14 +414,102 @@ pub fn run_chunk(
         "one chunk"
     );
     let mut tables: BTreeMap<SinkKind, SharedFutures> = BTreeMap::new();
+    let mut class_runs: BTreeMap<SinkKind, ClassRuns> = BTreeMap::new();
     points
         .get(chunk, baselines, forks)
         .iter()
         .map(|(index, point)| {
             let shared = tables.entry(point.sink).or_default();
-            run_point(baselines, forks, *index, point, Some(shared))
+            let runs = class_runs.entry(point.sink).or_default();
+            let key = runs.key(&baselines[&point.sink], point, shared);
+            if let Some(records) = key.as_ref().and_then(|key| runs.get(key)) {
+                return records
+                    .iter()
+                    .map(|record| record.restamped(*index, point, &key.as_ref().unwrap().2))
+                    .collect();
+            }
+            let records = run_point(baselines, forks, *index, point, Some(shared));
+            // The first class point at a step fills the step's classes as it runs.
+            if let Some(key) = key.or_else(|| runs.key(&baselines[&point.sink], point, shared)) {
+                runs.insert(key, &records);
+            }
+            records
         })
         .collect()
+}
+
+/// The power-loss class points of one chunk and sink that have run, by the disk they boot
+/// into: a class at a later step that keeps the same lines of the sink file on the same
+/// durable state (nothing else at risk) boots into the very same disk, so its run is the
+/// earlier one's, but for the clock, which the engine observes only through
+/// processing-time keys and the log sink's transactions (neither shares). Its records are
+/// the earlier point's, restamped with its own index, fault and class count. Bounded by
+/// the chunk: at most one entry a point.
+#[derive(Default)]
+struct ClassRuns {
+    runs: BTreeMap<BootsInto, Vec<(Arc<DurableIdentity>, Vec<PointRecord>)>>,
+}
+
+/// A class's directory digit and the lengths its line-read files keep
+/// (`PowerLossClasses::boots_into`).
+type BootsInto = (u64, Vec<u64>);
+
+/// What a class point boots into: the durable state (with the pending namespace
+/// operations), the directory digit and the lengths its line-read files keep; and its
+/// class's crash states.
+type ClassRunKey = (Arc<DurableIdentity>, BootsInto, BigUint);
+
+impl ClassRuns {
+    /// The disk `point` boots into, where it is a single power-loss class at a step whose
+    /// classes are known already and leave nothing else at risk, on a sink whose run cannot
+    /// see the clock.
+    fn key(
+        &self,
+        baseline: &Baseline,
+        point: &SweepPoint,
+        shared: &SharedFutures,
+    ) -> Option<ClassRunKey> {
+        let config = &baseline.spec.config;
+        if config.key != KeyScheme::EventIndex || config.sink.is_transactional() {
+            return None;
+        }
+        let [only] = point.faults.as_slice() else {
+            return None;
+        };
+        let Fault::PowerLossClass { at, class } = only.fault else {
+            return None;
+        };
+        let memo = shared.classes_memo.lock().expect("no panic while held");
+        let at_step = memo.as_ref()?;
+        if at_step.key != only.step * 2 + u64::from(at == CrashPoint::After) {
+            return None;
+        }
+        if at_step.classes.count().is_none_or(|count| class >= count) {
+            return None;
+        }
+        let kept = at_step.classes.boots_into(class)?;
+        Some((
+            Arc::clone(&at_step.durable),
+            kept,
+            at_step.classes.class_states(class),
+        ))
+    }
+
+    fn get(&self, key: &ClassRunKey) -> Option<&Vec<PointRecord>> {
+        self.runs
+            .get(&key.1)?
+            .iter()
+            .find(|(durable, _)| **durable == *key.0)
+            .map(|(_, records)| records)
+    }
+
+    fn insert(&mut self, key: ClassRunKey, records: &[PointRecord]) {
+        let (durable, kept, _) = key;
+        let same = self.runs.entry(kept).or_default();
+        if !same.iter().any(|(held, _)| **held == *durable) {
+            same.push((durable, records.to_vec()));
+        }
+    }
 }
 
 /// `range` (indices of consecutive points) cut into chunks at the multiples of

@@ -89,8 +89,8 @@ pub use contents::{Contents, CHUNK_BYTES};
 
 pub use fs_model::{FsModel, STALE_BYTE};
 pub use power_loss::{
-    ClassOutcome, CrashReaders, DirOutcome, FileOutcome, PieceFate, PieceOutcome, PowerLossClasses,
-    PowerLossOutcome, PowerLossStates, SizeFate, POWER_LOSS_ENUMERATION_BOUND,
+    ClassOutcome, CrashReaders, DirOutcome, DurableIdentity, FileOutcome, PieceFate, PieceOutcome,
+    PowerLossClasses, PowerLossOutcome, PowerLossStates, SizeFate, POWER_LOSS_ENUMERATION_BOUND,
 };
 
 const NAME_LEN_MAX_BYTES: usize = 255;

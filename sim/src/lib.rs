@@ -27,5 +27,5 @@ pub use txlog::{
     ResumeOutcome, TxLog, TxnStatus,
 };
 pub use world::{
-    ClassesMemo, Crash, CrashKind, Env, RequestError, Resume, Site, World, WrappedState,
+    ClassesAt, ClassesMemo, Crash, CrashKind, Env, RequestError, Resume, Site, World, WrappedState,
 };

@@ -7,7 +7,7 @@
 //! and calls [`World::restart`].
 
 use crate::clock::Clock;
-use crate::disk::{CrashReaders, Disk, PowerLossClasses};
+use crate::disk::{CrashReaders, Disk, DurableIdentity, PowerLossClasses};
 use crate::fault::{CrashPoint, Fault, FaultPlan, PlannedFault};
 use crate::rng::SeedTree;
 use crate::storage::Storage;
@@ -38,7 +38,16 @@ impl fmt::Display for Site {
 }
 
 /// A memo of one step's power-loss classes, shared by runs ([`World::share_classes_at`]).
-pub type ClassesMemo = Arc<std::sync::Mutex<Option<(u64, Arc<PowerLossClasses>)>>>;
+pub type ClassesMemo = Arc<std::sync::Mutex<Option<ClassesAt>>>;
+
+/// The power-loss classes at one step (`key`: the step times two, plus one after its
+/// effect), and the durable state of the disk they are classes of.
+#[derive(Clone, Debug)]
+pub struct ClassesAt {
+    pub key: u64,
+    pub classes: Arc<PowerLossClasses>,
+    pub durable: Arc<DurableIdentity>,
+}
 
 /// How the process died.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -648,10 +657,14 @@ impl<S: Storage> World<S> {
                     Some((memo, claimed)) if *claimed == step => {
                         let mut memo = memo.lock().expect("no panic while held");
                         match &*memo {
-                            Some((memo_key, classes)) if *memo_key == key => Arc::clone(classes),
+                            Some(at) if at.key == key => Arc::clone(&at.classes),
                             _ => {
                                 let classes = Arc::new(disk.power_loss_classes(&readers));
-                                *memo = Some((key, Arc::clone(&classes)));
+                                *memo = Some(ClassesAt {
+                                    key,
+                                    classes: Arc::clone(&classes),
+                                    durable: Arc::new(disk.durable_identity()),
+                                });
                                 classes
                             }
                         }

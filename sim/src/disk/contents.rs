@@ -41,6 +41,19 @@ impl Contents {
         Arc::ptr_eq(&self.chunks, &other.chunks) && self.len_bytes == other.len_bytes
     }
 
+    /// Whether the two hold the same bytes in the very same chunks (a pointer test a chunk,
+    /// never a byte compared): true of [`Contents::is_same_copy`] copies, and of prefixes of
+    /// one file's chunks made apart (`prefix`, `share_prefix_of`). False says nothing.
+    pub fn is_same_chunks(&self, other: &Contents) -> bool {
+        self.len_bytes == other.len_bytes
+            && self.chunks.len() == other.chunks.len()
+            && self
+                .chunks
+                .iter()
+                .zip(other.chunks.iter())
+                .all(|(a, b)| Arc::ptr_eq(a, b))
+    }
+
     /// The chunks, in order: every byte once, none empty.
     pub fn chunks(&self) -> impl Iterator<Item = &[u8]> + '_ {
         (0..self.chunks.len()).map(|i| self.chunk(i))

@@ -90,7 +90,7 @@ use super::{Contents, DataOp, DirOp, Disk, FsModel, InodeId, STALE_BYTE};
 
 mod classes;
 mod outcome;
-pub use classes::{CrashReaders, PowerLossClasses};
+pub use classes::{CrashReaders, DurableIdentity, PowerLossClasses};
 pub use outcome::{
     ClassOutcome, DirOutcome, FileOutcome, PieceFate, PieceOutcome, PowerLossOutcome, SizeFate,
 };

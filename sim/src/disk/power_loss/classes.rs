@@ -47,8 +47,10 @@
 use super::{choices, count, digits_of_index, Choice, POWER_LOSS_ENUMERATION_BOUND};
 use super::{ClassOutcome, PowerLossOutcome, PowerLossStates};
 use crate::disk::inode::Written;
-use crate::disk::{DataOp, DirOp, Disk, InodeId};
+use crate::disk::{Contents, DataOp, DirOp, Disk, InodeId};
 use num_bigint::BigUint;
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The states of `choices`: the product of their radices, as powers of two and three (what
 /// nearly every radix is) and the rest (directory digits) multiplied in.
@@ -208,6 +210,34 @@ impl PowerLossClasses {
             * unread
     }
 
+    /// Where no file but a collapsed one is at risk (the other choices are the directory's
+    /// at most): the directory digit and the length of the lines each line-read file keeps
+    /// in class `class`, in inode order. Such a class boots into the durable disk, its
+    /// pending namespace operations kept as the digit says, its line-read files cut to
+    /// those lengths of what the process wrote and every unread file as it is durable: two
+    /// disks with the same durable state and pending namespace operations
+    /// ([`DurableIdentity`]) whose classes give the same digit and lengths boot into the
+    /// same disk.
+    pub fn boots_into(&self, class: u64) -> Option<(u64, Vec<u64>)> {
+        if self.read_only
+            || !self
+                .rest
+                .iter()
+                .all(|&at| matches!(self.choices[at], Choice::Dir { .. }))
+        {
+            return None;
+        }
+        let (rest_index, indices) = self.split(class);
+        Some((
+            rest_index,
+            self.files
+                .iter()
+                .zip(indices)
+                .map(|(file, index)| file.classes[index].kept_len_bytes)
+                .collect(),
+        ))
+    }
+
     /// How many unread files were collapsed (tests and descriptions).
     pub fn unread_collapsed(&self) -> usize {
         self.unread.len()
@@ -251,6 +281,52 @@ impl PowerLossClasses {
             }
         }
         digits
+    }
+}
+
+/// A disk's durable state, held by its shared parts: equal (`==`) only where both hold the
+/// very same copies (a pointer test; holding them keeps them from being changed in place),
+/// so equal identities mean equal durable states. Two runs forked from one fault-free run
+/// between two fsyncs share it.
+#[derive(Clone, Debug)]
+pub struct DurableIdentity {
+    names: Arc<BTreeMap<String, InodeId>>,
+    files: Vec<(InodeId, Contents)>,
+    /// The pending namespace operations (compared by value: a few at most).
+    pending_dir: Vec<DirOp>,
+    pending_dir_logged: Vec<bool>,
+    model: crate::disk::FsModel,
+}
+
+impl PartialEq for DurableIdentity {
+    fn eq(&self, other: &DurableIdentity) -> bool {
+        Arc::ptr_eq(&self.names, &other.names)
+            && self.pending_dir == other.pending_dir
+            && self.pending_dir_logged == other.pending_dir_logged
+            && self.model == other.model
+            && self.files.len() == other.files.len()
+            && self
+                .files
+                .iter()
+                .zip(&other.files)
+                .all(|((a, x), (b, y))| a == b && x.is_same_chunks(y))
+    }
+}
+
+impl Disk {
+    /// This disk's durable state, as [`DurableIdentity`] compares it.
+    pub fn durable_identity(&self) -> DurableIdentity {
+        DurableIdentity {
+            names: Arc::clone(&self.durable_names),
+            files: self
+                .inodes
+                .iter()
+                .map(|(&inode, file)| (inode, file.durable.clone()))
+                .collect(),
+            pending_dir: self.pending_dir.clone(),
+            pending_dir_logged: self.pending_dir_logged.clone(),
+            model: self.model,
+        }
     }
 }
 
