@@ -447,8 +447,11 @@ pub fn run_chunk(
 /// the chunk: at most one entry a point.
 #[derive(Default)]
 struct ClassRuns {
-    runs: BTreeMap<BootsInto, Vec<(Arc<DurableIdentity>, Vec<PointRecord>)>>,
+    runs: BTreeMap<BootsInto, Vec<ClassRun>>,
 }
+
+/// The records of a class point that ran, and the durable state its disk had.
+type ClassRun = (Arc<DurableIdentity>, Vec<PointRecord>);
 
 /// A class's directory digit and the lengths its line-read files keep
 /// (`PowerLossClasses::boots_into`).
