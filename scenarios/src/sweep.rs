@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 mod points;
 pub use points::{points, power_loss_states, Sampled, SweepPoint, SweepPoints};
@@ -320,6 +320,9 @@ pub fn sweep_forks(
 pub struct SweepSetup {
     pub baselines: BTreeMap<SinkKind, Baseline>,
     pub forks: Option<BTreeMap<SinkKind, Forks>>,
+    /// The power-loss class points that ran, by the disk they booted into (`ClassRuns`):
+    /// shared by every chunk and thread that runs against this setup.
+    class_runs: Mutex<BTreeMap<SinkKind, ClassRuns>>,
 }
 
 /// When a sweep's threads each run against a setup of their own ([`SweepSetup::replica`])
@@ -346,7 +349,11 @@ impl SweepSetup {
     ) -> Result<SweepSetup, crate::error::KeelError> {
         let baselines = baselines_sharing(spec, events, &sweep.sinks, sweep.crash_states())?;
         let forks = sweep_forks(&baselines, naive);
-        Ok(SweepSetup { baselines, forks })
+        Ok(SweepSetup {
+            baselines,
+            forks,
+            class_runs: Mutex::default(),
+        })
     }
 
     /// A copy of this setup made the same way, for another thread of a sweep of `points`
@@ -378,7 +385,13 @@ impl SweepSetup {
 
     /// [`run_chunk`] against this setup.
     pub fn run_chunk(&self, points: &SweepPoints, chunk: Range<u64>) -> Vec<Vec<PointRecord>> {
-        run_chunk(&self.baselines, self.forks.as_ref(), points, chunk)
+        run_chunk(
+            &self.baselines,
+            self.forks.as_ref(),
+            points,
+            chunk,
+            &self.class_runs,
+        )
     }
 }
 
@@ -406,6 +419,7 @@ pub fn run_chunk(
     forks: Option<&BTreeMap<SinkKind, Forks>>,
     points: &SweepPoints,
     chunk: Range<u64>,
+    class_runs: &Mutex<BTreeMap<SinkKind, ClassRuns>>,
 ) -> Vec<Vec<PointRecord>> {
     assert!(chunk.start < chunk.end);
     assert_eq!(
@@ -414,39 +428,49 @@ pub fn run_chunk(
         "one chunk"
     );
     let mut tables: BTreeMap<SinkKind, SharedFutures> = BTreeMap::new();
-    let mut class_runs: BTreeMap<SinkKind, ClassRuns> = BTreeMap::new();
     points
         .get(chunk, baselines, forks)
         .iter()
         .map(|(index, point)| {
             let shared = tables.entry(point.sink).or_default();
-            let runs = class_runs.entry(point.sink).or_default();
-            let key = runs.key(&baselines[&point.sink], point, shared);
-            if let Some(records) = key.as_ref().and_then(|key| runs.get(key)) {
-                return records
-                    .iter()
-                    .map(|record| record.restamped(*index, point, &key.as_ref().unwrap().2))
-                    .collect();
+            let baseline = &baselines[&point.sink];
+            let key = ClassRuns::key(baseline, point, shared);
+            if let Some(key) = &key {
+                let runs = class_runs.lock().expect("no panic while held");
+                if let Some(records) = runs.get(&point.sink).and_then(|runs| runs.get(key)) {
+                    return records
+                        .iter()
+                        .map(|record| record.restamped(*index, point, &key.2))
+                        .collect();
+                }
             }
-            let records = run_point(baselines, forks, *index, point, Some(shared));
+            let mut records = run_point(baselines, forks, *index, point, Some(shared));
             // The first class point at a step fills the step's classes as it runs.
-            if let Some(key) = key.or_else(|| runs.key(&baselines[&point.sink], point, shared)) {
-                runs.insert(key, &records);
+            if let Some(key) = key.or_else(|| ClassRuns::key(baseline, point, shared)) {
+                // A class point's record never carries its trace fingerprint, shared or
+                // not: which class point ran depends on the threads, its record must not.
+                for record in &mut records {
+                    record.fingerprint = None;
+                }
+                let mut runs = class_runs.lock().expect("no panic while held");
+                runs.entry(point.sink).or_default().insert(key, &records);
             }
             records
         })
         .collect()
 }
 
-/// The power-loss class points of one chunk and sink that have run, by the disk they boot
-/// into: a class at a later step that keeps the same lines of the sink file on the same
-/// durable state (nothing else at risk) boots into the very same disk, so its run is the
-/// earlier one's, but for the clock, which the engine observes only through
-/// processing-time keys and the log sink's transactions (neither shares). Its records are
-/// the earlier point's, restamped with its own index, fault and class count. Bounded by
-/// the chunk: at most one entry a point.
+/// The power-loss class points of one sink that have run, by the disk they boot into: a
+/// class at a later step that keeps the same lines of the sink file on the same durable
+/// state (nothing else at risk but the directory, with the same digit) boots into the very
+/// same disk, so its run is the earlier one's, but for the clock, which the engine observes
+/// only through processing-time keys and the log sink's transactions (neither shares). Its
+/// records are the earlier point's, restamped with its own index, fault and class count;
+/// no class point's record carries a trace fingerprint, so a record is the same whichever
+/// thread or chunk ran the class first. Bounded: the runs of one durable state at a time
+/// (a new one, at the next checkpoint, forgets the old), at most one a point of it.
 #[derive(Default)]
-struct ClassRuns {
+pub struct ClassRuns {
     runs: BTreeMap<BootsInto, Vec<ClassRun>>,
 }
 
@@ -457,6 +481,9 @@ type ClassRun = (Arc<DurableIdentity>, Vec<PointRecord>);
 /// (`PowerLossClasses::boots_into`).
 type BootsInto = (u64, Vec<u64>);
 
+/// The durable states whose class runs [`ClassRuns`] keeps at once.
+const CLASS_RUNS_STATES_MAX: usize = 4;
+
 /// What a class point boots into: the durable state (with the pending namespace
 /// operations), the directory digit and the lengths its line-read files keep; and its
 /// class's crash states.
@@ -466,12 +493,7 @@ impl ClassRuns {
     /// The disk `point` boots into, where it is a single power-loss class at a step whose
     /// classes are known already and leave nothing else at risk, on a sink whose run cannot
     /// see the clock.
-    fn key(
-        &self,
-        baseline: &Baseline,
-        point: &SweepPoint,
-        shared: &SharedFutures,
-    ) -> Option<ClassRunKey> {
+    fn key(baseline: &Baseline, point: &SweepPoint, shared: &SharedFutures) -> Option<ClassRunKey> {
         let config = &baseline.spec.config;
         if config.key != KeyScheme::EventIndex || config.sink.is_transactional() {
             return None;
@@ -508,6 +530,18 @@ impl ClassRuns {
 
     fn insert(&mut self, key: ClassRunKey, records: &[PointRecord]) {
         let (durable, kept, _) = key;
+        // Points come step by step, a thread's chunks in order: the runs of a few durable
+        // states at a time serve every thread (one checkpoint interval each, and a thread
+        // just past one's end).
+        let mut held: Vec<&Arc<DurableIdentity>> = Vec::new();
+        for (identity, _) in self.runs.values().flatten() {
+            if !held.iter().any(|h| ***h == **identity) {
+                held.push(identity);
+            }
+        }
+        if !held.iter().any(|h| ***h == *durable) && held.len() >= CLASS_RUNS_STATES_MAX {
+            self.runs.clear();
+        }
         let same = self.runs.entry(kept).or_default();
         if !same.iter().any(|(held, _)| **held == *durable) {
             same.push((durable, records.to_vec()));
