@@ -11,18 +11,18 @@ use crate::runner::{RunSpec, View};
 use crate::spec::ScenarioSpec;
 use crate::table::{Table, TableFormat};
 use crate::verdict::{judge, Reference, Verdict};
-use keel_engine::KeyScheme;
 use keel_engine::SinkKind;
-use keel_sim::disk::DurableIdentity;
 use keel_sim::disk::POWER_LOSS_ENUMERATION_BOUND;
-use keel_sim::{CrashPoint, Fault, FaultKind, FaultPlan, FingerprintBuilder, PlannedFault};
+use keel_sim::{FaultKind, FaultPlan, FingerprintBuilder, PlannedFault};
 use num_bigint::BigUint;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+mod class_runs;
+use class_runs::ClassRuns;
 mod points;
 pub use points::{points, power_loss_states, Sampled, SweepPoint, SweepPoints};
 
@@ -252,22 +252,6 @@ pub struct PointRecord {
 }
 
 impl PointRecord {
-    /// This record, as the record of `point` (number `index`), a class of `states` crash
-    /// states whose run is this one's (`ClassRuns`): its own index, faults, sampled steps
-    /// and count; no trace fingerprint (it did not run).
-    fn restamped(&self, index: u64, point: &SweepPoint, states: &BigUint) -> PointRecord {
-        assert_eq!(self.sink, point.sink);
-        assert_eq!(self.row, point.row);
-        PointRecord {
-            index,
-            faults: point.faults.clone(),
-            sampled: point.sampled.clone(),
-            class_states: Some(states.clone()),
-            fingerprint: None,
-            ..self.clone()
-        }
-    }
-
     /// The one command that replays this point and judges its view: made only for a point
     /// a report names (a sweep has millions of points, and formatting a plan for each was a
     /// tenth of a depth-2 sweep's time).
@@ -320,9 +304,9 @@ pub fn sweep_forks(
 pub struct SweepSetup {
     pub baselines: BTreeMap<SinkKind, Baseline>,
     pub forks: Option<BTreeMap<SinkKind, Forks>>,
-    /// The power-loss class points that ran, by the disk they booted into (`ClassRuns`):
-    /// shared by every chunk and thread that runs against this setup.
-    class_runs: Mutex<BTreeMap<SinkKind, ClassRuns>>,
+    /// The power-loss class points that ran, by the disk they booted into: shared by every
+    /// chunk and thread that runs against this setup.
+    class_runs: ClassRuns,
 }
 
 /// When a sweep's threads each run against a setup of their own ([`SweepSetup::replica`])
@@ -352,7 +336,7 @@ impl SweepSetup {
         Ok(SweepSetup {
             baselines,
             forks,
-            class_runs: Mutex::default(),
+            class_runs: ClassRuns::default(),
         })
     }
 
@@ -419,7 +403,7 @@ pub fn run_chunk(
     forks: Option<&BTreeMap<SinkKind, Forks>>,
     points: &SweepPoints,
     chunk: Range<u64>,
-    class_runs: &Mutex<BTreeMap<SinkKind, ClassRuns>>,
+    class_runs: &ClassRuns,
 ) -> Vec<Vec<PointRecord>> {
     assert!(chunk.start < chunk.end);
     assert_eq!(
@@ -434,119 +418,14 @@ pub fn run_chunk(
         .map(|(index, point)| {
             let shared = tables.entry(point.sink).or_default();
             let baseline = &baselines[&point.sink];
-            let key = ClassRuns::key(baseline, point, shared);
-            if let Some(key) = &key {
-                let runs = class_runs.lock().expect("no panic while held");
-                if let Some(records) = runs.get(&point.sink).and_then(|runs| runs.get(key)) {
-                    return records
-                        .iter()
-                        .map(|record| record.restamped(*index, point, &key.2))
-                        .collect();
-                }
+            if let Some(records) = class_runs.records_of(baseline, *index, point, shared) {
+                return records;
             }
             let mut records = run_point(baselines, forks, *index, point, Some(shared));
-            // The first class point at a step fills the step's classes as it runs.
-            if let Some(key) = key.or_else(|| ClassRuns::key(baseline, point, shared)) {
-                // A class point's record never carries its trace fingerprint, shared or
-                // not: which class point ran depends on the threads, its record must not.
-                for record in &mut records {
-                    record.fingerprint = None;
-                }
-                let mut runs = class_runs.lock().expect("no panic while held");
-                runs.entry(point.sink).or_default().insert(key, &records);
-            }
+            class_runs.remember(baseline, point, shared, &mut records);
             records
         })
         .collect()
-}
-
-/// The power-loss class points of one sink that have run, by the disk they boot into: a
-/// class at a later step that keeps the same lines of the sink file on the same durable
-/// state (nothing else at risk but the directory, with the same digit) boots into the very
-/// same disk, so its run is the earlier one's, but for the clock, which the engine observes
-/// only through processing-time keys and the log sink's transactions (neither shares). Its
-/// records are the earlier point's, restamped with its own index, fault and class count;
-/// no class point's record carries a trace fingerprint, so a record is the same whichever
-/// thread or chunk ran the class first. Bounded: the runs of one durable state at a time
-/// (a new one, at the next checkpoint, forgets the old), at most one a point of it.
-#[derive(Default)]
-pub struct ClassRuns {
-    runs: BTreeMap<BootsInto, Vec<ClassRun>>,
-}
-
-/// The records of a class point that ran, and the durable state its disk had.
-type ClassRun = (Arc<DurableIdentity>, Vec<PointRecord>);
-
-/// A class's directory digit and the lengths its line-read files keep
-/// (`PowerLossClasses::boots_into`).
-type BootsInto = (u64, Vec<u64>);
-
-/// The durable states whose class runs [`ClassRuns`] keeps at once.
-const CLASS_RUNS_STATES_MAX: usize = 4;
-
-/// What a class point boots into: the durable state (with the pending namespace
-/// operations), the directory digit and the lengths its line-read files keep; and its
-/// class's crash states.
-type ClassRunKey = (Arc<DurableIdentity>, BootsInto, BigUint);
-
-impl ClassRuns {
-    /// The disk `point` boots into, where it is a single power-loss class at a step whose
-    /// classes are known already and leave nothing else at risk, on a sink whose run cannot
-    /// see the clock.
-    fn key(baseline: &Baseline, point: &SweepPoint, shared: &SharedFutures) -> Option<ClassRunKey> {
-        let config = &baseline.spec.config;
-        if config.key != KeyScheme::EventIndex || config.sink.is_transactional() {
-            return None;
-        }
-        let [only] = point.faults.as_slice() else {
-            return None;
-        };
-        let Fault::PowerLossClass { at, class } = only.fault else {
-            return None;
-        };
-        let memo = shared.classes_memo.lock().expect("no panic while held");
-        let at_step = memo.as_ref()?;
-        if at_step.key != only.step * 2 + u64::from(at == CrashPoint::After) {
-            return None;
-        }
-        if at_step.classes.count().is_none_or(|count| class >= count) {
-            return None;
-        }
-        let kept = at_step.classes.boots_into(class)?;
-        Some((
-            Arc::clone(&at_step.durable),
-            kept,
-            at_step.classes.class_states(class),
-        ))
-    }
-
-    fn get(&self, key: &ClassRunKey) -> Option<&Vec<PointRecord>> {
-        self.runs
-            .get(&key.1)?
-            .iter()
-            .find(|(durable, _)| **durable == *key.0)
-            .map(|(_, records)| records)
-    }
-
-    fn insert(&mut self, key: ClassRunKey, records: &[PointRecord]) {
-        let (durable, kept, _) = key;
-        // Points come step by step, a thread's chunks in order: the runs of a few durable
-        // states at a time serve every thread (one checkpoint interval each, and a thread
-        // just past one's end).
-        let mut held: Vec<&Arc<DurableIdentity>> = Vec::new();
-        for (identity, _) in self.runs.values().flatten() {
-            if !held.iter().any(|h| ***h == **identity) {
-                held.push(identity);
-            }
-        }
-        if !held.iter().any(|h| ***h == *durable) && held.len() >= CLASS_RUNS_STATES_MAX {
-            self.runs.clear();
-        }
-        let same = self.runs.entry(kept).or_default();
-        if !same.iter().any(|(held, _)| **held == *durable) {
-            same.push((durable, records.to_vec()));
-        }
-    }
 }
 
 /// `range` (indices of consecutive points) cut into chunks at the multiples of

@@ -59,7 +59,7 @@ pub enum Fault {
     PowerLoss { at: CrashPoint, state: u64 },
     /// A power loss resolved to the representative of class `class` of the step's crash
     /// states (see `disk::power_loss::classes`): every state of the class leads to the same
-    /// run, given the world's line-read files ([`crate::World::read_as_lines`]).
+    /// run, given what the system reads after a power loss ([`crate::World::read_after_power_loss`]).
     PowerLossClass { at: CrashPoint, class: u64 },
     /// The step's disk operation fails with EIO; a failed fsync leaves the bytes it should
     /// have written unpersisted (read from the page cache, not on disk).

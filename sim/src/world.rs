@@ -469,7 +469,7 @@ impl<S: Storage> World<S> {
 
     /// Records, after each step's effect, how many crash states a power loss there could
     /// leave the disk in (a sweep reads them off the fault-free run); with `classes`, how
-    /// many classes of them by the files read as lines ([`World::read_as_lines`]; None where
+    /// many classes of them by what the system reads ([`World::read_after_power_loss`]; None where
     /// they are not numbered).
     pub fn record_crash_states(&mut self, classes: bool) {
         self.crash_state_counts = Some(Vec::new());
@@ -671,33 +671,20 @@ impl<S: Storage> World<S> {
                     }
                     _ => Arc::new(disk.power_loss_classes(&readers)),
                 };
-                let (outcome, ran, count) = match disk.power_loss_class_of(&classes, planned_class)
-                {
-                    Some(outcome) => {
-                        let count = outcome.class.as_ref().map(|class| class.classes);
-                        (
-                            outcome,
-                            Fault::PowerLossClass {
-                                at,
-                                class: planned_class,
-                            },
-                            count,
-                        )
+                let count = classes.count();
+                let (outcome, ran) = match count {
+                    Some(count) => {
+                        let class = planned_class % count;
+                        let outcome = disk
+                            .power_loss_class_of(&classes, class)
+                            .expect("a class below the count");
+                        (outcome, Fault::PowerLossClass { at, class })
                     }
-                    None => match classes.count() {
-                        Some(count) => {
-                            let class = planned_class % count;
-                            let outcome = disk
-                                .power_loss_class_of(&classes, class)
-                                .expect("a class below the count");
-                            (outcome, Fault::PowerLossClass { at, class }, Some(count))
-                        }
-                        None => {
-                            let outcome = disk.power_loss_wrapping(planned_class);
-                            let state = outcome.state;
-                            (outcome, Fault::PowerLoss { at, state }, None)
-                        }
-                    },
+                    None => {
+                        let outcome = disk.power_loss_wrapping(planned_class);
+                        let state = outcome.state;
+                        (outcome, Fault::PowerLoss { at, state })
+                    }
                 };
                 if ran != fault.expect("matched") {
                     self.wrapped.push(WrappedState {

@@ -353,7 +353,6 @@ impl Disk {
     /// header for the claims).
     pub fn power_loss_classes(&self, readers: &CrashReaders) -> PowerLossClasses {
         let choices = choices(self);
-        let states_all = || states_of(&choices);
         if self.read_only {
             return PowerLossClasses {
                 rest: (0..choices.len()).collect(),
@@ -412,7 +411,7 @@ impl Disk {
                     count.checked_mul(file.classes.len() as u64)
                 })
             });
-        let states = states_all();
+        let states = states_of(&choices);
         // Checked where it is cheap (a few choices): the tests check every class's states.
         debug_assert!(
             choices.len() > 64

@@ -1,0 +1,169 @@
+//! Power-loss class points that boot into a disk an earlier one booted into take its
+//! records instead of running ([`ClassRuns`]).
+
+use super::{PointRecord, SweepPoint};
+use crate::baseline::Baseline;
+use crate::fork::SharedFutures;
+use keel_engine::{KeyScheme, SinkKind};
+use keel_sim::disk::{DurableIdentity, PowerLossClasses};
+use keel_sim::{CrashPoint, Fault};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+/// The durable states whose class runs [`ClassRuns`] keeps at once.
+const CLASS_RUNS_STATES_MAX: usize = 4;
+
+/// The power-loss class points of a sweep that have run, by sink and by the disk they boot
+/// into: a class at a later step that keeps the same lines of the sink file on the same
+/// durable state (nothing else at risk but the directory, with the same digit) boots into
+/// the very same disk, so its run is the earlier one's, but for the clock, which the engine
+/// observes only through processing-time keys and the log sink's transactions (neither
+/// shares). Its records are the earlier point's, restamped with its own index, fault and
+/// class count; no class point's record carries a trace fingerprint, so a record is the
+/// same whichever thread or chunk ran the class first. Shared by every chunk and thread of
+/// a sweep. Bounded: the runs of [`CLASS_RUNS_STATES_MAX`] durable states at a time, at most
+/// one a point of each.
+#[derive(Default)]
+pub struct ClassRuns {
+    by_sink: Mutex<BTreeMap<SinkKind, Runs>>,
+}
+
+/// One sink's class runs: by what they boot into, the durable states and their records.
+#[derive(Default)]
+struct Runs {
+    runs: BTreeMap<BootsInto, Vec<ClassRun>>,
+}
+
+/// The records of a class point that ran, and the durable state its disk had.
+type ClassRun = (Arc<DurableIdentity>, Vec<PointRecord>);
+
+/// A class's directory digit and the lengths its line-read files keep
+/// (`PowerLossClasses::boots_into`).
+type BootsInto = (u64, Vec<u64>);
+
+/// What a class point boots into (the durable state, with the pending namespace
+/// operations, and [`BootsInto`]), and its class among the step's classes.
+struct ClassRunKey {
+    durable: Arc<DurableIdentity>,
+    boots_into: BootsInto,
+    classes: Arc<PowerLossClasses>,
+    class: u64,
+}
+
+impl ClassRuns {
+    /// The records of `point` (number `index`), taken from an earlier class point that
+    /// booted into the same disk, if one ran.
+    pub(super) fn records_of(
+        &self,
+        baseline: &Baseline,
+        index: u64,
+        point: &SweepPoint,
+        shared: &SharedFutures,
+    ) -> Option<Vec<PointRecord>> {
+        let key = key(baseline, point, shared)?;
+        let by_sink = self.by_sink.lock().expect("no panic while held");
+        let records = by_sink.get(&point.sink)?.get(&key)?;
+        // Worked out only for a point that takes a run: its class's crash states.
+        let states = key.classes.class_states(key.class);
+        Some(
+            records
+                .iter()
+                .map(|record| {
+                    assert_eq!(record.sink, point.sink);
+                    assert_eq!(record.row, point.row);
+                    PointRecord {
+                        index,
+                        faults: point.faults.clone(),
+                        sampled: point.sampled.clone(),
+                        class_states: Some(states.clone()),
+                        ..record.clone()
+                    }
+                })
+                .collect(),
+        )
+    }
+
+    /// Keeps the records of `point`, which ran, if it is a class point (the first at its
+    /// step fills the step's classes as it runs): without its trace fingerprint, which a
+    /// point that takes them would not have.
+    pub(super) fn remember(
+        &self,
+        baseline: &Baseline,
+        point: &SweepPoint,
+        shared: &SharedFutures,
+        records: &mut [PointRecord],
+    ) {
+        let Some(key) = key(baseline, point, shared) else {
+            return;
+        };
+        for record in records.iter_mut() {
+            record.fingerprint = None;
+        }
+        let mut by_sink = self.by_sink.lock().expect("no panic while held");
+        by_sink.entry(point.sink).or_default().insert(key, records);
+    }
+}
+
+/// The disk `point` boots into, where it is a single power-loss class at a step whose
+/// classes are known already and leave nothing else at risk, on a sink whose run cannot see
+/// the clock.
+fn key(baseline: &Baseline, point: &SweepPoint, shared: &SharedFutures) -> Option<ClassRunKey> {
+    let config = &baseline.spec.config;
+    if config.key != KeyScheme::EventIndex || config.sink.is_transactional() {
+        return None;
+    }
+    let [only] = point.faults.as_slice() else {
+        return None;
+    };
+    let Fault::PowerLossClass { at, class } = only.fault else {
+        return None;
+    };
+    let memo = shared.classes_memo.lock().expect("no panic while held");
+    let at_step = memo.as_ref()?;
+    if at_step.key != only.step * 2 + u64::from(at == CrashPoint::After) {
+        return None;
+    }
+    if at_step.classes.count().is_none_or(|count| class >= count) {
+        return None;
+    }
+    Some(ClassRunKey {
+        durable: Arc::clone(&at_step.durable),
+        boots_into: at_step.classes.boots_into(class)?,
+        classes: Arc::clone(&at_step.classes),
+        class,
+    })
+}
+
+impl Runs {
+    fn get(&self, key: &ClassRunKey) -> Option<&Vec<PointRecord>> {
+        self.runs
+            .get(&key.boots_into)?
+            .iter()
+            .find(|(durable, _)| **durable == *key.durable)
+            .map(|(_, records)| records)
+    }
+
+    fn insert(&mut self, key: ClassRunKey, records: &[PointRecord]) {
+        let ClassRunKey {
+            durable,
+            boots_into,
+            ..
+        } = key;
+        // Points come step by step, a thread's chunks in order: the runs of a few durable
+        // states at a time serve every thread (one checkpoint interval each, and a thread
+        // just past one's end).
+        let mut held: Vec<&Arc<DurableIdentity>> = Vec::new();
+        for (identity, _) in self.runs.values().flatten() {
+            if !held.iter().any(|h| ***h == **identity) {
+                held.push(identity);
+            }
+        }
+        if !held.iter().any(|h| ***h == *durable) && held.len() >= CLASS_RUNS_STATES_MAX {
+            self.runs.clear();
+        }
+        let same = self.runs.entry(boots_into).or_default();
+        if !same.iter().any(|(held, _)| **held == *durable) {
+            same.push((durable, records.to_vec()));
+        }
+    }
+}
