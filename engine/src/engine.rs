@@ -6,6 +6,7 @@
 
 use crate::chain_memo::ChainMemo;
 use crate::checkpoint::Checkpoint;
+use crate::checkpoint_memo::CheckpointMemo;
 use crate::event::{Event, JSON_SAFE_INT_MAX};
 use crate::incremental::Incremental;
 use crate::known_sink::KnownSinkFile;
@@ -241,6 +242,8 @@ pub struct EngineCaches {
     pub sink: Option<Arc<KnownSinkFile>>,
     /// Restores of incremental chains (`chain_memo.rs`).
     pub chains: Option<Arc<ChainMemo>>,
+    /// Full checkpoint files decoded (`checkpoint_memo.rs`).
+    pub checkpoints: Option<Arc<CheckpointMemo>>,
 }
 
 impl Engine {

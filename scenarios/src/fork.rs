@@ -57,8 +57,8 @@ use crate::runner::{
 };
 use ahead::AheadBoundary;
 use keel_engine::{
-    ChainMemo, EngineCaches, IncarnationStats, KeyScheme, KnownSinkFile, OperatorState, Record,
-    SinkKind, SINK_WRITE_OP,
+    ChainMemo, CheckpointMemo, EngineCaches, IncarnationStats, KeyScheme, KnownSinkFile,
+    OperatorState, Record, SinkKind, SINK_WRITE_OP,
 };
 use keel_sim::{Contents, Disk, DiskError, FaultPlan, Fingerprint};
 use restart::{RestartCandidate, RestartClass};
@@ -220,6 +220,7 @@ impl Forks {
                 .filter(|_| !spec.config.sink.is_transactional())
                 .map(|earlier| Arc::new(KnownSinkFile::new(&earlier.known_contents))),
             chains: None,
+            checkpoints: None,
         };
         let driven = run_between_with(spec, caches, &mut |moment| {
             let Moment::Between(between) = moment else {
@@ -749,8 +750,8 @@ fn compared_disk(disk: &Disk, sink: SinkKind) -> Result<Disk, DiskError> {
     }
 }
 
-/// Hands every snapshot's engine the caches its points build on (`EngineCaches`): a memo
-/// of chain restores, and the fault-free run's sink file as `disk` (its end) holds it. A
+/// Hands every snapshot's engine the caches its points build on (`EngineCaches`): memos
+/// of chain restores and full checkpoint decodes, and the fault-free run's sink file as `disk` (its end) holds it. A
 /// point's connector then reads and indexes only the bytes after the lines its file shares
 /// with that file, and a snapshot's key index is those lines, not a copy of their keys.
 ///
@@ -764,6 +765,7 @@ fn share_caches(snapshots: &mut [Paused], disk: &Disk, sink: SinkKind) -> Engine
             .flatten()
             .map(|contents| Arc::new(KnownSinkFile::new(&contents))),
         chains: Some(Arc::new(ChainMemo::default())),
+        checkpoints: Some(Arc::new(CheckpointMemo::default())),
     };
     for snapshot in snapshots {
         let sink_file = snapshot.world.env().disk.read_shared(sink.file_name()).ok();

@@ -4,6 +4,7 @@
 use super::{abort, disk_step, Engine, EngineError, Interrupt, Sink, IN_PLACE_FILE};
 use crate::chain_memo;
 use crate::checkpoint::{Checkpoint, Invalid};
+use crate::checkpoint_memo;
 use crate::incremental::{self, FileKind, NotRestored, ReadFile};
 use crate::protocol::CheckpointMode;
 use crate::sink::SinkConnector;
@@ -71,9 +72,10 @@ impl Engine {
         );
         for (index, name) in candidates {
             let bytes = world
-                .effect("disk.read", name.clone(), |env| env.disk.read(name))?
+                .effect("disk.read", name.clone(), |env| env.disk.read_shared(name))?
                 .map_err(|e| abort(format!("recovery: {e}")))?;
-            let checkpoint = match Checkpoint::decode_file(&bytes, protocol.checksum()) {
+            let memo = self.caches.checkpoints.as_deref();
+            let checkpoint = match checkpoint_memo::decode_file(&bytes, protocol.checksum(), memo) {
                 Ok(checkpoint) if index.is_none_or(|i| i == checkpoint.index) => checkpoint,
                 Ok(checkpoint) => {
                     let why = format!("{name}: holds index {}", checkpoint.index);
