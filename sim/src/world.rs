@@ -658,12 +658,21 @@ impl<S: Storage> World<S> {
                         let mut memo = memo.lock().expect("no panic while held");
                         match &*memo {
                             Some(at) if at.key == key => Arc::clone(&at.classes),
-                            _ => {
+                            previous => {
                                 let classes = Arc::new(disk.power_loss_classes(&readers));
+                                // Between two fsyncs the steps share one durable state: the
+                                // same handle, so that its users compare a pointer.
+                                let durable = disk.durable_identity();
+                                let durable = match previous {
+                                    Some(previous) if *previous.durable == durable => {
+                                        Arc::clone(&previous.durable)
+                                    }
+                                    _ => Arc::new(durable),
+                                };
                                 *memo = Some(ClassesAt {
                                     key,
                                     classes: Arc::clone(&classes),
-                                    durable: Arc::new(disk.durable_identity()),
+                                    durable,
                                 });
                                 classes
                             }

@@ -46,12 +46,13 @@ impl Contents {
     /// one file's chunks made apart (`prefix`, `share_prefix_of`). False says nothing.
     pub fn is_same_chunks(&self, other: &Contents) -> bool {
         self.len_bytes == other.len_bytes
-            && self.chunks.len() == other.chunks.len()
-            && self
-                .chunks
-                .iter()
-                .zip(other.chunks.iter())
-                .all(|(a, b)| Arc::ptr_eq(a, b))
+            && (Arc::ptr_eq(&self.chunks, &other.chunks)
+                || self.chunks.len() == other.chunks.len()
+                    && self
+                        .chunks
+                        .iter()
+                        .zip(other.chunks.iter())
+                        .all(|(a, b)| Arc::ptr_eq(a, b)))
     }
 
     /// The chunks, in order: every byte once, none empty.

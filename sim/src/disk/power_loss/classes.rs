@@ -50,7 +50,7 @@ use crate::disk::inode::Written;
 use crate::disk::{Contents, DataOp, DirOp, Disk, InodeId};
 use num_bigint::BigUint;
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// The states of `choices`: the product of their radices, as powers of two and three (what
 /// nearly every radix is) and the rest (directory digits) multiplied in.
@@ -92,6 +92,10 @@ struct LineFile {
     later_threes: Vec<u32>,
     later_twos: Vec<u32>,
     classes: Vec<LineClass>,
+    /// Each class's states, worked out for all classes at the first that is asked for (a
+    /// sweep asks for every class of a step, and one pass is linear in the entries where a
+    /// class at a time walked and raised powers for each).
+    class_states_memo: OnceLock<Vec<BigUint>>,
 }
 
 impl LineFile {
@@ -126,13 +130,54 @@ impl LineFile {
     }
 
     /// The states of class `index`.
-    fn class_states(&self, index: usize) -> BigUint {
+    fn class_states(&self, index: usize) -> &BigUint {
+        let states = &self.all_class_states()[index];
+        debug_assert_eq!(*states, self.class_states_by_entries(index));
+        states
+    }
+
+    /// The states of class `index`, entry by entry (what [`LineFile::all_class_states`]
+    /// works out for every class at once; debug builds check one against the other).
+    fn class_states_by_entries(&self, index: usize) -> BigUint {
         let class = &self.classes[index];
         class
             .entries
             .clone()
             .map(|e| self.entry_states(self.entry(e).0))
             .sum()
+    }
+
+    /// Every class's states, in one pass: the states of the entries whose first piece not
+    /// kept is `p` are the product of the later choices' radices, a suffix product.
+    fn all_class_states(&self) -> &[BigUint] {
+        self.class_states_memo.get_or_init(|| {
+            let pieces = self.radices.len();
+            // piece_states[p] = extra_states * the radices of the pieces after p; for
+            // p = pieces (every piece kept) just extra_states.
+            let mut piece_states = vec![BigUint::from(self.extra_states); pieces + 1];
+            for p in (0..pieces.saturating_sub(1)).rev() {
+                piece_states[p] = &piece_states[p + 1] * u32::from(self.radices[p + 1]);
+            }
+            // Entries in order: radix - 1 a piece (its fates lost, torn), then every piece
+            // kept.
+            let entry_pieces: Vec<usize> = self
+                .radices
+                .iter()
+                .enumerate()
+                .flat_map(|(p, &radix)| std::iter::repeat_n(p, usize::from(radix) - 1))
+                .chain(std::iter::once(pieces))
+                .collect();
+            self.classes
+                .iter()
+                .map(|class| {
+                    class
+                        .entries
+                        .clone()
+                        .map(|e| &piece_states[entry_pieces[e]])
+                        .sum()
+                })
+                .collect()
+        })
     }
 
     /// The representative digits of class `index`, one for each of `positions`: its first
@@ -193,7 +238,12 @@ impl PowerLossClasses {
         let file = self.files.iter().find(|file| file.name == name)?;
         Some(
             (0..file.classes.len())
-                .map(|index| (file.classes[index].kept_len_bytes, file.class_states(index)))
+                .map(|index| {
+                    (
+                        file.classes[index].kept_len_bytes,
+                        file.class_states(index).clone(),
+                    )
+                })
                 .collect(),
         )
     }
@@ -300,6 +350,9 @@ pub struct DurableIdentity {
 
 impl PartialEq for DurableIdentity {
     fn eq(&self, other: &DurableIdentity) -> bool {
+        if std::ptr::eq(self, other) {
+            return true;
+        }
         Arc::ptr_eq(&self.names, &other.names)
             && self.pending_dir == other.pending_dir
             && self.pending_dir_logged == other.pending_dir_logged
@@ -677,6 +730,7 @@ impl Disk {
             later_threes,
             later_twos,
             classes,
+            class_states_memo: OnceLock::new(),
         }
     }
 }
