@@ -8,7 +8,7 @@ use keel_engine::{KeyScheme, SinkKind};
 use keel_sim::disk::{DurableIdentity, PowerLossClasses};
 use keel_sim::{CrashPoint, Fault};
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, RwLock};
 
 /// The durable states whose class runs [`ClassRuns`] keeps at once.
 const CLASS_RUNS_STATES_MAX: usize = 4;
@@ -21,11 +21,12 @@ const CLASS_RUNS_STATES_MAX: usize = 4;
 /// shares). Its records are the earlier point's, restamped with its own index, fault and
 /// class count; no class point's record carries a trace fingerprint, so a record is the
 /// same whichever thread or chunk ran the class first. Shared by every chunk and thread of
-/// a sweep. Bounded: the runs of [`CLASS_RUNS_STATES_MAX`] durable states at a time, at most
-/// one a point of each.
+/// a sweep, behind a reader-writer lock: nearly every class point only looks up, and
+/// copies what it takes after the lock is released. Bounded: the runs of
+/// [`CLASS_RUNS_STATES_MAX`] durable states at a time, at most one a point of each.
 #[derive(Default)]
 pub struct ClassRuns {
-    by_sink: Mutex<BTreeMap<SinkKind, Runs>>,
+    by_sink: RwLock<BTreeMap<SinkKind, Runs>>,
 }
 
 /// One sink's class runs: by what they boot into, the durable states and their records.
@@ -35,7 +36,7 @@ struct Runs {
 }
 
 /// The records of a class point that ran, and the durable state its disk had.
-type ClassRun = (Arc<DurableIdentity>, Vec<PointRecord>);
+type ClassRun = (Arc<DurableIdentity>, Arc<Vec<PointRecord>>);
 
 /// A class's directory digit and the lengths its line-read files keep
 /// (`PowerLossClasses::boots_into`).
@@ -61,8 +62,10 @@ impl ClassRuns {
         shared: &SharedFutures,
     ) -> Option<Vec<PointRecord>> {
         let key = key(baseline, point, shared)?;
-        let by_sink = self.by_sink.lock().expect("no panic while held");
-        let records = by_sink.get(&point.sink)?.get(&key)?;
+        let records = {
+            let by_sink = self.by_sink.read().expect("no panic while held");
+            Arc::clone(by_sink.get(&point.sink)?.get(&key)?)
+        };
         // Worked out only for a point that takes a run: its class's crash states.
         let states = key.classes.class_states(key.class);
         Some(
@@ -99,7 +102,7 @@ impl ClassRuns {
         for record in records.iter_mut() {
             record.fingerprint = None;
         }
-        let mut by_sink = self.by_sink.lock().expect("no panic while held");
+        let mut by_sink = self.by_sink.write().expect("no panic while held");
         by_sink.entry(point.sink).or_default().insert(key, records);
     }
 }
@@ -135,7 +138,7 @@ fn key(baseline: &Baseline, point: &SweepPoint, shared: &SharedFutures) -> Optio
 }
 
 impl Runs {
-    fn get(&self, key: &ClassRunKey) -> Option<&Vec<PointRecord>> {
+    fn get(&self, key: &ClassRunKey) -> Option<&Arc<Vec<PointRecord>>> {
         self.runs
             .get(&key.boots_into)?
             .iter()
@@ -163,7 +166,7 @@ impl Runs {
         }
         let same = self.runs.entry(boots_into).or_default();
         if !same.iter().any(|(held, _)| **held == *durable) {
-            same.push((durable, records.to_vec()));
+            same.push((durable, Arc::new(records.to_vec())));
         }
     }
 }
