@@ -166,7 +166,18 @@ impl Runs {
         }
         let same = self.runs.entry(boots_into).or_default();
         if !same.iter().any(|(held, _)| **held == *durable) {
-            same.push((durable, Arc::new(records.to_vec())));
+            // Kept as templates: what a taking point restamps is left out, so that it is
+            // not copied to be dropped.
+            let templates = records
+                .iter()
+                .map(|record| PointRecord {
+                    class_states: None,
+                    faults: Vec::new(),
+                    sampled: Vec::new(),
+                    ..record.clone()
+                })
+                .collect();
+            same.push((durable, Arc::new(templates)));
         }
     }
 }
