@@ -612,8 +612,8 @@ fn bench_times_keel_sweep_on_each_size_and_the_naive_one_on_the_small() {
     let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("sweep ")).collect();
     assert_eq!(lines.len(), 2, "{stdout}");
     for (line, start) in lines.iter().zip([
-        "sweep events=60 points=256 elapsed=",
-        "sweep events=120 points=516 elapsed=",
+        "sweep events=60 faults=process-crash points=256 elapsed=",
+        "sweep events=120 faults=process-crash points=516 elapsed=",
     ]) {
         assert!(line.starts_with(start), "{line}");
         assert!(line.contains(" peak_rss_mb="), "{line}");
@@ -632,6 +632,43 @@ fn bench_times_keel_sweep_on_each_size_and_the_naive_one_on_the_small() {
     );
     check_rejected(&["bench", "--sweep", "0"], &["--sweep"]);
     check_rejected(&["bench", "--sweep", "1000001"], &["--sweep"]);
+}
+
+/// `--sweep-faults` and `--sweep-power-loss-points` reach the child sweep: 60 events have
+/// 416 power-loss classes a sink (what `keel sweep --faults power-loss --power-loss-points
+/// classes` counts on the same stream), and the naive sweep prints the same report.
+#[test]
+fn bench_sweeps_the_fault_kinds_it_is_given() {
+    let (code, stdout, stderr) = keel(&[
+        "bench",
+        "--seeds",
+        "0..1",
+        "--real-points",
+        "0",
+        "--quiet",
+        "--jobs",
+        "1",
+        "--sweep",
+        "60",
+        "--sweep-naive-max",
+        "60",
+        "--sweep-faults",
+        "power-loss",
+        "--sweep-power-loss-points",
+        "classes",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("sweep ")).collect();
+    assert_eq!(lines.len(), 1, "{stdout}");
+    assert!(
+        lines[0].starts_with(
+            "sweep events=60 faults=power-loss power_loss_points=classes points=832 elapsed="
+        ),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[0].ends_with(" reports=identical"), "{}", lines[0]);
+    check_rejected(&["bench", "--sweep-faults", "meteor"], &["--sweep-faults"]);
 }
 
 /// A reader that stops early (`keel sweep | head -c 0`) closes the pipe before the report is

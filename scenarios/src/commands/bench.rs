@@ -3,7 +3,7 @@
 //! temporary directory, killed with SIGKILL at the step), timed in the same run: the speed
 //! ratio of issue 9. With `--run-sizes`, `keel run` on streams of growing size, each a
 //! child process timed from outside, its peak RSS read with `wait4`; with `--sweep`, `keel
-//! sweep` of their process-crash points the same way, and on the smaller ones `keel sweep
+//! sweep` of their process-crash points (or those of `--sweep-faults`) the same way, and on the smaller ones `keel sweep
 //! --naive` too, its speed-up and whether the reports are identical (issue 11).
 
 use super::args::{parse_seed_range, FaultArg, ScenarioArgs, SeedPlanArgs, SeedRange, SinkArg};
@@ -13,6 +13,7 @@ use super::files::prepare;
 use super::interrupt::par_map_interruptible;
 use super::output::Output;
 use super::progress::Progress;
+use super::sweep::PowerLossPointsArg;
 use crate::baseline::baselines;
 use crate::error::KeelError;
 use crate::explore::{MAX_FAULTS_DEFAULT, OUTAGE_MS_DEFAULT};
@@ -61,9 +62,9 @@ pub struct BenchArgs {
 
     /// Also time `keel sweep` on streams of these sizes (comma-separated event counts, each
     /// 1 to 1,000,000, e.g. 1000,3000,10000): each a `keel gen --seed 1` stream swept by a
-    /// child `keel sweep --faults process-crash --sinks append,idempotent` with this
+    /// child `keel sweep --faults <--sweep-faults> --sinks append,idempotent` with this
     /// command's --window, --out-of-orderness, --checkpoint-every, --checkpoint-protocol,
-    /// --allowed-lateness and --jobs, one at a time; prints wall time, crash points, points
+    /// --checkpoint-mode, --allowed-lateness and --jobs, one at a time; prints wall time, crash points, points
     /// per second, time per point and the child's peak RSS; on the sizes up to
     /// --sweep-naive-max also the same sweep with --naive: its time, the speed-up and
     /// whether the two reports are identical.
@@ -74,6 +75,22 @@ pub struct BenchArgs {
     /// the stream: every point runs the stream from event 0 to its end).
     #[arg(long, value_name = "N", default_value_t = 3_000, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub sweep_naive_max: u64,
+
+    /// The fault kinds each --sweep size sweeps, one row each (comma-separated, as `keel
+    /// sweep --faults`): process-crash for issue 11's figure 1, each single-fault kind for
+    /// its figure 2.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "process-crash"
+    )]
+    pub sweep_faults: Vec<FaultArg>,
+
+    /// What a power-loss point of a --sweep is, as `keel sweep --power-loss-points`: one
+    /// crash state (a step with more than 65,536 is sampled), or one class of them.
+    #[arg(long, value_enum, value_name = "P", default_value_t = PowerLossPointsArg::States)]
+    pub sweep_power_loss_points: PowerLossPointsArg,
 
     #[command(flatten)]
     pub job: BenchJobArgs,
@@ -176,12 +193,28 @@ pub(crate) fn cmd_bench(args: &BenchArgs) -> Result<Output, KeelError> {
             size.peak_rss_kb as f64 / 1024.0,
         ));
     }
+    let mut sweep_faults: Vec<String> = vec![
+        "--faults".to_string(),
+        args.sweep_faults
+            .iter()
+            .map(|fault| value_name(*fault))
+            .collect::<Vec<_>>()
+            .join(","),
+    ];
+    if args.sweep_power_loss_points != PowerLossPointsArg::States {
+        sweep_faults.push("--power-loss-points".to_string());
+        sweep_faults.push(value_name(args.sweep_power_loss_points));
+    }
     for &events in &args.sweep_sizes {
         let naive = events <= args.sweep_naive_max;
-        let size = sweep_size(&spec, events, jobs, naive)?;
+        let size = sweep_size(&spec, events, &sweep_faults, jobs, naive)?;
         let per_second = size.points as f64 / size.fast.elapsed.max(1e-9);
         stdout.push_str(&format!(
-            "sweep events={events} points={} elapsed={:.3}s{} points_per_second={per_second:.0} us_per_point={:.1} peak_rss_mb={:.1}",
+            "sweep events={events} faults={} points={} elapsed={:.3}s{} points_per_second={per_second:.0} us_per_point={:.1} peak_rss_mb={:.1}",
+            match sweep_faults.get(3) {
+                Some(points) => format!("{} power_loss_points={points}", sweep_faults[1]),
+                None => sweep_faults[1].clone(),
+            },
             size.points,
             size.fast.elapsed,
             if size.fast_runs > 1 {
@@ -207,6 +240,15 @@ pub(crate) fn cmd_bench(args: &BenchArgs) -> Result<Output, KeelError> {
         }
     }
     Ok(Output::ok(stdout))
+}
+
+/// The name clap parses `value` from (what a child keel is given on its command line).
+fn value_name(value: impl clap::ValueEnum) -> String {
+    value
+        .to_possible_value()
+        .expect("no value is skipped")
+        .get_name()
+        .to_string()
 }
 
 /// What one child process of a size series measured.
@@ -347,31 +389,33 @@ const SHORT_SWEEP_SECONDS: f64 = 1.0;
 const SHORT_SWEEP_REPEATS: usize = 5;
 
 /// `keel gen --events N --seed 1` into a temporary file, then a child `keel sweep` of its
-/// process-crash points on the append and idempotent sinks (`spec`'s knobs and protocol, on
+/// points of `faults` (its `--faults` and `--power-loss-points` arguments) on the append and
+/// idempotent sinks (`spec`'s knobs and protocol, on
 /// `jobs` threads), timed from outside, and the same with `--naive` if asked; the points are
 /// summed from the JSON report's rows.
 fn sweep_size(
     spec: &ScenarioSpec,
     events: u64,
+    faults: &[String],
     jobs: usize,
     naive: bool,
 ) -> Result<SweepSize, KeelError> {
     let file = GenFile::new(events)?;
-    let mut extra: Vec<String> = [
-        "--faults",
-        "process-crash",
-        "--sinks",
-        "append,idempotent",
-        "--checkpoint-protocol",
-        &spec.protocol.to_string(),
-        "--jobs",
-        &jobs.to_string(),
-        "--quiet",
-        "--format",
-        "json",
-    ]
-    .map(String::from)
-    .to_vec();
+    let mut extra: Vec<String> = faults.to_vec();
+    extra.extend(
+        [
+            "--sinks",
+            "append,idempotent",
+            "--checkpoint-protocol",
+            &spec.protocol.to_string(),
+            "--jobs",
+            &jobs.to_string(),
+            "--quiet",
+            "--format",
+            "json",
+        ]
+        .map(String::from),
+    );
     let what = format!("keel sweep on {events} events");
     let (first, report) = timed(child("sweep", spec, &file, &extra)?, &what, true)?;
     let mut fast_sizes = vec![first];
