@@ -589,12 +589,10 @@ fn bench_times_keel_run_on_each_size() {
     check_rejected(&["bench", "--run-sizes", "1000001"], &["--run-sizes"]);
 }
 
-/// `keel bench --sweep`: one line per size, a child `keel sweep` of the process-crash points
-/// timed with its peak RSS (the median of five where it is short), and up to --sweep-naive-max the naive sweep too, whose report
-/// must be the same.
-#[test]
-fn bench_times_keel_sweep_on_each_size_and_the_naive_one_on_the_small() {
-    let (code, stdout, stderr) = keel(&[
+/// What `keel bench` prints with `extra` (its --sweep sizes and options): no simulated seeds
+/// to speak of, no real sample, one job, and the naive sweep up to 60 events.
+fn bench_sweep_lines(extra: &[&str]) -> String {
+    let mut args = vec![
         "bench",
         "--seeds",
         "0..1",
@@ -603,12 +601,21 @@ fn bench_times_keel_sweep_on_each_size_and_the_naive_one_on_the_small() {
         "--quiet",
         "--jobs",
         "1",
-        "--sweep",
-        "60,120",
         "--sweep-naive-max",
         "60",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let (code, stdout, stderr) = keel(&args);
     assert_eq!(code, Some(0), "{stderr}");
+    stdout
+}
+
+/// `keel bench --sweep`: one line per size, a child `keel sweep` of the process-crash points
+/// timed with its peak RSS (the median of five where it is short), and up to --sweep-naive-max the naive sweep too, whose report
+/// must be the same.
+#[test]
+fn bench_times_keel_sweep_on_each_size_and_the_naive_one_on_the_small() {
+    let stdout = bench_sweep_lines(&["--sweep", "60,120"]);
     let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("sweep ")).collect();
     assert_eq!(lines.len(), 2, "{stdout}");
     for (line, start) in lines.iter().zip([
@@ -639,25 +646,14 @@ fn bench_times_keel_sweep_on_each_size_and_the_naive_one_on_the_small() {
 /// classes` counts on the same stream), and the naive sweep prints the same report.
 #[test]
 fn bench_sweeps_the_fault_kinds_it_is_given() {
-    let (code, stdout, stderr) = keel(&[
-        "bench",
-        "--seeds",
-        "0..1",
-        "--real-points",
-        "0",
-        "--quiet",
-        "--jobs",
-        "1",
+    let stdout = bench_sweep_lines(&[
         "--sweep",
-        "60",
-        "--sweep-naive-max",
         "60",
         "--sweep-faults",
         "power-loss",
         "--sweep-power-loss-points",
         "classes",
     ]);
-    assert_eq!(code, Some(0), "{stderr}");
     let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("sweep ")).collect();
     assert_eq!(lines.len(), 1, "{stdout}");
     assert!(
