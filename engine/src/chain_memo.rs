@@ -16,10 +16,10 @@
 
 use crate::checkpoint::Invalid;
 use crate::incremental::{self, DecodedFiles, NotRestored, ReadFile, Restored};
+use crate::recent::Recent;
 use keel_sim::Contents;
-use std::collections::VecDeque;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// The most restores a memo keeps (the newest): a sweep's points come in crash-step order,
 /// so the points that share a chain follow each other, and each worker thread is on about
@@ -31,7 +31,7 @@ pub const CHAIN_MEMO_ENTRIES_MAX: usize = 4;
 /// a lock (taken twice per restore: to look up and to remember).
 #[derive(Default)]
 pub struct ChainMemo {
-    entries: Mutex<VecDeque<Arc<Entry>>>,
+    entries: Recent<Entry, CHAIN_MEMO_ENTRIES_MAX>,
     /// The files restores decoded: a restore the entries miss (a chain one delta longer
     /// than the last one's) decodes only what it has not decoded before.
     decoded: DecodedFiles,
@@ -49,33 +49,18 @@ struct Entry {
 
 impl ChainMemo {
     fn find(&self, manifest_name: &str, manifest: &Contents, checksum: bool) -> Option<Arc<Entry>> {
-        let entries = self.entries.lock().expect("no holder panics");
-        entries
-            .iter()
-            .rev()
-            .find(|entry| {
-                entry.manifest_name == manifest_name
-                    && entry.checksum == checksum
-                    && entry.manifest == *manifest
-            })
-            .cloned()
-    }
-
-    fn remember(&self, entry: Entry) {
-        let mut entries = self.entries.lock().expect("no holder panics");
-        if entries.len() == CHAIN_MEMO_ENTRIES_MAX {
-            entries.pop_front();
-        }
-        entries.push_back(Arc::new(entry));
-        assert!(entries.len() <= CHAIN_MEMO_ENTRIES_MAX);
+        self.entries.find(|entry| {
+            entry.manifest_name == manifest_name
+                && entry.checksum == checksum
+                && entry.manifest == *manifest
+        })
     }
 }
 
 /// Its size only.
 impl fmt::Debug for ChainMemo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let entries = self.entries.lock().map_or(0, |entries| entries.len());
-        write!(f, "ChainMemo({entries} entries)")
+        write!(f, "ChainMemo({} entries)", self.entries.len())
     }
 }
 
@@ -131,7 +116,7 @@ pub fn restore<R: ReadFile>(
         Err(NotRestored::Io(_)) => None,
     };
     if let Some(result) = remembered {
-        memo.remember(Entry {
+        memo.entries.remember(Entry {
             manifest_name: manifest_name.to_string(),
             manifest: manifest.clone(),
             checksum,

@@ -14,21 +14,20 @@
 //! bytes where chunks are not shared) and the same flag.
 
 use crate::checkpoint::{Checkpoint, Invalid};
+use crate::recent::Recent;
 use keel_sim::Contents;
-use std::collections::VecDeque;
 use std::fmt;
-use std::sync::{Arc, Mutex};
 
 /// The most decoded files a memo keeps (the newest): a sweep's points come in crash-step
 /// order, so the points that read one checkpoint follow each other, and each worker thread
 /// is on about one checkpoint interval at a time (the same bound as `ChainMemo`'s).
 pub const CHECKPOINT_MEMO_ENTRIES_MAX: usize = 4;
 
-/// Recent decodes of full checkpoint files. Shared between threads, so behind a lock (taken
-/// to copy out the entries' handles and to remember; bytes are compared outside it).
+/// Recent decodes of full checkpoint files, shared between threads (bytes are compared
+/// outside the lock: see [`Recent`]).
 #[derive(Default)]
 pub struct CheckpointMemo {
-    entries: Mutex<VecDeque<Arc<Entry>>>,
+    entries: Recent<Entry, CHECKPOINT_MEMO_ENTRIES_MAX>,
 }
 
 /// One decoded file: its bytes, the checksum flag and what decoding returned.
@@ -41,8 +40,7 @@ struct Entry {
 /// Its size only.
 impl fmt::Debug for CheckpointMemo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let entries = self.entries.lock().map_or(0, |entries| entries.len());
-        write!(f, "CheckpointMemo({entries} entries)")
+        write!(f, "CheckpointMemo({} entries)", self.entries.len())
     }
 }
 
@@ -55,31 +53,18 @@ pub fn decode_file(
     let Some(memo) = memo else {
         return Checkpoint::decode_file(&bytes.to_vec(), checksum);
     };
-    let entries: Vec<Arc<Entry>> = memo
+    if let Some(entry) = memo
         .entries
-        .lock()
-        .expect("no holder panics")
-        .iter()
-        .rev()
-        .cloned()
-        .collect();
-    if let Some(entry) = entries
-        .iter()
         .find(|entry| entry.checksum == checksum && entry.bytes == *bytes)
     {
         return entry.result.clone();
     }
     let result = Checkpoint::decode_file(&bytes.to_vec(), checksum);
-    let mut entries = memo.entries.lock().expect("no holder panics");
-    if entries.len() == CHECKPOINT_MEMO_ENTRIES_MAX {
-        entries.pop_front();
-    }
-    entries.push_back(Arc::new(Entry {
+    memo.entries.remember(Entry {
         bytes: bytes.clone(),
         checksum,
         result: result.clone(),
-    }));
-    assert!(entries.len() <= CHECKPOINT_MEMO_ENTRIES_MAX);
+    });
     result
 }
 
@@ -115,9 +100,6 @@ mod tests {
             *flipped.last_mut().expect("not empty") ^= 1;
             check(&flipped, checksum);
         }
-        assert_eq!(
-            memo.entries.lock().expect("no holder panics").len(),
-            CHECKPOINT_MEMO_ENTRIES_MAX
-        );
+        assert_eq!(memo.entries.len(), CHECKPOINT_MEMO_ENTRIES_MAX);
     }
 }

@@ -13,6 +13,7 @@ pub mod event;
 pub mod incremental;
 pub mod known_sink;
 pub mod protocol;
+pub mod recent;
 pub mod record;
 pub mod sink;
 pub mod txsink;

@@ -750,10 +750,11 @@ fn compared_disk(disk: &Disk, sink: SinkKind) -> Result<Disk, DiskError> {
     }
 }
 
-/// Hands every snapshot's engine the caches its points build on (`EngineCaches`): memos
-/// of chain restores and full checkpoint decodes, and the fault-free run's sink file as `disk` (its end) holds it. A
-/// point's connector then reads and indexes only the bytes after the lines its file shares
-/// with that file, and a snapshot's key index is those lines, not a copy of their keys.
+/// Hands every snapshot's engine the caches its points build on (`EngineCaches`): memos of
+/// chain restores and of full checkpoint decodes, and the fault-free run's sink file as
+/// `disk` (its end) holds it. A point's connector then reads and indexes only the bytes
+/// after the lines its file shares with that file, and a snapshot's key index is those
+/// lines, not a copy of their keys.
 ///
 /// Made from this run's own disk even where the run built on an earlier sink's file of the
 /// same bytes (`Sharing::earlier`): a point compares its file with this one chunk by chunk,

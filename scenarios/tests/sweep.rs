@@ -1,6 +1,9 @@
 //! `keel sweep` and `keel sites` on the chapter scenario: every single fault at every step.
 
+mod common;
+
 use clap::Parser;
+use common::PROTOCOLS;
 use keel_scenarios::cli::{execute, Cli};
 use serde_json::{json, Value};
 use std::sync::OnceLock;
@@ -168,20 +171,14 @@ fn ack_lost_duplicates_with_append_and_not_with_idempotent() {
     assert_eq!(n(&row(&report, "idempotent", "ack-lost")["duplicates"]), 0);
 }
 
-const UNSAFE: [&str; 8] = [
-    "in-place",
-    "no-fsync-rename",
-    "no-dir-fsync",
-    "delete-then-rename",
-    "size-only",
-    "checkpoint-before-sink-sync",
-    "no-tail-repair",
-    "trust-page-cache-after-eio",
-];
+/// Every protocol with a full-checkpoint form but `safe`.
+fn unsafe_protocols() -> impl Iterator<Item = &'static str> {
+    PROTOCOLS.into_iter().filter(|&protocol| protocol != "safe")
+}
 
 #[test]
 fn every_unsafe_protocol_is_caught_and_its_first_failure_replays_alone() {
-    for protocol in UNSAFE {
+    for protocol in unsafe_protocols() {
         let report = sweep_json(protocol, &[]);
         let caught: Vec<&Value> = rows(&report)
             .iter()
@@ -394,7 +391,7 @@ fn a_sweep_with_fewer_states_a_step_says_what_it_sampled() {
 
 #[test]
 fn sweep_tables_of_every_protocol() {
-    for protocol in std::iter::once("safe").chain(UNSAFE) {
+    for protocol in PROTOCOLS {
         let table = keel(&["sweep", "--checkpoint-protocol", protocol]);
         insta::with_settings!({snapshot_path => "../../snapshots", prepend_module_to_snapshot => false, description => format!("keel sweep --checkpoint-protocol {protocol}")}, {
             insta::assert_snapshot!(format!("sweep_{protocol}"), table);

@@ -3,8 +3,9 @@
 //! temporary directory, killed with SIGKILL at the step), timed in the same run: the speed
 //! ratio of issue 9. With `--run-sizes`, `keel run` on streams of growing size, each a
 //! child process timed from outside, its peak RSS read with `wait4`; with `--sweep`, `keel
-//! sweep` of their process-crash points (or those of `--sweep-faults`) the same way, and on the smaller ones `keel sweep
-//! --naive` too, its speed-up and whether the reports are identical (issue 11).
+//! sweep` of their process-crash points (or those of `--sweep-faults`) the same way, and on
+//! the smaller ones `keel sweep --naive` too, its speed-up and whether the reports are
+//! identical (issue 11).
 
 use super::args::{parse_seed_range, FaultArg, ScenarioArgs, SeedPlanArgs, SeedRange, SinkArg};
 use super::explore::{explore_baselines, explore_spec};
@@ -64,8 +65,9 @@ pub struct BenchArgs {
     /// 1 to 1,000,000, e.g. 1000,3000,10000): each a `keel gen --seed 1` stream swept by a
     /// child `keel sweep --faults <--sweep-faults> --sinks append,idempotent` with this
     /// command's --window, --out-of-orderness, --checkpoint-every, --checkpoint-protocol,
-    /// --checkpoint-mode, --allowed-lateness and --jobs, one at a time; prints wall time, crash points, points
-    /// per second, time per point and the child's peak RSS; on the sizes up to
+    /// --checkpoint-mode, --allowed-lateness and --jobs, one at a time; prints wall time,
+    /// crash points, points per second, time per point and the child's peak RSS; on the sizes
+    /// up to
     /// --sweep-naive-max also the same sweep with --naive: its time, the speed-up and
     /// whether the two reports are identical.
     #[arg(long = "sweep", value_name = "N,...", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
@@ -193,28 +195,22 @@ pub(crate) fn cmd_bench(args: &BenchArgs) -> Result<Output, KeelError> {
             size.peak_rss_kb as f64 / 1024.0,
         ));
     }
-    let mut sweep_faults: Vec<String> = vec![
-        "--faults".to_string(),
-        args.sweep_faults
-            .iter()
-            .map(|fault| value_name(*fault))
-            .collect::<Vec<_>>()
-            .join(","),
-    ];
+    let faults: Vec<String> = args.sweep_faults.iter().map(|f| value_name(*f)).collect();
+    let faults = faults.join(",");
+    // The child's arguments, and what the bench line calls them.
+    let mut sweep_faults = vec!["--faults".to_string(), faults.clone()];
+    let mut sweep_label = faults;
     if args.sweep_power_loss_points != PowerLossPointsArg::States {
-        sweep_faults.push("--power-loss-points".to_string());
-        sweep_faults.push(value_name(args.sweep_power_loss_points));
+        let points = value_name(args.sweep_power_loss_points);
+        sweep_label.push_str(&format!(" power_loss_points={points}"));
+        sweep_faults.extend(["--power-loss-points".to_string(), points]);
     }
     for &events in &args.sweep_sizes {
         let naive = events <= args.sweep_naive_max;
         let size = sweep_size(&spec, events, &sweep_faults, jobs, naive)?;
         let per_second = size.points as f64 / size.fast.elapsed.max(1e-9);
         stdout.push_str(&format!(
-            "sweep events={events} faults={} points={} elapsed={:.3}s{} points_per_second={per_second:.0} us_per_point={:.1} peak_rss_mb={:.1}",
-            match sweep_faults.get(3) {
-                Some(points) => format!("{} power_loss_points={points}", sweep_faults[1]),
-                None => sweep_faults[1].clone(),
-            },
+            "sweep events={events} faults={sweep_label} points={} elapsed={:.3}s{} points_per_second={per_second:.0} us_per_point={:.1} peak_rss_mb={:.1}",
             size.points,
             size.fast.elapsed,
             if size.fast_runs > 1 {
@@ -390,8 +386,7 @@ const SHORT_SWEEP_REPEATS: usize = 5;
 
 /// `keel gen --events N --seed 1` into a temporary file, then a child `keel sweep` of its
 /// points of `faults` (its `--faults` and `--power-loss-points` arguments) on the append and
-/// idempotent sinks (`spec`'s knobs and protocol, on
-/// `jobs` threads), timed from outside, and the same with `--naive` if asked; the points are
+/// idempotent sinks (`spec`'s knobs and protocol, on `jobs` threads), timed from outside, and the same with `--naive` if asked; the points are
 /// summed from the JSON report's rows.
 fn sweep_size(
     spec: &ScenarioSpec,
