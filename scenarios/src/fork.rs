@@ -379,7 +379,7 @@ impl Forks {
         shared: &SharedFutures,
         compared: impl FnOnce() -> Option<&'d Disk>,
     ) -> Option<Rc<AheadBoundary>> {
-        if plan.faults().len() != 1 {
+        if plan.iter().count() != 1 {
             return None;
         }
         let cursor = shared.fault_free().borrow();
@@ -413,7 +413,7 @@ impl Forks {
     /// A fork of the fault-free run at the latest snapshot before `plan`'s first fault, under
     /// `plan` (None: the plan starts before the first snapshot).
     pub fn fork(&self, plan: &FaultPlan, record_crash_states: bool) -> Option<Paused> {
-        let first = plan.faults().first().map(|f| f.step)?;
+        let first = plan.iter().next().map(|f| f.step)?;
         let snapshot = self.before(first)?;
         Some(snapshot.with_world(snapshot.world.fork(plan.clone(), record_crash_states)))
     }

@@ -346,19 +346,22 @@ impl RestartSteps {
         if plan.kill_time_ms().is_some() {
             return None;
         }
-        let faults = plan.faults();
-        let [keel_sim::PlannedFault {
-            step: crash_step,
-            fault: keel_sim::Fault::ProcessCrash { at },
-        }] = faults.as_slice()
+        let mut faults = plan.iter();
+        let (
+            Some(keel_sim::PlannedFault {
+                step: crash_step,
+                fault: keel_sim::Fault::ProcessCrash { at },
+            }),
+            None,
+        ) = (faults.next(), faults.next())
         else {
             return None;
         };
         let steps_done = match at {
             keel_sim::CrashPoint::After => crash_step + 1,
-            keel_sim::CrashPoint::Before => *crash_step,
+            keel_sim::CrashPoint::Before => crash_step,
         };
-        Some((*crash_step, steps_done))
+        Some((crash_step, steps_done))
     }
 
     /// Where the recovery departs from the protocol's recipe for what the fault-free run

@@ -301,7 +301,7 @@ impl<S: Storage> World<S> {
         assert!(self.zombie.is_none(), "no fork while a zombie runs");
         assert!(self.plan.is_empty(), "a fork starts from a fault-free run");
         assert!(
-            plan.faults().iter().all(|f| f.step >= self.step_next),
+            plan.iter().all(|f| f.step >= self.step_next),
             "a fork's plan aims at steps still to come"
         );
         let mut world = self.clone();
@@ -319,13 +319,12 @@ impl<S: Storage> World<S> {
     where
         S: Clone,
     {
-        let taken = |plan: &FaultPlan| -> Vec<PlannedFault> {
-            plan.faults()
-                .into_iter()
-                .filter(|f| f.step < self.step_next)
-                .collect()
-        };
-        assert_eq!(taken(&plan), taken(&self.plan), "the same faults so far");
+        let so_far = |f: &PlannedFault| f.step < self.step_next;
+        let taken = plan.iter().take_while(so_far);
+        assert!(
+            taken.eq(self.plan.iter().take_while(so_far)),
+            "the same faults so far"
+        );
         assert_eq!(plan.kill_time_ms(), None, "no kill by the clock");
         assert_eq!(self.plan.kill_time_ms(), None, "no kill by the clock");
         assert!(self.zombie.is_none(), "no fork while a zombie runs");
@@ -350,8 +349,8 @@ impl<S: Storage> World<S> {
         self.pending_kill_ms().is_none()
             && self
                 .plan
-                .faults()
-                .last()
+                .iter()
+                .next_back()
                 .is_none_or(|last| last.step < self.step_next)
     }
 

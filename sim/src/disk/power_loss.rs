@@ -466,10 +466,17 @@ impl Disk {
             .unwrap_or_default();
         let ops_kept = kept.iter().filter(|&&k| k).count();
         let in_order = kept[..ops_kept].iter().all(|&k| k);
-        let mut names = BTreeMap::clone(&self.durable_names);
-        for (op, _) in self.pending_dir.iter().zip(&kept).filter(|(_, &k)| k) {
-            apply_dir_op(&mut names, op, in_order);
-        }
+        // The durable names themselves, shared, when no pending operation survives (most
+        // states: a sweep's power loss mostly falls between a checkpoint's renames).
+        let names = if ops_kept == 0 {
+            Arc::clone(&self.durable_names)
+        } else {
+            let mut names = BTreeMap::clone(&self.durable_names);
+            for (op, _) in self.pending_dir.iter().zip(&kept).filter(|(_, &k)| k) {
+                apply_dir_op(&mut names, op, in_order);
+            }
+            Arc::new(names)
+        };
         let dir = DirOutcome {
             ops_total: self.pending_dir.len(),
             ops_kept,
@@ -524,7 +531,7 @@ impl Disk {
             file.unpersisted.clear();
             file.failed_len_bytes = None;
         }
-        self.names = Arc::new(names);
+        self.names = names;
         self.durable_names = Arc::clone(&self.names);
         self.pending_dir.clear();
         self.pending_dir_logged.clear();
