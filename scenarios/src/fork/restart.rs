@@ -216,7 +216,14 @@ impl Forks {
     /// outage still waiting for its first served request. Its sink file is what the
     /// connector's open keeps of it (a torn tail cut with the protocol's tail repair),
     /// followed by what the run appends after.
-    pub(super) fn restart_state(&self, restarting: &Restarting) -> Option<RestartCandidate> {
+    /// `near` is a prefix of the known sink file that the run's file was forked from (the
+    /// fault-free run's file at the point's cursor), if there is one: see
+    /// [`Forks::known_prefix_len`].
+    pub(super) fn restart_state(
+        &self,
+        restarting: &Restarting,
+        near: Option<&Contents>,
+    ) -> Option<RestartCandidate> {
         let world = restarting.world;
         let sink = self.spec.config.sink;
         let env = world.env();
@@ -230,7 +237,7 @@ impl Forks {
             return None;
         }
         let sink_bytes = disk.read_shared(sink.file_name()).ok()?;
-        let sink_known_len_bytes = self.known_contents.common_prefix_len(&sink_bytes);
+        let sink_known_len_bytes = self.known_prefix_len(&sink_bytes, near);
         // What the connector's open reads as records.
         let readable_bytes = match self.caches.sink.as_deref() {
             // The cache holds the known file (`share_caches`): one comparison for both.
@@ -266,6 +273,26 @@ impl Forks {
             served: world.served_requests(SINK_WRITE_OP),
             incarnations_ended: restarting.incarnations.len(),
         })
+    }
+
+    /// How many bytes at the start of `sink_bytes` are the known file's. With `near`, a
+    /// prefix of the known file that `sink_bytes` was forked from (so they share every
+    /// chunk but the one where the fork first wrote), this reads that chunk and the bytes
+    /// after `near`. Without it, it would read every byte written since the fault-free run's
+    /// last snapshot: the snapshots lie `N / SNAPSHOTS_MAX` events apart, so that cost grew
+    /// with the stream (8.6% of a million-event sweep's time).
+    fn known_prefix_len(&self, sink_bytes: &Contents, near: Option<&Contents>) -> usize {
+        let Some(near) = near else {
+            return self.known_contents.common_prefix_len(sink_bytes);
+        };
+        debug_assert!(self.known_contents.starts_with(near), "a known prefix");
+        let common_bytes = near.common_prefix_len(sink_bytes);
+        if common_bytes < near.len() {
+            // The two part within `near`, which is the known file there.
+            return common_bytes;
+        }
+        self.known_contents
+            .common_prefix_len_from(sink_bytes, common_bytes)
     }
 
     /// Whether the point restarting as `state` may take on `class`'s future, its

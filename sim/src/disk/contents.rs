@@ -346,17 +346,44 @@ impl Contents {
     /// How many bytes `self` and `other` have in common at their start: chunks the two
     /// share are counted unread, so two versions of one file cost the chunks they differ in.
     pub fn common_prefix_len(&self, other: &Contents) -> usize {
-        let mut common_bytes = 0;
-        for (i, (ours, theirs)) in self.chunks.iter().zip(other.chunks.iter()).enumerate() {
-            let (ours_bytes, theirs_bytes) = (self.chunk(i), other.chunk(i));
-            if Arc::ptr_eq(ours, theirs) {
-                // One chunk: alike as far as the shorter file has it.
-                common_bytes += ours_bytes.len().min(theirs_bytes.len());
-                continue;
-            }
-            let same_bytes = common_prefix_len_of(ours_bytes, theirs_bytes);
+        // The chunks both begin with, shared, first: a fork shares every chunk but those it
+        // wrote, so this is most of a long file, one pointer comparison a chunk.
+        let shared_chunks = self
+            .chunks
+            .iter()
+            .zip(other.chunks.iter())
+            .take_while(|(ours, theirs)| Arc::ptr_eq(ours, theirs))
+            .count();
+        let from = (shared_chunks * CHUNK_BYTES)
+            .min(self.len_bytes)
+            .min(other.len_bytes);
+        self.common_prefix_len_after(other, from)
+    }
+
+    /// [`Contents::common_prefix_len`] of two files known to agree on their first `from`
+    /// bytes: only what follows is read (a file forked from a prefix of `self` that is
+    /// `from` bytes long, as a sweep's point forks the fault-free run's sink file).
+    pub fn common_prefix_len_from(&self, other: &Contents, from: usize) -> usize {
+        let common_bytes = self.common_prefix_len_after(other, from);
+        debug_assert_eq!(common_bytes, self.common_prefix_len(other));
+        common_bytes
+    }
+
+    /// The common prefix's length, its first `from` bytes taken as alike.
+    fn common_prefix_len_after(&self, other: &Contents, from: usize) -> usize {
+        assert!(from <= self.len_bytes.min(other.len_bytes));
+        let mut common_bytes = from;
+        // Bounded: one round per chunk from the one `from` lies in.
+        for i in from / CHUNK_BYTES..self.chunks.len().min(other.chunks.len()) {
+            let (ours, theirs) = (self.chunk(i), other.chunk(i));
+            let skip_bytes = common_bytes - i * CHUNK_BYTES;
+            let same_bytes = if Arc::ptr_eq(&self.chunks[i], &other.chunks[i]) {
+                ours.len().min(theirs.len()) - skip_bytes
+            } else {
+                common_prefix_len_of(&ours[skip_bytes..], &theirs[skip_bytes..])
+            };
             common_bytes += same_bytes;
-            if same_bytes < CHUNK_BYTES {
+            if skip_bytes + same_bytes < CHUNK_BYTES {
                 break;
             }
         }
@@ -616,6 +643,11 @@ mod tests {
                 let common = plain.iter().zip(bytes).take_while(|(a, b)| a == b).count();
                 assert_eq!(contents.common_prefix_len(fork), common, "{op:?}");
                 assert_eq!(fork.common_prefix_len(&contents), common, "{op:?}");
+                // Any agreed start no longer than the common prefix: the same answer.
+                for from in [0, common / 2, common] {
+                    assert_eq!(contents.common_prefix_len_from(fork, from), common);
+                    assert_eq!(fork.common_prefix_len_from(&contents, from), common);
+                }
             }
             let mid = plain.len() / 3;
             for byte in [0, 2, 3, 6, 7, 9] {
