@@ -216,6 +216,7 @@ impl Forks {
     /// outage still waiting for its first served request. Its sink file is what the
     /// connector's open keeps of it (a torn tail cut with the protocol's tail repair),
     /// followed by what the run appends after.
+    ///
     /// `near` is a prefix of the known sink file that the run's file was forked from (the
     /// fault-free run's file at the point's cursor), if there is one: see
     /// [`Forks::known_prefix_len`].

@@ -466,8 +466,8 @@ impl Disk {
             .unwrap_or_default();
         let ops_kept = kept.iter().filter(|&&k| k).count();
         let in_order = kept[..ops_kept].iter().all(|&k| k);
-        // The durable names themselves, shared, when no pending operation survives (most
-        // states: a sweep's power loss mostly falls between a checkpoint's renames).
+        // The durable names themselves, shared, when no pending operation survives (none was
+        // pending, or the state keeps none of them): no copy of the table to make.
         let names = if ops_kept == 0 {
             Arc::clone(&self.durable_names)
         } else {
