@@ -288,12 +288,18 @@ impl Forks {
         };
         debug_assert!(self.known_contents.starts_with(near), "a known prefix");
         let common_bytes = near.common_prefix_len(sink_bytes);
-        if common_bytes < near.len() {
+        let known_bytes = if common_bytes < near.len() {
             // The two part within `near`, which is the known file there.
-            return common_bytes;
-        }
-        self.known_contents
-            .common_prefix_len_from(sink_bytes, common_bytes)
+            common_bytes
+        } else {
+            self.known_contents
+                .common_prefix_len_from(sink_bytes, common_bytes)
+        };
+        debug_assert_eq!(
+            known_bytes,
+            self.known_contents.common_prefix_len(sink_bytes)
+        );
+        known_bytes
     }
 
     /// Whether the point restarting as `state` may take on `class`'s future, its
