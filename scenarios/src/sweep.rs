@@ -24,7 +24,7 @@ use std::sync::Arc;
 mod class_runs;
 use class_runs::ClassRuns;
 mod points;
-pub use points::{points, power_loss_states, Sampled, SweepPoint, SweepPoints};
+pub use points::{first_faults_len, points, power_loss_states, Sampled, SweepPoint, SweepPoints};
 
 // Re-exported for `teach.rs`, which still imports them from here; new code imports from
 // `crate::baseline` and `crate::sites`.

@@ -40,6 +40,29 @@ impl Progress {
         }
     }
 
+    /// The bar of a depth-2 sweep's count of its pairs, before any point runs: `len` first
+    /// faults, each run once to its end (silent, this took minutes on long streams).
+    pub(crate) fn counting(len: u64, quiet: bool) -> Progress {
+        let visible = !quiet && std::io::stderr().is_terminal() && len > 1;
+        let bar = visible.then(|| {
+            let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{elapsed_precise} [{bar:30}] {pos}/{len} first faults run to count the pairs, eta {eta}",
+                )
+                .expect("a valid template")
+                .progress_chars("=> "),
+            );
+            bar
+        });
+        Progress {
+            bar,
+            failures: AtomicU64::new(0),
+            runs_done: AtomicU64::new(0),
+            runs: len,
+        }
+    }
+
     pub(crate) fn done(&self, failed: bool) {
         self.runs_done.fetch_add(1, Ordering::Relaxed);
         if let Some(bar) = &self.bar {

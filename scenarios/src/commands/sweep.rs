@@ -14,8 +14,8 @@ use crate::parallel::Threads;
 use crate::property::Expectation;
 use crate::spec::ScenarioSpec;
 use crate::sweep::{
-    sharing_chunks, PointRecord, PowerLossPoints, SweepPoints, SweepSetup, SweepSpec,
-    POWER_LOSS_STATES_MAX_DEFAULT, REORDER_WINDOW_CHUNKS_PER_JOB,
+    first_faults_len, sharing_chunks, PointRecord, PowerLossPoints, SweepPoints, SweepSetup,
+    SweepSpec, POWER_LOSS_STATES_MAX_DEFAULT, REORDER_WINDOW_CHUNKS_PER_JOB,
 };
 use crate::tally::SweepTally;
 use clap::Args;
@@ -132,8 +132,17 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
     }
     let events: Arc<[Event]> = events.into();
     let setup = SweepSetup::new(&spec, Arc::clone(&events), &sweep, args.naive)?;
-    // Counted, not listed: each chunk draws its points when it runs.
-    let points = SweepPoints::new(&spec, &sweep, &setup.baselines, setup.forks.as_ref());
+    // Counted, not listed: each chunk draws its points when it runs. At depth 2 counting
+    // runs every first fault once, with a bar of its own.
+    let counting = Progress::counting(first_faults_len(&sweep, &setup.baselines), args.job.quiet);
+    let points = SweepPoints::counting(
+        &spec,
+        &sweep,
+        &setup.baselines,
+        setup.forks.as_ref(),
+        &|| counting.done(false),
+    );
+    counting.finish();
     let range = args.job.shard.map_or(0..points.len(), |shard| {
         let range = shard.range(points.len() as usize);
         range.start as u64..range.end as u64

@@ -294,6 +294,24 @@ fn later_sites(baseline: &Baseline, forks: Option<&Forks>, first: PlannedFault) 
         .collect()
 }
 
+/// How many first faults a depth-2 sweep runs to count its pairs ([`SweepPoints::counting`]
+/// calls back once for each); none at depth 1. Read off the fault-free runs' sites, without
+/// drawing a point.
+pub fn first_faults_len(sweep: &SweepSpec, baselines: &BTreeMap<SinkKind, Baseline>) -> u64 {
+    if sweep.depth == 1 {
+        return 0;
+    }
+    let mut first_faults = 0;
+    for sink in &sweep.sinks {
+        for site in baselines[sink].sites.aims() {
+            for &kind in &sweep.faults {
+                first_faults += site_points_len(&site, kind, sweep);
+            }
+        }
+    }
+    first_faults
+}
+
 impl SweepPoints {
     /// Counts the sweep's points: at depth 2 that runs each first fault once (with `forks`,
     /// from a snapshot), keeping only how many pairs it starts.
@@ -302,6 +320,19 @@ impl SweepPoints {
         sweep: &SweepSpec,
         baselines: &BTreeMap<SinkKind, Baseline>,
         forks: Option<&BTreeMap<SinkKind, Forks>>,
+    ) -> SweepPoints {
+        SweepPoints::counting(spec, sweep, baselines, forks, &|| {})
+    }
+
+    /// [`SweepPoints::new`], calling `counted` once a first fault's run is counted (at depth
+    /// 2: [`first_faults_len`] times), so that a long count can show its progress: on a
+    /// stream of thousands of events it runs thousands of first faults to their end.
+    pub fn counting(
+        spec: &ScenarioSpec,
+        sweep: &SweepSpec,
+        baselines: &BTreeMap<SinkKind, Baseline>,
+        forks: Option<&BTreeMap<SinkKind, Forks>>,
+        counted: &dyn Fn(),
     ) -> SweepPoints {
         assert!(sweep.depth == 1 || sweep.depth == 2);
         assert!(
@@ -338,6 +369,7 @@ impl SweepPoints {
                     .iter()
                     .map(|(first, _)| {
                         let later = later_sites(baseline, forks.map(|f| &f[&sink]), *first);
+                        counted();
                         let lens = sweep
                             .faults
                             .iter()
@@ -658,7 +690,14 @@ mod tests {
         let forks = sweep_forks(&baselines, false);
         let whole = listed_whole(&spec, &sweep, &baselines, None);
         for forks in [None, forks.as_ref()] {
-            let points = SweepPoints::new(&spec, &sweep, &baselines, forks);
+            // Counting calls back once a first fault, as many times as the sites say.
+            let counted = std::cell::Cell::new(0);
+            let points = SweepPoints::counting(&spec, &sweep, &baselines, forks, &|| {
+                counted.set(counted.get() + 1)
+            });
+            let first_faults = first_faults_len(&sweep, &baselines);
+            assert_eq!(counted.get(), first_faults);
+            assert_eq!(first_faults == 0, depth == 1);
             assert_eq!(points.len(), whole.len() as u64);
             assert_eq!(points.all(&baselines, forks), whole);
             // Every cut at depth 1; at depth 2 each cut runs its first faults again.
