@@ -16,43 +16,39 @@ pub(crate) struct Progress {
 
 impl Progress {
     pub(crate) fn new(len: usize, quiet: bool) -> Progress {
-        let visible = !quiet && std::io::stderr().is_terminal() && len > 1;
-        let bar = visible.then(|| {
-            let bar = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::stderr());
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{elapsed_precise} [{bar:30}] {pos}/{len} runs, {msg} failing, {rate}, eta {eta}",
-                )
-                .expect("a valid template")
-                .with_key("rate", |state: &ProgressState, w: &mut dyn std::fmt::Write| {
-                    let _ = write!(w, "{:.0} runs/s", state.per_sec());
-                })
-                .progress_chars("=> "),
-            );
+        let style = ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} runs, {msg} failing, {rate}, eta {eta}",
+        )
+        .expect("a valid template")
+        .with_key(
+            "rate",
+            |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.0} runs/s", state.per_sec());
+            },
+        );
+        let progress = Progress::with_style(len as u64, quiet, style);
+        if let Some(bar) = &progress.bar {
             bar.set_message("0");
-            bar
-        });
-        Progress {
-            bar,
-            failures: AtomicU64::new(0),
-            runs_done: AtomicU64::new(0),
-            runs: len as u64,
         }
+        progress
     }
 
     /// The bar of a depth-2 sweep's count of its pairs, before any point runs: `len` first
     /// faults, each run once to its end (silent, this took minutes on long streams).
     pub(crate) fn counting(len: u64, quiet: bool) -> Progress {
+        let style = ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} first faults run to count the pairs, eta {eta}",
+        )
+        .expect("a valid template");
+        Progress::with_style(len, quiet, style)
+    }
+
+    /// A bar of `len` items drawn in `style`, if it is to be seen.
+    fn with_style(len: u64, quiet: bool, style: ProgressStyle) -> Progress {
         let visible = !quiet && std::io::stderr().is_terminal() && len > 1;
         let bar = visible.then(|| {
             let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{elapsed_precise} [{bar:30}] {pos}/{len} first faults run to count the pairs, eta {eta}",
-                )
-                .expect("a valid template")
-                .progress_chars("=> "),
-            );
+            bar.set_style(style.progress_chars("=> "));
             bar
         });
         Progress {
