@@ -489,14 +489,7 @@ impl Forks {
                     let Some(shared) = shared else {
                         return Control::Continue;
                     };
-                    // The fault-free run's sink file where the point's cursor stands: a
-                    // known prefix the point's file was forked from, if it was.
-                    let near = shared
-                        .fault_free()
-                        .borrow()
-                        .as_ref()
-                        .and_then(|at| at.world.env().disk.read_shared(sink.file_name()).ok());
-                    let Some(state) = self.restart_state(&restarting, near.as_ref()) else {
+                    let Some(state) = self.restart_state(&restarting, shared) else {
                         return Control::Continue;
                     };
                     if let Some(class) =

@@ -67,8 +67,7 @@ pub struct BenchArgs {
     /// command's --window, --out-of-orderness, --checkpoint-every, --checkpoint-protocol,
     /// --checkpoint-mode, --allowed-lateness and --jobs, one at a time; prints wall time,
     /// crash points, points per second, time per point and the child's peak RSS; on the sizes
-    /// up to
-    /// --sweep-naive-max also the same sweep with --naive: its time, the speed-up and
+    /// up to --sweep-naive-max also the same sweep with --naive: its time, the speed-up and
     /// whether the two reports are identical.
     #[arg(long = "sweep", value_name = "N,...", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub sweep_sizes: Vec<u64>,
@@ -386,8 +385,8 @@ const SHORT_SWEEP_REPEATS: usize = 5;
 
 /// `keel gen --events N --seed 1` into a temporary file, then a child `keel sweep` of its
 /// points of `faults` (its `--faults` and `--power-loss-points` arguments) on the append and
-/// idempotent sinks (`spec`'s knobs and protocol, on `jobs` threads), timed from outside, and the same with `--naive` if asked; the points are
-/// summed from the JSON report's rows.
+/// idempotent sinks (`spec`'s knobs and protocol, on `jobs` threads), timed from outside,
+/// and the same with `--naive` if asked; the points are summed from the JSON report's rows.
 fn sweep_size(
     spec: &ScenarioSpec,
     events: u64,

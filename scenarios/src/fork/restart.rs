@@ -217,13 +217,12 @@ impl Forks {
     /// connector's open keeps of it (a torn tail cut with the protocol's tail repair),
     /// followed by what the run appends after.
     ///
-    /// `near` is a prefix of the known sink file that the run's file was forked from (the
-    /// fault-free run's file at the point's cursor), if there is one: see
-    /// [`Forks::known_prefix_len`].
+    /// How much of that file is the fault-free file's is measured from the fault-free file at
+    /// `shared`'s cursor, which the point's file was forked from ([`Forks::known_prefix_len`]).
     pub(super) fn restart_state(
         &self,
         restarting: &Restarting,
-        near: Option<&Contents>,
+        shared: &SharedFutures,
     ) -> Option<RestartCandidate> {
         let world = restarting.world;
         let sink = self.spec.config.sink;
@@ -238,7 +237,12 @@ impl Forks {
             return None;
         }
         let sink_bytes = disk.read_shared(sink.file_name()).ok()?;
-        let sink_known_len_bytes = self.known_prefix_len(&sink_bytes, near);
+        let near = shared
+            .fault_free()
+            .borrow()
+            .as_ref()
+            .and_then(|at| at.world.env().disk.read_shared(sink.file_name()).ok());
+        let sink_known_len_bytes = self.known_prefix_len(&sink_bytes, near.as_ref());
         // What the connector's open reads as records.
         let readable_bytes = match self.caches.sink.as_deref() {
             // The cache holds the known file (`share_caches`): one comparison for both.
