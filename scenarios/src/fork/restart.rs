@@ -139,6 +139,19 @@ impl RestartClass {
     }
 }
 
+/// Whether the point restarting as `state` keeps the same sink file as `class`'s run did
+/// once the connector's open cut a torn tail (both files are torn or neither is:
+/// [`Forks::joins_restart`]). The open reads only the bytes it keeps, and cuts a torn tail in
+/// the same steps however long the tail is (a truncate to the kept length and an fsync), so
+/// what the tail held reaches neither run's future. Without tail repair, or without a torn
+/// tail, everything is kept and the whole files are compared.
+fn same_kept(state: &RestartCandidate, class: &RestartClass) -> bool {
+    assert_eq!(state.sink_torn, class.state.sink_torn);
+    let kept_len_bytes = state.sink_kept_len_bytes;
+    kept_len_bytes == class.state.sink_kept_len_bytes
+        && state.sink_bytes.prefix(kept_len_bytes) == class.state.sink_bytes.prefix(kept_len_bytes)
+}
+
 impl Forks {
     /// The observation of a run stopped at a restart (its world, the incarnations that had
     /// ended, and `state`, its surroundings there) whose surroundings were those of
@@ -308,16 +321,15 @@ impl Forks {
 
     /// Whether the point restarting as `state` may take on `class`'s future, its
     /// surroundings being the same: the append sink's file is not compared (its open reads
-    /// it only to cut a torn tail), the idempotent sink's must be the same file or run
-    /// further along the known lines ([`RestartClass::lead_bytes`]).
+    /// it only to cut a torn tail), the idempotent sink's must be the same file once a torn
+    /// tail is cut ([`same_kept`]) or run further along the known lines
+    /// ([`RestartClass::lead_bytes`]).
     pub(super) fn joins_restart(&self, state: &RestartCandidate, class: &RestartClass) -> bool {
         if state.sink_torn != class.state.sink_torn {
             return false;
         }
         match self.spec.config.sink {
-            SinkKind::Idempotent => {
-                class.lead_bytes(state).is_some() || state.sink_bytes == class.state.sink_bytes
-            }
+            SinkKind::Idempotent => class.lead_bytes(state).is_some() || same_kept(state, class),
             SinkKind::Append | SinkKind::Transactional => true,
         }
     }
