@@ -239,3 +239,32 @@ fn a_converged_point_observes_what_the_naive_run_observes() {
     // still converges: 12 points here (3 steps, 4 faults) that ran to their end before.
     assert_eq!(figures, [(236, 228), (236, 227), (232, 223)]);
 }
+
+#[test]
+fn an_idempotent_restart_with_a_torn_tail_shares_with_one_that_kept_the_same_bytes() {
+    // Power losses after every step, in the first eight crash states (a state number past a
+    // step's count wraps): several tear the sink's last line at different lengths. The safe
+    // protocol's open cuts a torn tail, so two restarts that keep the same bytes stand for
+    // each other (`restart::same_kept`); without tail repair the torn bytes stay, and only
+    // equal files share.
+    let faults: Vec<Fault> = (0..8)
+        .map(|state| Fault::PowerLoss {
+            at: CrashPoint::After,
+            state,
+        })
+        .collect();
+    let figures = [CheckpointProtocol::Safe, CheckpointProtocol::NoTailRepair].map(|protocol| {
+        let spec = ScenarioSpec {
+            checkpoint_every: 20,
+            protocol,
+            ..ScenarioSpec::ch04(0)
+        };
+        let fault_free = generated_fault_free(&spec, 160, 3, SinkKind::Idempotent);
+        let forks = Forks::with_snapshots_max(&fault_free, 4, Sharing::default());
+        let (points, _, at_boundary, at_restart) = check(&fault_free, &forks, &faults);
+        (points, at_boundary, at_restart)
+    });
+    // (points, shared at a boundary, shared at a restart). Safe: 790 shared at a restart
+    // (and 113 at a boundary) when only equal files did.
+    assert_eq!(figures, [(2040, 48, 1467), (2040, 795, 790)]);
+}
