@@ -46,7 +46,9 @@
 //!
 //! A point also stops where an earlier point's run stands for it: at an event boundary
 //! (`fork/shared.rs`) or at a restart, before its recovery (`fork/restart.rs`). A point of
-//! two faults starts from the run of its first (`fork/cursor.rs`).
+//! two faults starts from the run of its first (`fork/cursor.rs`). A power-loss point whose
+//! sibling in another crash state ran to the restart takes that restart with its own disk
+//! (`fork/sibling.rs`).
 
 use crate::observation::{
     documented_sink_file, stray_files_of, FinalState, KnownSink, Observation, RestartSteps,
@@ -73,6 +75,7 @@ mod cursor;
 mod ending;
 mod restart;
 mod shared;
+mod sibling;
 
 /// The most snapshots a fault-free run keeps: one every `ceil((events + 1) / SNAPSHOTS_MAX)`
 /// events, so memory stays bounded while a point re-runs at most that many events of prefix.
@@ -165,6 +168,9 @@ pub enum SharedAt {
     Boundary,
     /// At a restart with its plan spent, before its recovery.
     Restart,
+    /// At such a restart, resolved from its power-loss sibling's without running to it
+    /// (`fork/sibling.rs`).
+    SiblingRestart,
 }
 
 impl PointRun {
@@ -453,6 +459,10 @@ impl Forks {
             plan: plan.clone(),
             ..self.spec.clone()
         };
+        let shareable = shared.filter(|_| converge && self.shareable());
+        if let Some(run) = shareable.and_then(|shared| self.power_loss_sibling(plan, shared)) {
+            return run;
+        }
         let from_cursor = shared.and_then(|shared| {
             self.before_last_fault(plan, shared.first_faults())
                 .or_else(|| self.before_only_fault(plan, shared.fault_free()))
@@ -469,6 +479,11 @@ impl Forks {
                 paused
                     .world
                     .share_classes_at(Arc::clone(&shared.classes_memo), only.step);
+            }
+        }
+        if let (Some(paused), Some(_)) = (paused.as_mut(), shareable) {
+            if Forks::keeps_disk_before_power_loss(plan) {
+                paused.world.keep_disk_before_power_loss();
             }
         }
         let sink = self.spec.config.sink;
@@ -489,6 +504,7 @@ impl Forks {
                     let Some(shared) = shared else {
                         return Control::Continue;
                     };
+                    self.keep_power_loss_restart(plan, &restarting, shared);
                     let Some(state) = self.restart_state(&restarting, shared) else {
                         return Control::Continue;
                     };

@@ -204,6 +204,12 @@ pub struct World<S = Disk> {
     injected: Vec<PlannedFault>,
     /// The power losses whose planned state wrapped, in order.
     wrapped: Vec<WrappedState>,
+    /// Whether a planned power loss keeps the disk as it stood before it
+    /// ([`World::keep_disk_before_power_loss`]).
+    keeps_disk_before_power_loss: bool,
+    /// The disk as it stood just before the latest planned power loss, and that power
+    /// loss's step, when kept.
+    disk_before_power_loss: Option<(u64, Disk)>,
     /// While a zombie runs: its incarnation (for the trace) and the steps it has left.
     zombie: Option<(u32, u64)>,
     /// Requests whose effect ran at the server, by operation (a lost ack included): the
@@ -254,6 +260,8 @@ impl<S: Storage> World<S> {
             unpersisted_counts: Vec::new(),
             injected: Vec::new(),
             wrapped: Vec::new(),
+            keeps_disk_before_power_loss: false,
+            disk_before_power_loss: None,
             zombie: None,
             served_requests: BTreeMap::new(),
             first_outage_ms: None,
@@ -460,6 +468,22 @@ impl<S: Storage> World<S> {
         self.classes_memo = Some((memo, step));
     }
 
+    /// Keeps, from now on, the disk as it stands just before each planned power loss
+    /// ([`Fault::PowerLoss`]) resolves it: a caller that has run a power loss in one crash
+    /// state resolves that disk to the step's other states without running to the step
+    /// again.
+    pub fn keep_disk_before_power_loss(&mut self) {
+        self.keeps_disk_before_power_loss = true;
+    }
+
+    /// The disk as it stood just before the latest planned power loss, and its step, if
+    /// kept ([`World::keep_disk_before_power_loss`]).
+    pub fn disk_before_power_loss(&self) -> Option<(u64, &Disk)> {
+        self.disk_before_power_loss
+            .as_ref()
+            .map(|(step, disk)| (*step, disk))
+    }
+
     /// The crash states the class of the planned power-loss class stands for, once it
     /// resolved (None before, or where it ran as a state).
     pub fn class_states(&self) -> Option<&num_bigint::BigUint> {
@@ -602,6 +626,9 @@ impl<S: Storage> World<S> {
                 // draws names a state; `keel run --crash-state` and plan files check the
                 // range instead (`wrapped_states` says where it happened).
                 let disk = self.env.disk.simulated_mut().expect(SIMULATION_ONLY);
+                if self.keeps_disk_before_power_loss {
+                    self.disk_before_power_loss = Some((step, disk.clone()));
+                }
                 let outcome = disk.power_loss_wrapping(state);
                 if outcome.state != state {
                     self.wrapped.push(WrappedState {

@@ -238,9 +238,22 @@ impl Forks {
         shared: &SharedFutures,
     ) -> Option<RestartCandidate> {
         let world = restarting.world;
+        let disk = &world.env().disk;
+        self.restart_state_on(world, restarting.incarnations.len(), disk, shared)
+    }
+
+    /// [`Forks::restart_state`] of a restart whose world is `world` but for its disk, which
+    /// is `disk` (`fork/sibling.rs`: another crash state of the same power loss), after
+    /// `incarnations_ended` incarnations.
+    pub(super) fn restart_state_on(
+        &self,
+        world: &World,
+        incarnations_ended: usize,
+        disk: &Disk,
+        shared: &SharedFutures,
+    ) -> Option<RestartCandidate> {
         let sink = self.spec.config.sink;
         let env = world.env();
-        let disk = &env.disk;
         if !world.plan_spent()
             || disk.unpersisted_bytes() != 0
             || world
@@ -289,7 +302,7 @@ impl Forks {
             sink_known_prefix,
             steps_taken: world.steps_taken(),
             served: world.served_requests(SINK_WRITE_OP),
-            incarnations_ended: restarting.incarnations.len(),
+            incarnations_ended,
         })
     }
 

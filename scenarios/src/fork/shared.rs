@@ -48,6 +48,7 @@
 use super::ahead::Ahead;
 use super::cursor::FirstFaults;
 use super::restart::{RestartCandidate, RestartClass};
+use super::sibling::PowerLossRestart;
 use crate::observation::FinalState;
 use crate::runner::{Between, Paused};
 use keel_engine::{Engine, IncarnationStats, KeyScheme, SinkKind, SINK_WRITE_OP};
@@ -241,6 +242,9 @@ pub struct SharedFutures {
     fault_free: RefCell<Option<Paused>>,
     /// The fault-free run at the boundaries just after `fault_free`'s (`fork/ahead.rs`).
     ahead: Ahead,
+    /// The run of the last power-loss point at its restart, kept for the points of the same
+    /// power loss in other crash states (`fork/sibling.rs`).
+    power_loss_restart: RefCell<Option<PowerLossRestart>>,
     /// The power-loss classes of the last step a single-fault class point crashed at: the
     /// points at one step reach it with the same disk (forked from one fault-free run).
     pub classes_memo: keel_sim::ClassesMemo,
@@ -259,6 +263,11 @@ impl SharedFutures {
     /// The run of the last depth-2 point's first fault, kept for the next point.
     pub fn first_faults(&self) -> &RefCell<Option<FirstFaults>> {
         &self.first_faults
+    }
+
+    /// The run of the last power-loss point at its restart, kept for its siblings.
+    pub(super) fn power_loss_restart(&self) -> &RefCell<Option<PowerLossRestart>> {
+        &self.power_loss_restart
     }
 
     /// The fault-free run where the last single-fault point started, kept for the next one.

@@ -1,0 +1,142 @@
+//! Power-loss siblings: the points of one power loss in each of its crash states run the
+//! same steps up to it (the same plan but for the state, so the same run), and differ only
+//! in the disk the power loss resolves to. A sweep runs them one after another, so the first
+//! of them keeps its world at the restart after the power loss, with the disk as it stood
+//! just before the power loss ([`keel_sim::World::keep_disk_before_power_loss`]); each
+//! sibling after it resolves that disk to its own state and, where its restart joins a
+//! remembered one (`fork/restart.rs`), takes the class's future there without forking the
+//! run or running to the step. A sibling whose restart joins no class runs as any point
+//! does (its own restart is then remembered for the siblings after it).
+//!
+//! Why it is the sibling's own restart: the world at a restart holds what the crash left,
+//! and of that only the disk depends on the state. The rest (the clock, the log, the step
+//! counter, the sink's served requests, the incarnations but for the crash's state) is the
+//! same in every sibling. The trace also shows the state, but a point that takes on a
+//! class's future has no trace fingerprint (`fork.rs`). The state must be the planned one:
+//! a state number that wraps runs as the point's own.
+
+use super::{Forks, PointRun, SharedAt, SharedFutures};
+use crate::runner::{Incarnation, IncarnationEnd, Restarting};
+use keel_sim::{CrashKind, Disk, Fault, FaultPlan, PlannedFault, World};
+
+/// The run of a power-loss point at the restart just after its power loss, kept for the
+/// points of the same power loss in other crash states.
+#[derive(Debug)]
+pub struct PowerLossRestart {
+    /// The point's faults, the power loss's state as 0: what its siblings share.
+    faults: Vec<PlannedFault>,
+    /// The disk just before the power loss resolved it.
+    before: Disk,
+    /// The world at the restart.
+    world: World,
+    /// The incarnations that had ended by the restart.
+    incarnations: Vec<Incarnation>,
+}
+
+/// `plan`'s faults with its last fault's crash state as 0, if that fault is a power loss in
+/// a crash state (every sibling of it has these faults).
+fn siblings_key(plan: &FaultPlan) -> Option<Vec<PlannedFault>> {
+    let mut faults = plan.faults();
+    match faults.last_mut()? {
+        PlannedFault {
+            fault: Fault::PowerLoss { state, .. },
+            ..
+        } => *state = 0,
+        _ => return None,
+    }
+    Some(faults)
+}
+
+impl Forks {
+    /// Whether points under `plan` keep the disk before their power loss (a plan that ends
+    /// with one, in a table that shares restarts).
+    pub(super) fn keeps_disk_before_power_loss(plan: &FaultPlan) -> bool {
+        siblings_key(plan).is_some()
+    }
+
+    /// Keeps the run of a point under `plan` at `restarting`, if that is the restart just
+    /// after its last fault, a power loss, for its siblings (unless it keeps one already).
+    pub(super) fn keep_power_loss_restart(
+        &self,
+        plan: &FaultPlan,
+        restarting: &Restarting,
+        shared: &SharedFutures,
+    ) {
+        let Some(faults) = siblings_key(plan) else {
+            return;
+        };
+        let last = *faults.last().expect("a power loss");
+        let world = restarting.world;
+        let Some((step, before)) = world.disk_before_power_loss() else {
+            return;
+        };
+        let just_after = matches!(
+            restarting.incarnations.last(),
+            Some(Incarnation {
+                end: IncarnationEnd::Crashed(crash),
+                ..
+            }) if crash.step == last.step && matches!(crash.kind, CrashKind::PowerLoss { .. })
+        );
+        if step != last.step || !just_after || !world.plan_spent() {
+            return;
+        }
+        let mut kept = shared.power_loss_restart().borrow_mut();
+        if kept.as_ref().is_some_and(|kept| kept.faults == faults) {
+            return;
+        }
+        *kept = Some(PowerLossRestart {
+            faults,
+            before: before.clone(),
+            world: world.clone(),
+            incarnations: restarting.incarnations.to_vec(),
+        });
+    }
+
+    /// The run of a point under `plan` as a sibling of the power-loss run `shared` keeps,
+    /// if its restart joins a remembered restart (None: it runs as any point does).
+    pub(super) fn power_loss_sibling(
+        &self,
+        plan: &FaultPlan,
+        shared: &SharedFutures,
+    ) -> Option<PointRun> {
+        let faults = siblings_key(plan)?;
+        let Some(&PlannedFault {
+            fault: Fault::PowerLoss { state, .. },
+            ..
+        }) = plan.faults().last()
+        else {
+            unreachable!("siblings_key: a power loss last")
+        };
+        let kept = shared.power_loss_restart().borrow();
+        let kept = kept.as_ref().filter(|kept| kept.faults == faults)?;
+        let mut disk = kept.before.clone();
+        if disk.power_loss_wrapping(state).state != state {
+            return None;
+        }
+        // As `World::restart` does.
+        if disk.is_read_only() {
+            disk.remount();
+        }
+        let world = &kept.world;
+        let candidate = self.restart_state_on(world, kept.incarnations.len(), &disk, shared)?;
+        let class = shared.at_restart(self.spec.config.key, &candidate, |class| {
+            self.joins_restart(&candidate, class)
+        })?;
+        let mut incarnations = kept.incarnations.clone();
+        match incarnations.last_mut().map(|i| &mut i.end) {
+            Some(IncarnationEnd::Crashed(crash)) => {
+                crash.kind = CrashKind::PowerLoss {
+                    state,
+                    class: false,
+                }
+            }
+            _ => unreachable!("kept just after the power loss"),
+        }
+        Some(PointRun {
+            observation: self.restarted(world, &incarnations, &candidate, &class),
+            fingerprint: None,
+            shared: Some(SharedAt::SiblingRestart),
+            class_states: world.class_states().cloned(),
+        })
+    }
+}
