@@ -459,8 +459,12 @@ impl Forks {
             plan: plan.clone(),
             ..self.spec.clone()
         };
-        let shareable = shared.filter(|_| converge && self.shareable());
-        if let Some(run) = shareable.and_then(|shared| self.power_loss_sibling(plan, shared)) {
+        // The table where futures are shared, if this sink's points share them.
+        let sharing = shared.filter(|_| self.shareable());
+        if let Some(run) = sharing
+            .filter(|_| converge)
+            .and_then(|shared| self.power_loss_sibling(plan, shared))
+        {
             return run;
         }
         let from_cursor = shared.and_then(|shared| {
@@ -481,13 +485,13 @@ impl Forks {
                     .share_classes_at(Arc::clone(&shared.classes_memo), only.step);
             }
         }
-        if let (Some(paused), Some(_)) = (paused.as_mut(), shareable) {
+        if let (Some(paused), Some(_), true) = (paused.as_mut(), sharing, converge) {
             if Forks::keeps_disk_before_power_loss(plan) {
                 paused.world.keep_disk_before_power_loss();
             }
         }
         let sink = self.spec.config.sink;
-        let shared = shared.filter(|_| self.shareable());
+        let shared = sharing;
         let key = self.spec.config.key;
         let mut candidate: Option<Candidate> = None;
         let mut joined: Option<Rc<Class>> = None;

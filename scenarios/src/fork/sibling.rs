@@ -34,17 +34,20 @@ pub struct PowerLossRestart {
 }
 
 /// `plan`'s faults with its last fault's crash state as 0, if that fault is a power loss in
-/// a crash state (every sibling of it has these faults).
-fn siblings_key(plan: &FaultPlan) -> Option<Vec<PlannedFault>> {
-    let mut faults = plan.faults();
-    match faults.last_mut()? {
-        PlannedFault {
-            fault: Fault::PowerLoss { state, .. },
-            ..
-        } => *state = 0,
-        _ => return None,
-    }
-    Some(faults)
+/// a crash state (every sibling of it has these faults). Lent, not collected: every point
+/// of a sweep asks, and most have no power loss last.
+fn siblings_key(plan: &FaultPlan) -> Option<impl Iterator<Item = PlannedFault> + '_> {
+    let last = plan.iter().next_back()?;
+    matches!(last.fault, Fault::PowerLoss { .. }).then(|| {
+        plan.iter().map(move |mut fault| {
+            if let (true, Fault::PowerLoss { state, .. }) =
+                (fault.step == last.step, &mut fault.fault)
+            {
+                *state = 0;
+            }
+            fault
+        })
+    })
 }
 
 impl Forks {
@@ -65,7 +68,7 @@ impl Forks {
         let Some(faults) = siblings_key(plan) else {
             return;
         };
-        let last = *faults.last().expect("a power loss");
+        let last = plan.iter().next_back().expect("a power loss last");
         let world = restarting.world;
         let Some((step, before)) = world.disk_before_power_loss() else {
             return;
@@ -81,6 +84,7 @@ impl Forks {
             return;
         }
         let mut kept = shared.power_loss_restart().borrow_mut();
+        let faults: Vec<PlannedFault> = faults.collect();
         if kept.as_ref().is_some_and(|kept| kept.faults == faults) {
             return;
         }
@@ -100,15 +104,17 @@ impl Forks {
         shared: &SharedFutures,
     ) -> Option<PointRun> {
         let faults = siblings_key(plan)?;
-        let Some(&PlannedFault {
+        let Some(PlannedFault {
             fault: Fault::PowerLoss { state, .. },
             ..
-        }) = plan.faults().last()
+        }) = plan.iter().next_back()
         else {
             unreachable!("siblings_key: a power loss last")
         };
         let kept = shared.power_loss_restart().borrow();
-        let kept = kept.as_ref().filter(|kept| kept.faults == faults)?;
+        let kept = kept
+            .as_ref()
+            .filter(|kept| kept.faults.iter().copied().eq(faults))?;
         let mut disk = kept.before.clone();
         if disk.power_loss_wrapping(state).state != state {
             return None;
