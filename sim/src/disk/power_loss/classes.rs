@@ -180,6 +180,29 @@ impl LineFile {
         })
     }
 
+    /// The index of the class whose entries hold the state with these `digits` (one a
+    /// choice of the disk, in numbering order): its entry is its first piece not kept at
+    /// that piece's fate, or the last entry where every piece is kept.
+    fn class_of_digits(&self, digits: &[u64]) -> usize {
+        let mut entry = 0;
+        for (&at, &radix) in self.positions.iter().zip(&self.radices) {
+            let kept = u64::from(radix) - 1;
+            if digits[at] != kept {
+                entry += usize::try_from(digits[at]).expect("a piece's digit is 0 or 1");
+                break;
+            }
+            entry += usize::from(radix) - 1;
+        }
+        let index = self
+            .classes
+            .partition_point(|class| class.entries.end <= entry);
+        assert!(
+            self.classes[index].entries.contains(&entry),
+            "entry {entry}"
+        );
+        index
+    }
+
     /// The representative digits of class `index`, one for each of `positions`: its first
     /// entry's pieces before `p` kept, `p` at its fate, every later choice at 0.
     fn representative(&self, index: usize) -> Vec<u64> {
@@ -286,6 +309,39 @@ impl PowerLossClasses {
                 .map(|(file, index)| file.classes[index].kept_len_bytes)
                 .collect(),
         ))
+    }
+
+    /// The class crash state `state` falls into, where states are numbered as indices (at
+    /// most [`POWER_LOSS_ENUMERATION_BOUND`]: `state` below their count) and classes are
+    /// numbered; else None. A state's class is its other choices' combination and, in each
+    /// collapsed line-read file, the class of its entry: its first piece not kept and that
+    /// piece's fate (see the module header); an unread file's digits do not matter.
+    pub fn class_of_state(&self, state: u64) -> Option<u64> {
+        let count = self.count?;
+        if self.read_only {
+            return (state == 0).then_some(0);
+        }
+        let states = u64::try_from(&self.states).ok()?;
+        if states > POWER_LOSS_ENUMERATION_BOUND || state >= states {
+            return None;
+        }
+        let digits = digits_of_index(&self.choices, state);
+        // The other choices' combination: their digits, the first least significant.
+        let mut rest_index = 0;
+        for &at in self.rest.iter().rev() {
+            rest_index = rest_index * self.choices[at].radix() + digits[at];
+        }
+        let rest_count = self.rest_count.expect("numbered classes");
+        assert!(rest_index < rest_count);
+        // Each file's class index, the first file least significant (as `split` reads them).
+        let mut files_index = 0;
+        for file in self.files.iter().rev() {
+            let index = file.class_of_digits(&digits) as u64;
+            files_index = files_index * file.classes.len() as u64 + index;
+        }
+        let class = files_index * rest_count + rest_index;
+        assert!(class < count, "class {class} of {count}");
+        Some(class)
     }
 
     /// How many unread files were collapsed (tests and descriptions).

@@ -66,16 +66,9 @@ fn check_with(disk: &Disk, line_files: &[&str], unread_suffixes: &[&str]) -> u64
     assert!(states <= POWER_LOSS_ENUMERATION_BOUND, "{states} states");
     assert_eq!(*classes.states(), BigUint::from(states));
 
-    let mut by_states: BTreeMap<ReaderView, u64> = BTreeMap::new();
-    for state in 0..states {
-        let mut after = disk.clone();
-        after.power_loss(state);
-        *by_states
-            .entry(reader_view(&after, disk, &collapsed, &readers))
-            .or_default() += 1;
-    }
     let count = classes.count().expect("numbered");
     let mut by_classes: BTreeMap<ReaderView, u64> = BTreeMap::new();
+    let mut class_views: Vec<ReaderView> = Vec::new();
     for class in 0..count {
         let mut after = disk.clone();
         let outcome = after
@@ -86,10 +79,36 @@ fn check_with(disk: &Disk, line_files: &[&str], unread_suffixes: &[&str]) -> u64
         assert_eq!(noted.states, BigUint::from(weight));
         assert_eq!(noted.classes, count);
         assert!(after.is_all_durable(), "booted");
-        *by_classes
-            .entry(reader_view(&after, disk, &collapsed, &readers))
-            .or_default() += weight;
+        let view = reader_view(&after, disk, &collapsed, &readers);
+        *by_classes.entry(view.clone()).or_default() += weight;
+        class_views.push(view);
     }
+    // Every state falls into a class whose representative its reader cannot tell from it,
+    // and each class holds as many states as it counts.
+    let mut by_states: BTreeMap<ReaderView, u64> = BTreeMap::new();
+    let mut states_of_class = vec![0u64; class_views.len()];
+    for state in 0..states {
+        let mut after = disk.clone();
+        after.power_loss(state);
+        let view = reader_view(&after, disk, &collapsed, &readers);
+        let class = classes
+            .class_of_state(state)
+            .expect("numbered states and classes");
+        assert_eq!(
+            view, class_views[class as usize],
+            "state {state} in class {class}"
+        );
+        states_of_class[class as usize] += 1;
+        *by_states.entry(view).or_default() += 1;
+    }
+    for (class, &states) in states_of_class.iter().enumerate() {
+        assert_eq!(
+            BigUint::from(states),
+            classes.class_states(class as u64),
+            "class {class}"
+        );
+    }
+    assert_eq!(classes.class_of_state(states), None, "past the last state");
     assert_eq!(by_classes, by_states, "the same states a view");
     count
 }
