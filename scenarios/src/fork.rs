@@ -153,7 +153,9 @@ struct End {
 /// (None when it converged: the rest of its trace was never made).
 #[derive(Clone, Debug)]
 pub struct PointRun {
-    pub observation: Observation,
+    /// Shared by points known to observe the same (power-loss siblings: `fork/sibling.rs`),
+    /// so that whoever judges it can judge it once.
+    pub observation: Rc<Observation>,
     pub fingerprint: Option<Fingerprint>,
     /// Where it stopped because an earlier point's run stood for it (`fork/shared.rs`).
     pub shared: Option<SharedAt>,
@@ -187,7 +189,12 @@ impl PointRun {
         final_state: &FinalState,
     ) -> PointRun {
         PointRun {
-            observation: Observation::of_known_ending(result, &spec.config, known, final_state),
+            observation: Rc::new(Observation::of_known_ending(
+                result,
+                &spec.config,
+                known,
+                final_state,
+            )),
             fingerprint: Some(result.world.fingerprint()),
             shared: None,
             class_states: result.world.class_states().cloned(),
@@ -584,7 +591,7 @@ impl Forks {
                 }
                 let restart = RestartSteps::of(&paused.world, config);
                 PointRun {
-                    observation: self.observe(&ending, &paused.world, restart),
+                    observation: Rc::new(self.observe(&ending, &paused.world, restart)),
                     fingerprint: None,
                     shared: joined.is_some().then_some(SharedAt::Boundary),
                     class_states: paused.world.class_states().cloned(),
@@ -594,7 +601,7 @@ impl Forks {
                 let (world, incarnations) = *stopped;
                 let (state, class) = restart_joined.expect("stopped at a restart it shares");
                 PointRun {
-                    observation: self.restarted(&world, &incarnations, &state, &class),
+                    observation: Rc::new(self.restarted(&world, &incarnations, &state, &class)),
                     fingerprint: None,
                     shared: Some(SharedAt::Restart),
                     class_states: world.class_states().cloned(),

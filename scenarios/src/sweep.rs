@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::ops::Range;
+use std::rc::Rc;
 use std::sync::Arc;
 
 mod class_runs;
@@ -412,6 +413,7 @@ pub fn run_chunk(
         "one chunk"
     );
     let mut tables: BTreeMap<SinkKind, SharedFutures> = BTreeMap::new();
+    let mut judged = LastJudged::default();
     points
         .get(chunk, baselines, forks)
         .iter()
@@ -421,7 +423,7 @@ pub fn run_chunk(
             if let Some(records) = class_runs.records_of(baseline, *index, point, shared) {
                 return records;
             }
-            let mut records = run_point(baselines, forks, *index, point, Some(shared));
+            let mut records = run_point(baselines, forks, *index, point, Some(shared), &mut judged);
             class_runs.remember(baseline, point, shared, &mut records);
             records
         })
@@ -441,15 +443,44 @@ pub fn sharing_chunks(range: Range<u64>) -> Vec<Range<u64>> {
     chunks
 }
 
+/// The last observation a thread judged, with its verdicts and outcome digest: points whose
+/// runs hand them the same observation (the same `Rc`: power-loss siblings that keep the
+/// same sink file, `fork/sibling.rs`) are judged once. The `Rc` held keeps its address from
+/// being reused by another observation.
+#[derive(Debug, Default)]
+pub struct LastJudged(Option<(Rc<Observation>, Vec<Verdict>, String)>);
+
+impl LastJudged {
+    /// The verdicts on `observation` and its outcome digest, judged against `reference`
+    /// unless it is the observation judged last.
+    fn judge(
+        &mut self,
+        reference: &Reference,
+        observation: Rc<Observation>,
+    ) -> (Vec<Verdict>, String) {
+        if let Some((last, verdicts, digest)) = &self.0 {
+            if Rc::ptr_eq(last, &observation) {
+                return (verdicts.clone(), digest.clone());
+            }
+        }
+        let verdicts = judge(reference, &observation);
+        let digest = outcome_digest(reference, &observation, &verdicts);
+        self.0 = Some((observation, verdicts.clone(), digest.clone()));
+        (verdicts, digest)
+    }
+}
+
 /// Runs one point (forked from `forks`, or from scratch without) and judges it: once, or
 /// once per consumer view for the transactional sink. With `shared`, a forked point may
 /// stop where an earlier point's run stood for it, and is remembered for later ones.
+/// `judged`: the last observation judged on this thread.
 pub fn run_point(
     baselines: &BTreeMap<SinkKind, Baseline>,
     forks: Option<&BTreeMap<SinkKind, Forks>>,
     index: u64,
     point: &SweepPoint,
     shared: Option<&SharedFutures>,
+    judged: &mut LastJudged,
 ) -> Vec<PointRecord> {
     let baseline = &baselines[&point.sink];
     let plan = FaultPlan::new(point.faults.iter().copied()).expect("distinct steps");
@@ -465,8 +496,7 @@ pub fn run_point(
             ..baseline.spec.clone()
         }),
     };
-    let verdicts = judge(&baseline.reference, &observation);
-    let outcome_digest = outcome_digest(&baseline.reference, &observation, &verdicts);
+    let (verdicts, outcome_digest) = judged.judge(&baseline.reference, observation);
     verdicts
         .into_iter()
         .map(|verdict| PointRecord {

@@ -14,7 +14,7 @@ use crate::runner::{
 use crate::sites::SiteRow;
 use crate::spec::ScenarioSpec;
 use crate::sweep::{
-    baselines_with, run_point, sites, PointRecord, SweepPoints, SweepReport, SweepSpec,
+    baselines_with, run_point, sites, LastJudged, PointRecord, SweepPoints, SweepReport, SweepSpec,
 };
 use crate::tally::aggregate;
 use keel_engine::{CheckpointProtocol, Event, KeyScheme, SinkKind};
@@ -203,7 +203,16 @@ fn crash_sweep(
     let records: Vec<PointRecord> = points
         .iter()
         .enumerate()
-        .flat_map(|(i, point)| run_point(&baselines, None, i as u64, point, None))
+        .flat_map(|(i, point)| {
+            run_point(
+                &baselines,
+                None,
+                i as u64,
+                point,
+                None,
+                &mut LastJudged::default(),
+            )
+        })
         .collect();
     Ok((aggregate(spec, &sweep, &records, None), records))
 }
