@@ -453,19 +453,17 @@ pub struct LastJudged(Option<(Rc<Observation>, Vec<Verdict>, String)>);
 impl LastJudged {
     /// The verdicts on `observation` and its outcome digest, judged against `reference`
     /// unless it is the observation judged last.
-    fn judge(
-        &mut self,
-        reference: &Reference,
-        observation: Rc<Observation>,
-    ) -> (Vec<Verdict>, String) {
-        if let Some((last, verdicts, digest)) = &self.0 {
-            if Rc::ptr_eq(last, &observation) {
-                return (verdicts.clone(), digest.clone());
-            }
+    fn judge(&mut self, reference: &Reference, observation: Rc<Observation>) -> (&[Verdict], &str) {
+        let judged_last = self
+            .0
+            .as_ref()
+            .is_some_and(|(last, _, _)| Rc::ptr_eq(last, &observation));
+        if !judged_last {
+            let verdicts = judge(reference, &observation);
+            let digest = outcome_digest(reference, &observation, &verdicts);
+            self.0 = Some((observation, verdicts, digest));
         }
-        let verdicts = judge(reference, &observation);
-        let digest = outcome_digest(reference, &observation, &verdicts);
-        self.0 = Some((observation, verdicts.clone(), digest.clone()));
+        let (_, verdicts, digest) = self.0.as_ref().expect("judged");
         (verdicts, digest)
     }
 }
@@ -498,7 +496,7 @@ pub fn run_point(
     };
     let (verdicts, outcome_digest) = judged.judge(&baseline.reference, observation);
     verdicts
-        .into_iter()
+        .iter()
         .map(|verdict| PointRecord {
             index,
             sink: point.sink,
@@ -519,7 +517,7 @@ pub fn run_point(
             broken: verdict.broken(),
             model_mismatch: verdict.model_mismatch.as_ref().map(|m| m.to_string()),
             outcome: verdict.summary(),
-            outcome_digest: outcome_digest.clone(),
+            outcome_digest: outcome_digest.to_string(),
             fingerprint: fingerprint.map(|f| f.to_string()),
         })
         .collect()
