@@ -152,38 +152,50 @@ impl ScenarioSpec {
     /// `keel <command>` with this spec's options, as a user would type it.
     pub fn command(&self, command: &str) -> String {
         let mut parts = vec![format!("keel {command}")];
+        parts.extend(self.command_args());
+        parts.join(" ")
+    }
+
+    /// This spec's options as a command's arguments: its stream (`--scenario` or
+    /// `--events`), every knob, the seed.
+    pub fn command_args(&self) -> Vec<String> {
+        let mut parts: Vec<String> = Vec::new();
         match &self.events {
-            Some(path) => parts.push(format!("--events {path}")),
-            None => parts.push(format!("--scenario {}", self.label())),
+            Some(path) => parts.extend(["--events".to_string(), path.clone()]),
+            None => parts.extend(["--scenario".to_string(), self.label()]),
         }
-        parts.push(format!("--window {}", self.window));
-        parts.push(format!("--out-of-orderness {}", self.out_of_orderness));
-        parts.push(format!("--checkpoint-every {}", self.checkpoint_every));
+        let mut option = |name: &str, value: String| {
+            parts.push(format!("--{name}"));
+            parts.push(value);
+        };
+        option("window", self.window.to_string());
+        option("out-of-orderness", self.out_of_orderness.to_string());
+        option("checkpoint-every", self.checkpoint_every.to_string());
         if let Some(lateness) = self.allowed_lateness {
-            parts.push(format!("--allowed-lateness {lateness}"));
+            option("allowed-lateness", lateness.to_string());
         }
-        parts.push(format!("--event-interval-ms {}", self.event_interval_ms));
-        parts.push(format!("--restart-delay-ms {}", self.restart_delay_ms));
-        parts.push(format!("--checkpoint-protocol {}", self.protocol));
+        option("event-interval-ms", self.event_interval_ms.to_string());
+        option("restart-delay-ms", self.restart_delay_ms.to_string());
+        option("checkpoint-protocol", self.protocol.to_string());
         if !self.checkpoint_mode.is_full() {
-            parts.push(format!("--checkpoint-mode {}", self.checkpoint_mode));
+            option("checkpoint-mode", self.checkpoint_mode.to_string());
         }
         if self.key == KeyScheme::ProcessingTime {
-            parts.push("--key processing-time".to_string());
+            option("key", "processing-time".to_string());
         }
         if self.transaction_timeout_ms != crate::runner::TRANSACTION_TIMEOUT_MS_DEFAULT {
-            parts.push(format!(
-                "--transaction-timeout-ms {}",
-                self.transaction_timeout_ms
-            ));
+            option(
+                "transaction-timeout-ms",
+                self.transaction_timeout_ms.to_string(),
+            );
         }
         if self.sector_size_bytes != crate::runner::SECTOR_SIZE_BYTES_DEFAULT {
-            parts.push(format!("--sector-size-bytes {}", self.sector_size_bytes));
+            option("sector-size-bytes", self.sector_size_bytes.to_string());
         }
         if !self.fs_model.is_posix() {
-            parts.push(format!("--fs-model {}", self.fs_model));
+            option("fs-model", self.fs_model.to_string());
         }
-        parts.push(format!("--seed {}", self.seed));
-        parts.join(" ")
+        option("seed", self.seed.to_string());
+        parts
     }
 }

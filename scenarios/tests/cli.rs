@@ -667,6 +667,37 @@ fn bench_sweeps_the_fault_kinds_it_is_given() {
     check_rejected(&["bench", "--sweep-faults", "meteor"], &["--sweep-faults"]);
 }
 
+/// `--sweep-scenario` times `keel sweep` of the scenario itself, and `--sweep-depth` reaches
+/// every child sweep: ch04 has 2,269 process-crash pairs a sink at depth 2 (what `keel sweep
+/// --depth 2 --faults process-crash` counts), 60 generated events 18,930 in all, and each
+/// naive sweep prints the same report. Classes need depth 1, as in `keel sweep`.
+#[test]
+fn bench_sweeps_the_scenario_itself_and_at_depth_2() {
+    let stdout = bench_sweep_lines(&["--sweep-scenario", "--sweep", "60", "--sweep-depth", "2"]);
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("sweep ")).collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    for (line, start) in lines.iter().zip([
+        "sweep events=60 faults=process-crash depth=2 points=18930 elapsed=",
+        "sweep scenario=ch04 faults=process-crash depth=2 points=4538 elapsed=",
+    ]) {
+        assert!(line.starts_with(start), "{line}");
+        assert!(line.ends_with(" reports=identical"), "{line}");
+    }
+    check_rejected(
+        &[
+            "bench",
+            "--sweep",
+            "60",
+            "--sweep-depth",
+            "2",
+            "--sweep-power-loss-points",
+            "classes",
+        ],
+        &["--sweep-depth 1"],
+    );
+    check_rejected(&["bench", "--sweep-depth", "3"], &["--sweep-depth"]);
+}
+
 /// A reader that stops early (`keel sweep | head -c 0`) closes the pipe before the report is
 /// written: keel prints nothing more, does not panic, and keeps the verdict's exit code.
 #[test]

@@ -93,6 +93,21 @@ pub struct BenchArgs {
     #[arg(long, value_enum, value_name = "P", default_value_t = PowerLossPointsArg::States)]
     pub sweep_power_loss_points: PowerLossPointsArg,
 
+    /// The depth of every sweep this command times (--sweep and --sweep-scenario), as `keel
+    /// sweep --depth`: 1, every single fault; 2, also a second fault at every step after the
+    /// first (issue 11's figure 3).
+    #[arg(long, value_name = "D", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub sweep_depth: u8,
+
+    /// Also time `keel sweep` of the scenario itself (--scenario, or the --events file,
+    /// with every knob given here) the same way as a --sweep size: the faults of
+    /// --sweep-faults at --sweep-depth on the append and idempotent sinks, the median of
+    /// five runs where one is short, and with --naive too where the stream has at most
+    /// --sweep-naive-max events (issue 11's figure 3a: `--sweep-scenario --sweep-depth 2`
+    /// and every single-fault kind, on ch04).
+    #[arg(long)]
+    pub sweep_scenario: bool,
+
     #[command(flatten)]
     pub job: BenchJobArgs,
 }
@@ -115,6 +130,11 @@ pub struct BenchJobArgs {
 /// whole runs from outside, never inside one.
 pub(crate) fn cmd_bench(args: &BenchArgs) -> Result<Output, KeelError> {
     super::args::reject_seed_for_seed_range(&args.scenario.given, args.scenario.seed, "bench")?;
+    if args.sweep_power_loss_points != PowerLossPointsArg::States && args.sweep_depth > 1 {
+        return Err(KeelError::usage(
+            "keel bench --sweep-power-loss-points classes needs --sweep-depth 1, as keel sweep's --power-loss-points classes needs --depth 1",
+        ));
+    }
     let (spec, events) = prepare(&args.scenario)?;
     let real_sink = args
         .sinks
@@ -197,44 +217,67 @@ pub(crate) fn cmd_bench(args: &BenchArgs) -> Result<Output, KeelError> {
     let faults: Vec<String> = args.sweep_faults.iter().map(|f| value_name(*f)).collect();
     let faults = faults.join(",");
     // The child's arguments, and what the bench line calls them.
-    let mut sweep_faults = vec!["--faults".to_string(), faults.clone()];
+    let mut sweep_args = vec!["--faults".to_string(), faults.clone()];
     let mut sweep_label = faults;
     if args.sweep_power_loss_points != PowerLossPointsArg::States {
         let points = value_name(args.sweep_power_loss_points);
         sweep_label.push_str(&format!(" power_loss_points={points}"));
-        sweep_faults.extend(["--power-loss-points".to_string(), points]);
+        sweep_args.extend(["--power-loss-points".to_string(), points]);
     }
+    if args.sweep_depth > 1 {
+        sweep_label.push_str(&format!(" depth={}", args.sweep_depth));
+        sweep_args.extend(["--depth".to_string(), args.sweep_depth.to_string()]);
+    }
+    sweep_args.extend(["--jobs".to_string(), jobs.to_string()]);
     for &events in &args.sweep_sizes {
         let naive = events <= args.sweep_naive_max;
-        let size = sweep_size(&spec, events, &sweep_faults, jobs, naive)?;
-        let per_second = size.points as f64 / size.fast.elapsed.max(1e-9);
-        stdout.push_str(&format!(
-            "sweep events={events} faults={sweep_label} points={} elapsed={:.3}s{} points_per_second={per_second:.0} us_per_point={:.1} peak_rss_mb={:.1}",
-            size.points,
-            size.fast.elapsed,
-            if size.fast_runs > 1 {
-                format!(" (median of {} runs)", size.fast_runs)
-            } else {
-                String::new()
-            },
-            size.fast.elapsed * 1e6 / size.points.max(1) as f64,
-            size.fast.peak_rss_kb as f64 / 1024.0,
-        ));
-        match &size.naive {
-            Some((naive, identical)) => stdout.push_str(&format!(
-                " naive_elapsed={:.3}s naive_peak_rss_mb={:.1} speed_up={:.1}x reports={}\n",
-                naive.elapsed,
-                naive.peak_rss_kb as f64 / 1024.0,
-                naive.elapsed / size.fast.elapsed.max(1e-9),
-                if *identical { "identical" } else { "DIFFER" },
-            )),
-            None => stdout.push_str(&format!(
-                " naive=not-run (more than --sweep-naive-max {} events)\n",
-                args.sweep_naive_max
-            )),
-        }
+        let file = GenFile::new(events)?;
+        let what = format!("keel sweep on {events} events");
+        // `child` passes the stream's knobs but the protocol.
+        let protocol = [
+            "--checkpoint-protocol".to_string(),
+            spec.protocol.to_string(),
+        ];
+        let size = sweep_size(&what, naive, &|naive| {
+            let mut extra = sweep_child_args(&sweep_args, naive);
+            extra.extend_from_slice(&protocol);
+            child("sweep", &spec, &file, &extra)
+        })?;
+        stdout.push_str(&format!("sweep events={events} faults={sweep_label} "));
+        stdout.push_str(&size.line(args.sweep_naive_max));
+    }
+    if args.sweep_scenario {
+        let naive = events.len() as u64 <= args.sweep_naive_max;
+        let what = format!("keel sweep of {}", spec.label());
+        let size = sweep_size(&what, naive, &|naive| {
+            scenario_child(&spec, &sweep_child_args(&sweep_args, naive))
+        })?;
+        let label = spec.label();
+        stdout.push_str(&format!("sweep scenario={label} faults={sweep_label} "));
+        stdout.push_str(&size.line(args.sweep_naive_max));
     }
     Ok(Output::ok(stdout))
+}
+
+/// A child sweep's arguments after the stream and its knobs: `sweep_args` (the faults, the
+/// points, the depth, the jobs), the append and idempotent sinks, quiet JSON, and `--naive`
+/// if asked.
+fn sweep_child_args(sweep_args: &[String], naive: bool) -> Vec<String> {
+    let mut extra = sweep_args.to_vec();
+    extra.extend(
+        [
+            "--sinks",
+            "append,idempotent",
+            "--quiet",
+            "--format",
+            "json",
+        ]
+        .map(String::from),
+    );
+    if naive {
+        extra.push("--naive".to_string());
+    }
+    extra
 }
 
 /// The name clap parses `value` from (what a child keel is given on its command line).
@@ -330,6 +373,23 @@ fn child(
     Ok(child)
 }
 
+/// This binary as a child `keel sweep` of `spec`'s own stream (`--scenario` or its
+/// `--events` file) with every knob of `spec` (`ScenarioSpec::command_args`), and `extra`.
+fn scenario_child(
+    spec: &ScenarioSpec,
+    extra: &[String],
+) -> Result<std::process::Command, KeelError> {
+    let exe = std::env::current_exe().map_err(|e| failed(format!("cannot find keel: {e}")))?;
+    let mut child = std::process::Command::new(exe);
+    child
+        .arg("sweep")
+        .args(spec.command_args())
+        .args(extra)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    Ok(child)
+}
+
 /// Runs `command` timed from outside, its peak RSS from `wait4`; its stdout if `capture`.
 fn timed(
     mut command: std::process::Command,
@@ -383,40 +443,22 @@ const SHORT_SWEEP_SECONDS: f64 = 1.0;
 /// How many runs a short default sweep's median is taken over (odd: the median is a run).
 const SHORT_SWEEP_REPEATS: usize = 5;
 
-/// `keel gen --events N --seed 1` into a temporary file, then a child `keel sweep` of its
-/// points of `faults` (its `--faults` and `--power-loss-points` arguments) on the append and
-/// idempotent sinks (`spec`'s knobs and protocol, on `jobs` threads), timed from outside,
-/// and the same with `--naive` if asked; the points are summed from the JSON report's rows.
-fn sweep_size(
-    spec: &ScenarioSpec,
-    events: u64,
-    faults: &[String],
-    jobs: usize,
-    naive: bool,
-) -> Result<SweepSize, KeelError> {
-    let file = GenFile::new(events)?;
-    let mut extra: Vec<String> = faults.to_vec();
-    extra.extend(
-        [
-            "--sinks",
-            "append,idempotent",
-            "--checkpoint-protocol",
-            &spec.protocol.to_string(),
-            "--jobs",
-            &jobs.to_string(),
-            "--quiet",
-            "--format",
-            "json",
-        ]
-        .map(String::from),
-    );
-    let what = format!("keel sweep on {events} events");
-    let (first, report) = timed(child("sweep", spec, &file, &extra)?, &what, true)?;
+/// A sweep timed from outside by `sweep_size`: `make(naive)` is its child process, the
+/// default sweep or the naive one; `what` names it in errors.
+type SweepChild<'a> = dyn Fn(bool) -> Result<std::process::Command, KeelError> + 'a;
+
+/// Times the sweep `make` starts (see [`SweepChild`]): the median of
+/// [`SHORT_SWEEP_REPEATS`] runs where one is shorter than [`SHORT_SWEEP_SECONDS`], each
+/// checked to print the first one's report, with the highest peak RSS; then, if `naive`,
+/// the naive sweep once, and whether it printed the same report. The points are summed from
+/// the JSON report's rows.
+fn sweep_size(what: &str, naive: bool, make: &SweepChild<'_>) -> Result<SweepSize, KeelError> {
+    let (first, report) = timed(make(false)?, what, true)?;
     let mut fast_sizes = vec![first];
     if first.elapsed < SHORT_SWEEP_SECONDS {
         // Bounded: SHORT_SWEEP_REPEATS runs in all. Each must print the same report.
         while fast_sizes.len() < SHORT_SWEEP_REPEATS {
-            let (size, again) = timed(child("sweep", spec, &file, &extra)?, &what, true)?;
+            let (size, again) = timed(make(false)?, what, true)?;
             if again != report {
                 return Err(failed(format!(
                     "{what}: run {} printed another report than the first (a determinism bug)",
@@ -443,9 +485,8 @@ fn sweep_size(
         rows.iter().filter_map(|r| r["points"].as_u64()).sum()
     });
     let naive = if naive {
-        extra.push("--naive".to_string());
-        let what = format!("keel sweep --naive on {events} events");
-        let (size, naive_report) = timed(child("sweep", spec, &file, &extra)?, &what, true)?;
+        let what = format!("{what} --naive");
+        let (size, naive_report) = timed(make(true)?, &what, true)?;
         Some((size, naive_report == report))
     } else {
         None
@@ -456,6 +497,39 @@ fn sweep_size(
         fast_runs,
         naive,
     })
+}
+
+impl SweepSize {
+    /// The bench line's figures after what was swept (`points=... elapsed=...`), with the
+    /// naive sweep's or why it did not run, and a newline.
+    fn line(&self, naive_max: u64) -> String {
+        let per_second = self.points as f64 / self.fast.elapsed.max(1e-9);
+        let mut line = format!(
+            "points={} elapsed={:.3}s{} points_per_second={per_second:.0} us_per_point={:.1} peak_rss_mb={:.1}",
+            self.points,
+            self.fast.elapsed,
+            if self.fast_runs > 1 {
+                format!(" (median of {} runs)", self.fast_runs)
+            } else {
+                String::new()
+            },
+            self.fast.elapsed * 1e6 / self.points.max(1) as f64,
+            self.fast.peak_rss_kb as f64 / 1024.0,
+        );
+        match &self.naive {
+            Some((naive, identical)) => line.push_str(&format!(
+                " naive_elapsed={:.3}s naive_peak_rss_mb={:.1} speed_up={:.1}x reports={}\n",
+                naive.elapsed,
+                naive.peak_rss_kb as f64 / 1024.0,
+                naive.elapsed / self.fast.elapsed.max(1e-9),
+                if *identical { "identical" } else { "DIFFER" },
+            )),
+            None => line.push_str(&format!(
+                " naive=not-run (more than --sweep-naive-max {naive_max} events)\n"
+            )),
+        }
+        line
+    }
 }
 
 /// Waits for the child `pid` and returns its wait status and peak RSS in KiB. std's
