@@ -229,15 +229,15 @@ pub(crate) fn cmd_bench(args: &BenchArgs) -> Result<Output, KeelError> {
         sweep_args.extend(["--depth".to_string(), args.sweep_depth.to_string()]);
     }
     sweep_args.extend(["--jobs".to_string(), jobs.to_string()]);
+    // `child` passes the stream's knobs but the protocol.
+    let protocol = [
+        "--checkpoint-protocol".to_string(),
+        spec.protocol.to_string(),
+    ];
     for &events in &args.sweep_sizes {
         let naive = events <= args.sweep_naive_max;
         let file = GenFile::new(events)?;
         let what = format!("keel sweep on {events} events");
-        // `child` passes the stream's knobs but the protocol.
-        let protocol = [
-            "--checkpoint-protocol".to_string(),
-            spec.protocol.to_string(),
-        ];
         let size = sweep_size(&what, naive, &|naive| {
             let mut extra = sweep_child_args(&sweep_args, naive);
             extra.extend_from_slice(&protocol);
@@ -248,11 +248,11 @@ pub(crate) fn cmd_bench(args: &BenchArgs) -> Result<Output, KeelError> {
     }
     if args.sweep_scenario {
         let naive = events.len() as u64 <= args.sweep_naive_max;
-        let what = format!("keel sweep of {}", spec.label());
+        let label = spec.label();
+        let what = format!("keel sweep of {label}");
         let size = sweep_size(&what, naive, &|naive| {
             scenario_child(&spec, &sweep_child_args(&sweep_args, naive))
         })?;
-        let label = spec.label();
         stdout.push_str(&format!("sweep scenario={label} faults={sweep_label} "));
         stdout.push_str(&size.line(args.sweep_naive_max));
     }
@@ -344,6 +344,18 @@ impl Drop for GenFile {
     }
 }
 
+/// This binary as a child `keel COMMAND`, its stdin and stderr closed (the bench reads only
+/// its stdout, if any).
+fn keel_child(command: &str) -> Result<std::process::Command, KeelError> {
+    let exe = std::env::current_exe().map_err(|e| failed(format!("cannot find keel: {e}")))?;
+    let mut child = std::process::Command::new(exe);
+    child
+        .arg(command)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    Ok(child)
+}
+
 /// This binary as a child `keel COMMAND --events FILE` with `spec`'s window,
 /// out-of-orderness, checkpoint interval and allowed lateness, and `extra`.
 fn child(
@@ -352,18 +364,14 @@ fn child(
     events: &GenFile,
     extra: &[String],
 ) -> Result<std::process::Command, KeelError> {
-    let exe = std::env::current_exe().map_err(|e| failed(format!("cannot find keel: {e}")))?;
-    let mut child = std::process::Command::new(exe);
+    let mut child = keel_child(command)?;
     child
-        .arg(command)
         .arg("--events")
         .arg(&events.0)
         .args(["--window", &spec.window.to_string()])
         .args(["--out-of-orderness", &spec.out_of_orderness.to_string()])
         .args(["--checkpoint-every", &spec.checkpoint_every.to_string()])
-        .args(extra)
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
+        .args(extra);
     if let Some(lateness) = spec.allowed_lateness {
         child.args(["--allowed-lateness", &lateness.to_string()]);
     }
@@ -379,14 +387,8 @@ fn scenario_child(
     spec: &ScenarioSpec,
     extra: &[String],
 ) -> Result<std::process::Command, KeelError> {
-    let exe = std::env::current_exe().map_err(|e| failed(format!("cannot find keel: {e}")))?;
-    let mut child = std::process::Command::new(exe);
-    child
-        .arg("sweep")
-        .args(spec.command_args())
-        .args(extra)
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
+    let mut child = keel_child("sweep")?;
+    child.args(spec.command_args()).args(extra);
     Ok(child)
 }
 

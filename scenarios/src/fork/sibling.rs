@@ -209,7 +209,7 @@ impl Forks {
         }
         let world = &kept.world;
         let candidate = self.restart_state_on(world, kept.incarnations.len(), &disk, shared)?;
-        let class = shared.at_restart(self.spec.config.key, &candidate, |class| {
+        let class = shared.at_restart(config.key, &candidate, |class| {
             self.joins_restart(&candidate, class)
         })?;
         let key = ObservedKey::of(&class, &candidate);
