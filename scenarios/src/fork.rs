@@ -72,6 +72,7 @@ use std::sync::Arc;
 
 mod ahead;
 mod cursor;
+mod described;
 mod ending;
 mod restart;
 mod shared;
@@ -591,7 +592,12 @@ impl Forks {
                 }
                 let restart = RestartSteps::of(&paused.world, config);
                 PointRun {
-                    observation: Rc::new(self.observe(&ending, &paused.world, restart)),
+                    observation: Rc::new(self.observe(
+                        &ending,
+                        &paused.world,
+                        restart,
+                        shared.map(SharedFutures::described),
+                    )),
                     fingerprint: None,
                     shared: joined.is_some().then_some(SharedAt::Boundary),
                     class_states: paused.world.class_states().cloned(),
@@ -601,7 +607,13 @@ impl Forks {
                 let (world, incarnations) = *stopped;
                 let (state, class) = restart_joined.expect("stopped at a restart it shares");
                 PointRun {
-                    observation: Rc::new(self.restarted(&world, &incarnations, &state, &class)),
+                    observation: Rc::new(self.restarted(
+                        &world,
+                        &incarnations,
+                        &state,
+                        &class,
+                        shared.map(SharedFutures::described),
+                    )),
                     fingerprint: None,
                     shared: Some(SharedAt::Restart),
                     class_states: world.class_states().cloned(),

@@ -14,6 +14,7 @@ mod stray;
 use stray::stray_files;
 pub mod records;
 
+pub(crate) use known::common_prefix_len;
 pub use known::{KnownSink, Piece};
 pub use records::Records;
 

@@ -2,6 +2,8 @@
 //! from where it stopped (`Rest`: the fault-free run's, or a shared future's), how it ended
 //! (`Ending`: its sink file in pieces and the rest), and what its consumers observe then.
 
+use super::described::DescribedFile;
+use super::restart::KeptPiece;
 use super::shared::{After, Class};
 use super::{Facts, Forks};
 use crate::observation::{
@@ -10,6 +12,7 @@ use crate::observation::{
 use crate::runner::{Incarnation, IncarnationEnd, Outcome, Paused, RunResult};
 use keel_engine::{IncarnationStats, SINK_WRITE_OP};
 use keel_sim::Contents;
+use std::cell::RefCell;
 use std::sync::Arc;
 
 impl Forks {
@@ -111,44 +114,21 @@ impl Forks {
 
     /// The observation of a completed run that ended as `ending` says, whose world had
     /// seen every sink outage it was to see by `world` (its end, or where it stopped), and
-    /// whose recovery after a kill went as `restart` says.
+    /// whose recovery after a kill went as `restart` says. Its sink file is described
+    /// against the known file, from the last file `described` where it shares its bytes.
     pub(super) fn observe(
         &self,
         ending: &Ending,
         world: &keel_sim::World,
         restart: Option<RestartSteps>,
+        described: Option<&RefCell<DescribedFile>>,
     ) -> Observation {
-        let (known_len_bytes, own) = self.split_known(&ending.head, ending.head.len());
-        let mut sink = vec![
-            Piece::Known {
-                from: 0,
-                to: known_len_bytes,
-            },
-            Piece::Own(&own),
-        ];
+        let head = &ending.head;
+        let common_bytes = self.known_contents.common_prefix_len(head);
+        let described = self.describe(head, head.len(), common_bytes, described);
+        let mut sink: Vec<Piece> = described.iter().map(KeptPiece::piece).collect();
         sink.extend_from_slice(&ending.tail);
         self.observe_sink(&sink, &ending.ended, world, restart)
-    }
-
-    /// The first `len_bytes` of `file` as the length they share with the known file at its
-    /// start (compared by shared chunks) and a copy of the rest: pieces of a point's sink
-    /// that cost what it wrote of its own.
-    pub(super) fn split_known(&self, file: &Contents, len_bytes: usize) -> (usize, Vec<u8>) {
-        self.split_known_at(file, len_bytes, self.known_contents.common_prefix_len(file))
-    }
-
-    /// [`Forks::split_known`] of a file whose first `common_bytes` are the known file's
-    /// (measured already).
-    pub(super) fn split_known_at(
-        &self,
-        file: &Contents,
-        len_bytes: usize,
-        common_bytes: usize,
-    ) -> (usize, Vec<u8>) {
-        assert!(len_bytes <= file.len());
-        assert!(common_bytes <= file.len());
-        let known_len_bytes = common_bytes.min(len_bytes);
-        (known_len_bytes, file.copy_range(known_len_bytes..len_bytes))
     }
 
     /// [`Forks::observe`] of a run whose sink file is made of `sink`, and which ended as

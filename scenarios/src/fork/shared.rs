@@ -47,6 +47,7 @@
 
 use super::ahead::Ahead;
 use super::cursor::FirstFaults;
+use super::described::DescribedFile;
 use super::restart::{RestartCandidate, RestartClass};
 use super::sibling::PowerLossRestart;
 use crate::observation::FinalState;
@@ -245,6 +246,8 @@ pub struct SharedFutures {
     /// The run of the last power-loss point at its restart, kept for the points of the same
     /// power loss in other crash states (`fork/sibling.rs`).
     power_loss_restart: RefCell<Option<PowerLossRestart>>,
+    /// The last sink file a point's observation described (`fork/described.rs`).
+    described: RefCell<DescribedFile>,
     /// The power-loss classes of the last step a single-fault class point crashed at: the
     /// points at one step reach it with the same disk (forked from one fault-free run).
     pub classes_memo: keel_sim::ClassesMemo,
@@ -263,6 +266,11 @@ impl SharedFutures {
     /// The run of the last depth-2 point's first fault, kept for the next point.
     pub fn first_faults(&self) -> &RefCell<Option<FirstFaults>> {
         &self.first_faults
+    }
+
+    /// The last sink file described, kept for the next point's.
+    pub(super) fn described(&self) -> &RefCell<DescribedFile> {
+        &self.described
     }
 
     /// The run of the last power-loss point at its restart, kept for its siblings.

@@ -227,7 +227,13 @@ impl Forks {
                     }
                     _ => unreachable!("kept just after the power loss"),
                 }
-                let observation = Rc::new(self.restarted(world, &incarnations, &candidate, &class));
+                let observation = Rc::new(self.restarted(
+                    world,
+                    &incarnations,
+                    &candidate,
+                    &class,
+                    Some(shared.described()),
+                ));
                 if kept.observed.len() == SIBLING_OBSERVATIONS_MAX {
                     kept.observed.remove(0);
                 }

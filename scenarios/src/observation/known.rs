@@ -2,11 +2,11 @@
 //! prefix and a suffix of lines with it, is read as a splice of its records around the lines
 //! in between (`records.rs`): the view `observe_file` reads from the whole file.
 
-use super::records::{KnownRecords, Middle, Records, Splice};
+use super::records::{KnownRecords, Records, Segment, Splice};
 use super::{read_file, ViewObservation};
 use keel_engine::Record;
 use keel_sim::Contents;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// A file sink's bytes (a fault-free run's) read once, line by line, so that a file sharing a
 /// line-aligned prefix and suffix with them (a forked point's) is read from these lines and
@@ -31,6 +31,9 @@ pub struct KnownSink {
     records_before: Vec<usize>,
     /// The whole records, in order.
     records: Arc<KnownRecords>,
+    /// Each line ending with a '\n' as (its [`line_hash`], its number), sorted:
+    /// made the first time a line is looked up by its bytes ([`KnownSink::line_start_of`]).
+    line_index: OnceLock<Vec<(u64, u32)>>,
 }
 
 impl KnownSink {
@@ -84,6 +87,7 @@ impl KnownSink {
             lines,
             records_before,
             records: Arc::new(KnownRecords::new(records)),
+            line_index: OnceLock::new(),
         }
     }
 
@@ -113,6 +117,42 @@ impl KnownSink {
     /// line start over whole lines.
     pub fn whole_lines_count(&self, range: std::ops::Range<usize>) -> Option<usize> {
         self.whole_lines(range).map(|lines| lines.len())
+    }
+
+    /// Where the first of the file's lines whose bytes are `line` starts (`line` ending with
+    /// its '\n': one whole line).
+    pub fn line_start_of(&self, line: &[u8]) -> Option<usize> {
+        assert_eq!(line.iter().position(|&b| b == b'\n'), Some(line.len() - 1));
+        let index = self.line_index.get_or_init(|| {
+            let mut index = Vec::with_capacity(self.lines.len());
+            for (i, &(end, _)) in self.lines.iter().enumerate() {
+                let start = self.start(i);
+                if end > start && self.bytes.byte_at(end - 1) == b'\n' {
+                    let bytes = self.bytes.copy_range(start..end);
+                    index.push((line_hash(&bytes), small_line(i)));
+                }
+            }
+            index.sort_unstable();
+            index
+        });
+        let hash = line_hash(line);
+        let first = index.partition_point(|&(h, _)| h < hash);
+        index[first..]
+            .iter()
+            .take_while(|&&(h, _)| h == hash)
+            .map(|&(_, i)| self.start(i as usize))
+            .find(|&start| self.bytes.holds_at(start, line))
+    }
+
+    /// Whether the file holds `bytes` at `at` (false where it is too short).
+    pub fn holds_at(&self, at: usize, bytes: &[u8]) -> bool {
+        self.bytes.holds_at(at, bytes)
+    }
+
+    /// Where the line that holds the byte at `at` starts (the file's length for `at` at or
+    /// past its end, once its last line ends with a '\n').
+    pub fn line_start_within(&self, at: usize) -> usize {
+        self.start(self.lines.partition_point(|&(end, _)| end <= at))
     }
 
     /// Where line `i` starts.
@@ -166,21 +206,7 @@ impl KnownSink {
         }
         let middle_end = bytes.len - (known.len() - self.start(suffix_from));
         assert!(prefix_bytes <= middle_end && prefix_bytes <= self.start(suffix_from));
-        // A middle that is a run of the known file's whole lines has their records; any other
-        // is parsed.
-        let (middle, middle_corrupt_lines) = match bytes
-            .known_run(prefix_bytes..middle_end)
-            .and_then(|run| self.whole_lines(run))
-        {
-            Some(lines) => (
-                Middle::Known(self.records_before[lines.start]..self.records_before[lines.end]),
-                self.corrupt_in(lines),
-            ),
-            None => {
-                let middle = read_file(Some(&bytes.copy(prefix_bytes..middle_end)));
-                (Middle::Own(middle.records), middle.corrupt_lines)
-            }
-        };
+        let (middle, middle_corrupt_lines) = self.middle_of(&bytes, prefix_bytes..middle_end);
         ViewObservation {
             records: Records::Spliced(Splice {
                 known: Arc::clone(&self.records),
@@ -194,6 +220,87 @@ impl KnownSink {
             ..ViewObservation::default()
         }
     }
+
+    /// The records and the count of corrupt lines of the file's bytes `range` (from a line
+    /// start): a piece of the known file's whole lines, at a line start, has their records;
+    /// the bytes in between are parsed, cut at line starts only.
+    fn middle_of(&self, bytes: &Laid, range: std::ops::Range<usize>) -> (Vec<Segment>, u64) {
+        let mut segments = Vec::new();
+        let mut corrupt_lines = 0;
+        // Bytes of its own not read yet: whole lines but maybe the last.
+        let mut own: Vec<u8> = Vec::new();
+        let read_own = |own: &mut Vec<u8>, segments: &mut Vec<Segment>, corrupt_lines: &mut u64| {
+            if !own.is_empty() {
+                let read = read_file(Some(own));
+                *corrupt_lines += read.corrupt_lines;
+                if !read.records.is_empty() {
+                    segments.push(Segment::Own(read.records));
+                }
+                own.clear();
+            }
+        };
+        for &(start, len, run) in &bytes.pieces {
+            let (lo, hi) = (range.start.max(start), range.end.min(start + len));
+            if lo >= hi {
+                continue;
+            }
+            let from = match run {
+                Run::Own(run) => {
+                    own.extend_from_slice(&run[lo - start..hi - start]);
+                    continue;
+                }
+                Run::Known(from) => from,
+            };
+            let (mut known_lo, known_hi) = (from + lo - start, from + hi - start);
+            if own.last().is_some_and(|&last| last != b'\n') {
+                // A line of its own runs into the piece: up to the '\n' that ends it.
+                let line = self.lines.partition_point(|&(end, _)| end <= known_lo);
+                let end = self.lines[line].0.min(known_hi);
+                own.extend(self.bytes.copy_range(known_lo..end));
+                known_lo = end;
+            }
+            // The piece's whole lines (each ending with its '\n'), if it starts at a line
+            // start of the known file.
+            let first = self.lines.partition_point(|&(end, _)| end <= known_lo);
+            let mut end = self.lines.partition_point(|&(end, _)| end <= known_hi);
+            if end == self.lines.len() && self.bytes.last().is_some_and(|last| last != b'\n') {
+                end -= 1;
+            }
+            if self.start(first) == known_lo && first < end {
+                read_own(&mut own, &mut segments, &mut corrupt_lines);
+                let records = self.records_before[first]..self.records_before[end];
+                corrupt_lines += self.corrupt_in(first..end);
+                match segments.last_mut() {
+                    Some(Segment::Known(last)) if last.end == records.start => {
+                        last.end = records.end
+                    }
+                    _ => segments.push(Segment::Known(records)),
+                }
+                known_lo = self.start(end);
+            }
+            own.extend(self.bytes.copy_range(known_lo..known_hi));
+        }
+        read_own(&mut own, &mut segments, &mut corrupt_lines);
+        (segments, corrupt_lines)
+    }
+}
+
+/// A hash of a line's bytes to look it up by, eight bytes at a time (FxHash's step): only
+/// candidates it finds are compared, so it decides nothing but speed, and no output.
+fn line_hash(bytes: &[u8]) -> u64 {
+    const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+    let mut hash = bytes.len() as u64;
+    for word in bytes.chunks(8) {
+        let mut padded = [0u8; 8];
+        padded[..word.len()].copy_from_slice(word);
+        hash = (hash.rotate_left(5) ^ u64::from_le_bytes(padded)).wrapping_mul(SEED);
+    }
+    hash
+}
+
+/// `i` as a line number in the index of a file of fewer than 2^32 lines.
+fn small_line(i: usize) -> u32 {
+    u32::try_from(i).expect("a known file holds fewer than 2^32 lines")
 }
 
 /// A run of a file's bytes: the known file's bytes `from..to`, or bytes of its own.
@@ -328,20 +435,6 @@ impl<'a> Laid<'a> {
         same
     }
 
-    /// Where the file's bytes `range` lie in the known file, if one piece of the known
-    /// file's bytes holds them all.
-    fn known_run(&self, range: std::ops::Range<usize>) -> Option<std::ops::Range<usize>> {
-        let i = self
-            .pieces
-            .partition_point(|&(start, _, _)| start <= range.start)
-            .checked_sub(1)?;
-        let (start, len, run) = self.pieces[i];
-        let Run::Known(at) = run else {
-            return None;
-        };
-        (range.end <= start + len).then(|| at + (range.start - start)..at + (range.end - start))
-    }
-
     fn byte_at(&self, at: usize) -> u8 {
         let i = self.pieces.partition_point(|&(start, _, _)| start <= at) - 1;
         let (start, _, run) = self.pieces[i];
@@ -351,12 +444,12 @@ impl<'a> Laid<'a> {
         }
     }
 
-    /// The file's bytes `range`, made.
+    /// The file's bytes `range`, made (for the tests: the file the pieces stand for).
+    #[cfg(test)]
     fn copy(&self, range: std::ops::Range<usize>) -> Vec<u8> {
         let mut out = Vec::with_capacity(range.len());
         for &(start, len, run) in &self.pieces {
-            let end = start + len;
-            let (lo, hi) = (range.start.max(start), range.end.min(end));
+            let (lo, hi) = (range.start.max(start), range.end.min(start + len));
             if lo < hi {
                 match run {
                     Run::Known(from) => {
@@ -400,7 +493,7 @@ fn lines_of(bytes: &Contents) -> impl Iterator<Item = Vec<u8>> + '_ {
 }
 
 /// How many bytes `a` and `b` begin with alike (compared a block at a time).
-fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
+pub(crate) fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
     const BLOCK_BYTES: usize = 256;
     let len = a.len().min(b.len());
     let mut same = 0;
@@ -509,6 +602,17 @@ mod tests {
                     for pieces in ways {
                         assert_eq!(sink.observe_pieces(pieces), whole, "{pieces:?}");
                     }
+                    // The insert and the known file's run again after the file (a second
+                    // replay): a middle of several pieces, the run inside it.
+                    let mut twice = bytes.clone();
+                    twice.extend_from_slice(insert);
+                    twice.extend_from_slice(&known[from..]);
+                    let pieces = [known_cut, own, known_rest, own, known_rest];
+                    assert_eq!(
+                        sink.observe_pieces(&pieces),
+                        observe_file(Some(&twice)),
+                        "{pieces:?}"
+                    );
                     files += 1;
                 }
             }

@@ -1,7 +1,7 @@
 //! A consumer view's records as one value: a list of its own, or a splice of a known file's
-//! records (a fault-free run's) around a few of its own. A forked point's view is a splice,
-//! so building, judging (`verdict/splice.rs`) and digesting it cost what differs from the
-//! fault-free run, not the whole file.
+//! records (a fault-free run's) around a middle of records of its own and runs of the known
+//! file's. A forked point's view is a splice, so building, judging (`verdict/splice.rs`) and
+//! digesting it cost what differs from the fault-free run, not the whole file.
 
 use keel_engine::Record;
 use keel_sim::{Decimal, Fingerprint};
@@ -14,44 +14,71 @@ pub enum Records {
     Spliced(Splice),
 }
 
-/// `known[..head]`, then `middle`, then `known[tail_from..]`.
+/// `known[..head]`, then the middle's segments in order, then `known[tail_from..]`.
 #[derive(Clone)]
 pub struct Splice {
     pub known: Arc<KnownRecords>,
     pub head: usize,
-    pub middle: Middle,
+    pub middle: Vec<Segment>,
     pub tail_from: usize,
 }
 
-/// A splice's middle: records of its own, or a run of the known file's records (a point's
-/// file that holds a run of the fault-free file twice, as an append sink's replay writes it,
-/// is read and hashed without parsing or hashing that run again).
+/// A segment of a splice's middle: records of its own, or a run of the known file's records
+/// (a point's file that holds runs of the fault-free file again, as an append sink's replays
+/// write them, is read and hashed without parsing or hashing those runs again).
 #[derive(Clone, Debug)]
-pub enum Middle {
+pub enum Segment {
     Own(Vec<Record>),
     Known(std::ops::Range<usize>),
 }
 
-/// For the tests of splices: each of `middles` as a middle of its own, then every run of a
-/// known file of `known_len` records as the middle.
+impl Segment {
+    /// The segment's records, `known`'s where it is a run of them.
+    pub fn records<'a>(&'a self, known: &'a KnownRecords) -> &'a [Record] {
+        match self {
+            Segment::Own(records) => records,
+            Segment::Known(run) => &known.records[run.clone()],
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Segment::Own(records) => records.len(),
+            Segment::Known(run) => run.len(),
+        }
+    }
+}
+
+/// For the tests of splices: each of `middles` as a middle of its own, every run of a known
+/// file of `known_len` records as the middle, and middles of several segments (two runs of
+/// it, a run and a middle of its own).
 #[cfg(test)]
-pub fn own_and_known_middles(known_len: usize, middles: &[Vec<Record>]) -> Vec<Middle> {
-    let runs = (0..=known_len).flat_map(|from| (from..=known_len).map(move |to| from..to));
-    middles
-        .iter()
-        .cloned()
-        .map(Middle::Own)
-        .chain(runs.map(Middle::Known))
-        .collect()
+pub fn own_and_known_middles(known_len: usize, middles: &[Vec<Record>]) -> Vec<Vec<Segment>> {
+    let runs = || (0..=known_len).flat_map(|from| (from..=known_len).map(move |to| from..to));
+    let own = middles.iter().cloned().map(|m| vec![Segment::Own(m)]);
+    let known = runs().map(|run| vec![Segment::Known(run)]);
+    let two_runs = runs().flat_map(move |a| {
+        runs()
+            .filter(|b| b.len() <= 2)
+            .map(move |b| vec![Segment::Known(a.clone()), Segment::Known(b)])
+    });
+    let mixed = middles.iter().take(2).flat_map(move |m| {
+        runs().map(move |run| vec![Segment::Known(run), Segment::Own(m.clone())])
+    });
+    own.chain(known).chain(two_runs).chain(mixed).collect()
 }
 
 impl Splice {
-    /// The middle's records.
-    pub fn middle(&self) -> &[Record] {
-        match &self.middle {
-            Middle::Own(records) => records,
-            Middle::Known(run) => &self.known.records[run.clone()],
-        }
+    /// How many records the middle holds.
+    pub fn middle_len(&self) -> usize {
+        self.middle.iter().map(Segment::len).sum()
+    }
+
+    /// The middle's records, in order.
+    pub fn middle_records(&self) -> impl Iterator<Item = &Record> + Clone {
+        self.middle
+            .iter()
+            .flat_map(|segment| segment.records(&self.known))
     }
 
     /// Where the record at `known_at` of the known file (kept: before `head` or from
@@ -61,8 +88,21 @@ impl Splice {
         if known_at < self.head {
             known_at
         } else {
-            known_at - self.tail_from + self.head + self.middle().len()
+            known_at - self.tail_from + self.head + self.middle_len()
         }
+    }
+
+    /// The middle's record at `at`.
+    fn middle_get(&self, mut at: usize) -> Option<&Record> {
+        // Bounded: one round a segment.
+        for segment in &self.middle {
+            let records = segment.records(&self.known);
+            if at < records.len() {
+                return Some(&records[at]);
+            }
+            at -= records.len();
+        }
+        None
     }
 }
 
@@ -82,9 +122,7 @@ impl Records {
     pub fn len(&self) -> usize {
         match self {
             Records::Own(records) => records.len(),
-            Records::Spliced(s) => {
-                s.head + s.middle().len() + (s.known.records.len() - s.tail_from)
-            }
+            Records::Spliced(s) => s.head + s.middle_len() + (s.known.records.len() - s.tail_from),
         }
     }
 
@@ -94,15 +132,17 @@ impl Records {
 
     /// The records in sink order.
     pub fn iter(&self) -> impl Iterator<Item = &Record> + Clone {
-        let (own, head, middle, tail): (&[Record], &[Record], &[Record], &[Record]) = match self {
-            Records::Own(records) => (records, &[], &[], &[]),
-            Records::Spliced(s) => (
-                &[],
-                &s.known.records[..s.head],
-                s.middle(),
-                &s.known.records[s.tail_from..],
-            ),
-        };
+        let (own, head, splice, tail): (&[Record], &[Record], Option<&Splice>, &[Record]) =
+            match self {
+                Records::Own(records) => (records, &[], None, &[]),
+                Records::Spliced(s) => (
+                    &[],
+                    &s.known.records[..s.head],
+                    Some(s),
+                    &s.known.records[s.tail_from..],
+                ),
+            };
+        let middle = splice.into_iter().flat_map(Splice::middle_records);
         own.iter().chain(head).chain(middle).chain(tail)
     }
 
@@ -113,12 +153,12 @@ impl Records {
             Records::Spliced(s) => {
                 if at < s.head {
                     s.known.records.get(at)
-                } else if at < s.head + s.middle().len() {
-                    s.middle().get(at - s.head)
+                } else if at < s.head + s.middle_len() {
+                    s.middle_get(at - s.head)
                 } else {
                     s.known
                         .records
-                        .get(at - s.head - s.middle().len() + s.tail_from)
+                        .get(at - s.head - s.middle_len() + s.tail_from)
                 }
             }
         }
@@ -129,18 +169,20 @@ impl Records {
     }
 
     /// The records' sequence hash: of a splice, from the known file's prefix hashes and the
-    /// middle's records alone.
+    /// middle's own records alone.
     pub fn hash(&self) -> SequenceHash {
         match self {
             Records::Own(records) => SequenceHash::of(records),
-            Records::Spliced(s) => s
-                .known
-                .range_hash(0..s.head)
-                .then(match &s.middle {
-                    Middle::Own(records) => SequenceHash::of(records),
-                    Middle::Known(run) => s.known.range_hash(run.clone()),
-                })
-                .then(s.known.range_hash(s.tail_from..s.known.records.len())),
+            Records::Spliced(s) => {
+                let head = s.known.range_hash(0..s.head);
+                let middle = s.middle.iter().fold(head, |hash, segment| {
+                    hash.then(match segment {
+                        Segment::Own(records) => SequenceHash::of(records),
+                        Segment::Known(run) => s.known.range_hash(run.clone()),
+                    })
+                });
+                middle.then(s.known.range_hash(s.tail_from..s.known.records.len()))
+            }
         }
     }
 }
@@ -364,7 +406,7 @@ mod tests {
                         tail_from,
                     };
                     let mut whole = known[..head].to_vec();
-                    whole.extend(splice.middle().iter().cloned());
+                    whole.extend(splice.middle_records().cloned());
                     whole.extend(known[tail_from..].iter().cloned());
                     let spliced = Records::Spliced(splice);
                     let own = Records::Own(whole.clone());
@@ -394,9 +436,11 @@ mod tests {
             vec![known[0].clone(), known[0].clone()],
             vec![record("x", 7, -1), known[5].clone(), record("é\"", 1, 2)],
         ];
-        // 28 (head, tail) pairs, each with 4 middles of its own and 28 runs of the known file.
-        assert_eq!(check(&known, &middles), 28 * (4 + 28));
-        assert_eq!(check(&[], &middles), 4 + 1);
+        // 28 (head, tail) pairs, each with 4 middles of its own, 28 runs of the known file,
+        // 28 × 18 pairs of runs (the second at most 2 long) and 2 × 28 runs with a middle of
+        // its own after.
+        assert_eq!(check(&known, &middles), 28 * (4 + 28 + 28 * 18 + 2 * 28));
+        assert_eq!(check(&[], &middles), 4 + 1 + 1 + 2);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use super::identity::{
     content, earlier, slot, slot_tally, stale_windows, Content, Judged, ReferenceTallies, Slot,
     Tally,
 };
-use crate::observation::records::{Middle, Splice};
+use crate::observation::records::{Segment, Splice};
 use keel_engine::{KeyScheme, Record};
 use std::collections::BTreeMap;
 
@@ -21,8 +21,8 @@ pub(super) struct Base {
     slots: Vec<BaseSlot>,
     /// Each slot, by number (sorted: found by a binary search).
     slot_keys: Vec<Slot>,
-    /// Each known record's slot number: a splice's known records, and its middle when that
-    /// is a run of them, are sorted into slots without making or comparing a slot.
+    /// Each known record's slot number: a splice's known records, and its middle's runs of
+    /// them, are sorted into slots without making or comparing a slot.
     slot_of: Vec<u32>,
     /// Every slot's contents, slot after slot (each slot's sorted by content), with the end
     /// of each content's places in `places` (they start where the previous content's end).
@@ -73,6 +73,39 @@ fn stale(last: Option<i128>, want: Option<&i128>) -> u64 {
         (Some(last), Some(&want)) if last == want => 0,
         _ => 1,
     }
+}
+
+/// How many records `splice` holds, if it is nothing but runs of its known file, each
+/// starting at or before the end of the one before it, the first at the known file's start
+/// and the last at its end (empty runs left out): then it holds every known record at least
+/// once, and a window's last record in it is the known file's last of that window.
+fn chain_copies(splice: &Splice) -> Option<u64> {
+    let known_len = splice.known.records.len();
+    let mut middle_runs = Vec::with_capacity(splice.middle.len());
+    for segment in &splice.middle {
+        match segment {
+            Segment::Known(run) => middle_runs.push(run.clone()),
+            Segment::Own(records) if records.is_empty() => {}
+            Segment::Own(_) => return None,
+        }
+    }
+    let runs = std::iter::once(0..splice.head)
+        .chain(middle_runs)
+        .chain(std::iter::once(splice.tail_from..known_len));
+    let mut end_before: Option<usize> = None;
+    let mut copies = 0;
+    for run in runs.filter(|run| !run.is_empty()) {
+        let joined = match end_before {
+            None => run.start == 0,
+            Some(end) => run.start <= end,
+        };
+        if !joined {
+            return None;
+        }
+        end_before = Some(run.end);
+        copies += run.len() as u64;
+    }
+    (end_before.unwrap_or(0) == known_len).then_some(copies)
 }
 
 impl Base {
@@ -217,17 +250,18 @@ impl Base {
         let (head, tail_from) = (splice.head, splice.tail_from);
         assert!(head <= tail_from);
         assert!(tail_from <= known.len());
-        if let Middle::Known(run) = &splice.middle {
-            if head == tail_from && run.end == head && self.is_exact() {
-                // A run of the known file written again just after its own end, nothing
-                // replaced (an append sink's replay), over a file that holds every slot's
-                // reference copies exactly: each of its records is one more copy of a
-                // content its slot wants no more of, a duplicate. A window's last value
-                // stays the known file's: its last record lies in the tail, or, before the
-                // run's end, in the run if the window has a record there (written again
-                // last), else in the head.
+        if self.is_exact() {
+            if let Some(copies) = chain_copies(splice) {
+                // The view is runs of the known file, each starting at or before the end of
+                // the one before, the first at its start and the last at its end (an append
+                // sink's replays), over a file that holds every slot's reference copies
+                // exactly: each record beyond the known file's own is one more copy of a
+                // content its slot wants no more of, a duplicate. A window's last value stays
+                // the known file's: the last run that holds one of the window's records holds
+                // its last one too (else the next run, starting at or before that run's end,
+                // would hold it, up to the last run, which ends at the file's end).
                 let mut tally = self.tally;
-                tally.duplicates += run.len() as u64;
+                tally.duplicates += copies - known.len() as u64;
                 return Judged {
                     tally,
                     first_wrong_at: None,
@@ -235,41 +269,43 @@ impl Base {
                 };
             }
         }
-        // Every slot the splice touches, with its view's copies of each content and the
-        // place of the first: the middle's first, then the known copies it kept.
         // Every slot the splice touches (its replaced run's, with no copy: `None`, and its
         // middle's), with the middle's copies and their places: sorted, so each slot is one
         // run, and within it each content's copies, the first first. Sorted lists, not maps:
         // a point judges a few hundred records, and a map's nodes cost more than the sort.
-        let middle = splice.middle();
+        let middle: Vec<&Record> = splice.middle_records().collect();
         let mut entries: Vec<(Touched, Option<Content>, usize)> =
             Vec::with_capacity(tail_from - head + middle.len());
         entries.extend(
             (head..tail_from).map(|at| (Touched::Known(self.slot_of[at] as usize), None, 0)),
         );
-        match &splice.middle {
-            Middle::Known(run) => entries.extend(
-                (self.slot_of[run.clone()].iter().zip(middle).enumerate()).map(
-                    |(i, (&number, record))| {
-                        (
-                            Touched::Known(number as usize),
-                            Some(content(record)),
-                            head + i,
-                        )
-                    },
+        let mut place = head;
+        for segment in &splice.middle {
+            match segment {
+                Segment::Known(run) => entries.extend(
+                    (self.slot_of[run.clone()].iter().zip(&known[run.clone()])).map(
+                        |(&number, record)| {
+                            place += 1;
+                            (
+                                Touched::Known(number as usize),
+                                Some(content(record)),
+                                place - 1,
+                            )
+                        },
+                    ),
                 ),
-            ),
-            Middle::Own(records) => {
-                entries.extend(records.iter().enumerate().map(|(i, record)| {
+                Segment::Own(records) => entries.extend(records.iter().map(|record| {
                     let slot = slot(record, key);
                     let touched = match self.slot_keys.binary_search(&slot) {
                         Ok(number) => Touched::Known(number),
                         Err(_) => Touched::New(slot),
                     };
-                    (touched, Some(content(record)), head + i)
-                }))
+                    place += 1;
+                    (touched, Some(content(record)), place - 1)
+                })),
             }
         }
+        assert_eq!(place, head + middle.len());
         entries.sort_unstable();
         let mut touched_known: Vec<usize> = Vec::new();
         let mut tally = self.tally;
@@ -385,7 +421,7 @@ impl Base {
 mod tests {
     use super::super::identity::judge_records;
     use super::super::Reference;
-    use crate::observation::records::{own_and_known_middles, KnownRecords, Splice};
+    use crate::observation::records::{own_and_known_middles, KnownRecords, Segment, Splice};
     use keel_engine::{KeyScheme, Record, RecordKind};
     use std::sync::Arc;
 
@@ -420,7 +456,7 @@ mod tests {
                             tail_from,
                         };
                         let mut whole = known[..head].to_vec();
-                        whole.extend(splice.middle().iter().cloned());
+                        whole.extend(splice.middle_records().cloned());
                         whole.extend(known[tail_from..].iter().cloned());
                         assert_eq!(
                             base.judge(tallies, key, &splice),
@@ -468,11 +504,61 @@ mod tests {
             // Another copy of the known file's wrong record: its first place moves.
             vec![rec("25:20", 20, 999, LateUpdate)],
         ];
-        // Both key schemes, 28 (head, tail) pairs, 7 middles of their own and 28 runs.
-        assert_eq!(check(&reference, &known, &middles), 2 * 28 * (7 + 28));
-        assert_eq!(check(&reference, &[], &middles), 2 * (7 + 1));
-        // The reference's own records (a fault-free run's file): a run of them written again
-        // just after its end is judged without its slots (`Base::is_exact`).
-        assert_eq!(check(&reference, &chapter, &middles), 2 * 21 * (7 + 21));
+        // Both key schemes, 28 (head, tail) pairs, 7 middles of their own, 28 runs, 28 × 18
+        // pairs of runs and 2 × 28 runs with a middle of its own after.
+        assert_eq!(
+            check(&reference, &known, &middles),
+            2 * 28 * (7 + 28 + 28 * 18 + 2 * 28)
+        );
+        assert_eq!(check(&reference, &[], &middles), 2 * (7 + 1 + 1 + 2));
+        // The reference's own records (a fault-free run's file): runs of them written again,
+        // each from at or before the end of the one before, are judged without their slots
+        // (`Base::is_exact`, `chain_copies`).
+        assert_eq!(
+            check(&reference, &chapter, &middles),
+            2 * 21 * (7 + 21 + 21 * 15 + 2 * 21)
+        );
+    }
+
+    /// Which splices are chains of runs of the known file, and how many records they hold.
+    #[test]
+    fn a_chain_is_runs_that_overlap_or_touch_from_start_to_end() {
+        let known: Vec<Record> = (0..5)
+            .map(|i| rec(&format!("{i}:10"), 10, i.into(), RecordKind::Fire))
+            .collect();
+        let shared = Arc::new(KnownRecords::new(known.into()));
+        // Runs as (from, to).
+        let chain = |head: usize, runs: &[(usize, usize)], tail_from: usize| {
+            super::chain_copies(&Splice {
+                known: Arc::clone(&shared),
+                head,
+                middle: runs
+                    .iter()
+                    .map(|&(from, to)| Segment::Known(from..to))
+                    .collect(),
+                tail_from,
+            })
+        };
+        // The fault-free file, and a replay of 1..3 after 0..3.
+        assert_eq!(chain(5, &[], 5), Some(5));
+        assert_eq!(chain(3, &[(1, 3)], 3), Some(7));
+        // Two replays (a second crash after the first), one going back before the first.
+        assert_eq!(chain(3, &[(1, 4), (0, 2)], 2), Some(3 + 3 + 2 + 3));
+        // A gap (2..3 never written), a run starting past the one before, a missing end, a
+        // missing start, and an empty run left out.
+        assert_eq!(chain(2, &[(3, 5)], 5), None);
+        assert_eq!(chain(3, &[(1, 2), (3, 4)], 4), None);
+        assert_eq!(chain(3, &[(1, 4)], 5), None);
+        assert_eq!(chain(0, &[(1, 5)], 5), None);
+        assert_eq!(chain(3, &[(1, 4)], 4), Some(3 + 3 + 1));
+        assert_eq!(chain(3, &[(2, 2), (3, 5)], 5), Some(3 + 2));
+        // A middle of its own is not a chain.
+        let own = Splice {
+            known: Arc::clone(&shared),
+            head: 5,
+            middle: vec![Segment::Own(vec![rec("x", 1, 1, RecordKind::Fire)])],
+            tail_from: 5,
+        };
+        assert_eq!(super::chain_copies(&own), None);
     }
 }
