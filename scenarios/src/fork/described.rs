@@ -13,7 +13,7 @@
 
 use super::restart::KeptPiece;
 use super::Forks;
-use crate::observation::common_prefix_len;
+use crate::observation::{common_prefix_len, KnownSink, Piece};
 use keel_engine::sink::readable_prefix_len_bytes;
 use keel_sim::Contents;
 use std::cell::RefCell;
@@ -59,6 +59,10 @@ impl Forks {
                 .common_prefix_len(file)
                 .min(last.len_bytes)
                 .min(len_bytes);
+            // From the start of the line the two differ in, as below.
+            let shared = file
+                .last_index_of(b'\n', shared)
+                .map_or(0, |newline| newline + 1);
             if shared > at {
                 pieces = cut(&last.pieces, shared);
                 at = shared;
@@ -87,17 +91,7 @@ impl Forks {
                 line.extend_from_slice(&run[..take]);
             }
             at += line.len();
-            let start = (line.last() == Some(&b'\n'))
-                .then(|| known.line_start_of(&line))
-                .flatten();
-            match (start, pieces.last_mut()) {
-                (Some(from), _) => pieces.push(KeptPiece::Known {
-                    from,
-                    to: from + line.len(),
-                }),
-                (None, Some(KeptPiece::Own(own))) => own.extend_from_slice(&line),
-                (None, _) => pieces.push(KeptPiece::Own(line.clone())),
-            }
+            push_line(known, &mut pieces, &line);
         }
         if let Some(memo) = memo {
             *memo.borrow_mut() = DescribedFile {
@@ -107,6 +101,31 @@ impl Forks {
             };
         }
         pieces
+    }
+
+    /// `described` (a point's file up to where it stopped) followed by `rest` (what a run
+    /// that stood for it appended), with the bytes of its own in `rest` described as
+    /// [`Forks::describe`] describes a file: a restart class's run appended its replay as
+    /// bytes of its own, which are the known file's lines again.
+    pub(super) fn described_with(
+        &self,
+        mut described: Vec<KeptPiece>,
+        rest: &[Piece],
+    ) -> Vec<KeptPiece> {
+        let Some(known) = self.known.as_deref() else {
+            described.extend(rest.iter().map(KeptPiece::of));
+            return described;
+        };
+        for piece in rest {
+            match *piece {
+                Piece::Known { from, to } => match described.last_mut() {
+                    Some(KeptPiece::Known { to: end, .. }) if *end == from => *end = to,
+                    _ => described.push(KeptPiece::Known { from, to }),
+                },
+                Piece::Own(bytes) => push_described(known, &mut described, bytes),
+            }
+        }
+        described
     }
 
     /// The length of the longest prefix of `file` made of whole record lines (what the
@@ -129,6 +148,58 @@ impl Forks {
         let readable_bytes = whole_bytes + readable_prefix_len_bytes(&rest);
         debug_assert_eq!(readable_bytes, readable_prefix_len_bytes(&file.to_vec()));
         readable_bytes
+    }
+}
+
+/// Appends `bytes` to the file `pieces` describe, described: as long as they run along the
+/// known file from where the last piece's run of it ends, that run grows to the end of a
+/// known line; a whole line after is looked up in the known file (a run starts there), or
+/// is its own.
+fn push_described(known: &KnownSink, pieces: &mut Vec<KeptPiece>, mut bytes: &[u8]) {
+    // Bounded: every round takes at least one byte.
+    while !bytes.is_empty() {
+        if let Some(KeptPiece::Known { to, .. }) = pieces.last_mut() {
+            let mut same = 0;
+            // Bounded: every round compares at least a byte, or stops.
+            while same < bytes.len() {
+                let theirs = known.bytes().run_from(*to + same, bytes.len() - same);
+                if theirs.is_empty() {
+                    break;
+                }
+                let n = common_prefix_len(&bytes[same..same + theirs.len()], theirs);
+                same += n;
+                if n < theirs.len() {
+                    break;
+                }
+            }
+            let end = known.line_start_within(*to + same);
+            if end > *to {
+                bytes = &bytes[end - *to..];
+                *to = end;
+                continue;
+            }
+        }
+        let line_len = memchr::memchr(b'\n', bytes).map_or(bytes.len(), |i| i + 1);
+        let (line, rest) = bytes.split_at(line_len);
+        bytes = rest;
+        push_line(known, pieces, line);
+    }
+}
+
+/// Appends one line (a last one may lack its '\n') that does not continue the last piece's
+/// run of the known file: a run starts where the known file has the same whole line, or it
+/// is bytes of its own.
+fn push_line(known: &KnownSink, pieces: &mut Vec<KeptPiece>, line: &[u8]) {
+    let start = (line.last() == Some(&b'\n'))
+        .then(|| known.line_start_of(line))
+        .flatten();
+    match (start, pieces.last_mut()) {
+        (Some(from), _) => pieces.push(KeptPiece::Known {
+            from,
+            to: from + line.len(),
+        }),
+        (None, Some(KeptPiece::Own(own))) => own.extend_from_slice(line),
+        (None, _) => pieces.push(KeptPiece::Own(line.to_vec())),
     }
 }
 
@@ -172,4 +243,77 @@ fn cut(pieces: &[KeptPiece], len_bytes: usize) -> Vec<KeptPiece> {
     }
     assert_eq!(left, 0, "the pieces hold the bytes cut");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Six record lines, the known file.
+    fn known_lines() -> Vec<Vec<u8>> {
+        (0..6)
+            .map(|i| format!("{{\"key\": \"{i}:10\", \"window_end\": 10, \"sum\": {i}, \"watermark\": 9, \"kind\": \"fire\"}}\n").into_bytes())
+            .collect()
+    }
+
+    /// Where line `i` of `lines` starts.
+    fn start(lines: &[Vec<u8>], i: usize) -> usize {
+        lines[..i].iter().map(Vec::len).sum()
+    }
+
+    /// `bytes` appended to `pieces`, described against `lines` (as `(from, to)` for a known
+    /// run, the bytes for its own), checked to hold exactly `bytes` after `pieces`.
+    fn check(
+        lines: &[Vec<u8>],
+        mut pieces: Vec<KeptPiece>,
+        bytes: &[u8],
+    ) -> Vec<Result<(usize, usize), Vec<u8>>> {
+        let known_bytes: Vec<u8> = lines.concat();
+        let known = KnownSink::new(Contents::from(&known_bytes[..]));
+        let before = pieces.len();
+        let mut made: Vec<u8> = Vec::new();
+        push_described(&known, &mut pieces, bytes);
+        for piece in &pieces {
+            match piece {
+                KeptPiece::Known { from, to } => made.extend_from_slice(&known_bytes[*from..*to]),
+                KeptPiece::Own(own) => made.extend_from_slice(own),
+            }
+        }
+        assert!(made.ends_with(bytes));
+        pieces
+            .into_iter()
+            .skip(before.saturating_sub(1))
+            .map(|piece| match piece {
+                KeptPiece::Known { from, to } => Ok((from, to)),
+                KeptPiece::Own(own) => Err(own),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_replay_is_described_as_runs_of_the_known_file() {
+        let lines = known_lines();
+        let at = |i| start(&lines, i);
+        // Lines 0..4, then 1..6 again (a replay from line 1): two runs.
+        let replay: Vec<u8> = [&lines[..4], &lines[1..]].concat().concat();
+        assert_eq!(
+            check(&lines, Vec::new(), &replay),
+            vec![Ok((0, at(4))), Ok((at(1), at(6)))]
+        );
+        // After a run that ends inside a line, its rest continues the run.
+        let mid = at(2) + 5;
+        let pieces = vec![KeptPiece::Known { from: 0, to: mid }];
+        let rest: Vec<u8> = [&lines.concat()[mid..at(3)], &lines[0][..]].concat();
+        assert_eq!(
+            check(&lines, pieces, &rest),
+            vec![Ok((0, at(3))), Ok((0, at(1)))]
+        );
+        // A torn line (no '\n') and a line the known file lacks are bytes of their own; the
+        // known line after a line of its own starts a run.
+        let torn: Vec<u8> = [&lines[2][..10], b"x\n", &lines[5][..]].concat();
+        assert_eq!(
+            check(&lines, Vec::new(), &torn),
+            vec![Err(torn[..12].to_vec()), Ok((at(5), at(6)))]
+        );
+    }
 }

@@ -126,8 +126,8 @@ impl Forks {
         let head = &ending.head;
         let common_bytes = self.known_contents.common_prefix_len(head);
         let described = self.describe(head, head.len(), common_bytes, described);
-        let mut sink: Vec<Piece> = described.iter().map(KeptPiece::piece).collect();
-        sink.extend_from_slice(&ending.tail);
+        let sink = self.described_with(described, &ending.tail);
+        let sink: Vec<Piece> = sink.iter().map(KeptPiece::piece).collect();
         self.observe_sink(&sink, &ending.ended, world, restart)
     }
 

@@ -92,7 +92,7 @@ pub enum KeptPiece {
 }
 
 impl KeptPiece {
-    fn of(piece: &Piece) -> KeptPiece {
+    pub(super) fn of(piece: &Piece) -> KeptPiece {
         match *piece {
             Piece::Known { from, to } => KeptPiece::Known { from, to },
             Piece::Own(bytes) => KeptPiece::Own(bytes.to_vec()),
@@ -185,7 +185,8 @@ impl Forks {
             state.sink_known_len_bytes,
             described,
         );
-        let mut sink: Vec<Piece> = described.iter().map(KeptPiece::piece).collect();
+        // What the class's run appended, as this point takes it on.
+        let mut rest: Vec<Piece> = Vec::new();
         let mut incarnation = class.incarnation.clone();
         // Ahead of the class's file along the known lines (`RestartClass::lead_bytes`); with
         // no lead, the same file, followed by what the class's run appended.
@@ -212,13 +213,13 @@ impl Forks {
                     unreachable!("lead_bytes: a known piece first")
                 };
                 assert!(from + lead_bytes <= to);
-                sink.push(Piece::Known {
+                rest.push(Piece::Known {
                     from: from + lead_bytes,
                     to,
                 });
-                sink.extend(appended);
+                rest.extend(appended);
             }
-            None => sink.extend(class.appended.iter().map(KeptPiece::piece)),
+            None => rest.extend(class.appended.iter().map(KeptPiece::piece)),
         }
         let mut incarnations = incarnations.to_vec();
         incarnations.push(incarnation);
@@ -232,6 +233,8 @@ impl Forks {
             stray_files: Arc::clone(&class.stray_files),
             final_state: class.final_state.clone(),
         };
+        let sink = self.described_with(described, &rest);
+        let sink: Vec<Piece> = sink.iter().map(KeptPiece::piece).collect();
         self.observe_sink(&sink, &ended, world, restart)
     }
 
