@@ -589,9 +589,10 @@ fn bench_times_keel_run_on_each_size() {
     check_rejected(&["bench", "--run-sizes", "1000001"], &["--run-sizes"]);
 }
 
-/// What `keel bench` prints with `extra` (its --sweep sizes and options): no simulated seeds
-/// to speak of, no real sample, one job, and the naive sweep up to 60 events.
-fn bench_sweep_lines(extra: &[&str]) -> String {
+/// The `count` "sweep" lines `keel bench` prints with `extra` (its --sweep sizes and
+/// options): no simulated seeds to speak of, no real sample, one job, and the naive sweep up
+/// to 60 events.
+fn bench_sweep_lines(extra: &[&str], count: usize) -> Vec<String> {
     let mut args = vec![
         "bench",
         "--seeds",
@@ -607,7 +608,13 @@ fn bench_sweep_lines(extra: &[&str]) -> String {
     args.extend_from_slice(extra);
     let (code, stdout, stderr) = keel(&args);
     assert_eq!(code, Some(0), "{stderr}");
-    stdout
+    let lines: Vec<String> = stdout
+        .lines()
+        .filter(|l| l.starts_with("sweep "))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(lines.len(), count, "{stdout}");
+    lines
 }
 
 /// `keel bench --sweep`: one line per size, a child `keel sweep` of the process-crash points
@@ -615,9 +622,7 @@ fn bench_sweep_lines(extra: &[&str]) -> String {
 /// must be the same.
 #[test]
 fn bench_times_keel_sweep_on_each_size_and_the_naive_one_on_the_small() {
-    let stdout = bench_sweep_lines(&["--sweep", "60,120"]);
-    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("sweep ")).collect();
-    assert_eq!(lines.len(), 2, "{stdout}");
+    let lines = bench_sweep_lines(&["--sweep", "60,120"], 2);
     for (line, start) in lines.iter().zip([
         "sweep events=60 faults=process-crash points=256 elapsed=",
         "sweep events=120 faults=process-crash points=516 elapsed=",
@@ -646,16 +651,17 @@ fn bench_times_keel_sweep_on_each_size_and_the_naive_one_on_the_small() {
 /// classes` counts on the same stream), and the naive sweep prints the same report.
 #[test]
 fn bench_sweeps_the_fault_kinds_it_is_given() {
-    let stdout = bench_sweep_lines(&[
-        "--sweep",
-        "60",
-        "--sweep-faults",
-        "power-loss",
-        "--sweep-power-loss-points",
-        "classes",
-    ]);
-    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("sweep ")).collect();
-    assert_eq!(lines.len(), 1, "{stdout}");
+    let lines = bench_sweep_lines(
+        &[
+            "--sweep",
+            "60",
+            "--sweep-faults",
+            "power-loss",
+            "--sweep-power-loss-points",
+            "classes",
+        ],
+        1,
+    );
     assert!(
         lines[0].starts_with(
             "sweep events=60 faults=power-loss power_loss_points=classes points=832 elapsed="
@@ -673,9 +679,10 @@ fn bench_sweeps_the_fault_kinds_it_is_given() {
 /// naive sweep prints the same report. Classes need depth 1, as in `keel sweep`.
 #[test]
 fn bench_sweeps_the_scenario_itself_and_at_depth_2() {
-    let stdout = bench_sweep_lines(&["--sweep-scenario", "--sweep", "60", "--sweep-depth", "2"]);
-    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("sweep ")).collect();
-    assert_eq!(lines.len(), 2, "{stdout}");
+    let lines = bench_sweep_lines(
+        &["--sweep-scenario", "--sweep", "60", "--sweep-depth", "2"],
+        2,
+    );
     for (line, start) in lines.iter().zip([
         "sweep events=60 faults=process-crash depth=2 points=18930 elapsed=",
         "sweep scenario=ch04 faults=process-crash depth=2 points=4538 elapsed=",

@@ -59,7 +59,7 @@ impl Forks {
                 .common_prefix_len(file)
                 .min(last.len_bytes)
                 .min(len_bytes);
-            // From the start of the line the two differ in, as below.
+            // From the start of the line the two differ in, as for the known prefix.
             let shared = file
                 .last_index_of(b'\n', shared)
                 .map_or(0, |newline| newline + 1);
@@ -68,31 +68,8 @@ impl Forks {
                 at = shared;
             }
         }
-        // Runs of the known file's whole lines, as long as the file runs along it, and
-        // between them line by line (a last line may lack its '\n'): a line that is not the
-        // next of the run before it starts a run where the known file has the same line, or
-        // is its own.
-        let mut line = Vec::new();
-        // Bounded: every round takes at least one byte.
-        while at < len_bytes {
-            if let Some(KeptPiece::Known { to, .. }) = pieces.last_mut() {
-                let same = common_len(file, at, known.bytes(), *to, len_bytes - at);
-                let end = known.line_start_within(*to + same);
-                if end > *to {
-                    at += end - *to;
-                    *to = end;
-                    continue;
-                }
-            }
-            line.clear();
-            while at + line.len() < len_bytes && line.last() != Some(&b'\n') {
-                let run = file.run_from(at + line.len(), len_bytes - at - line.len());
-                let take = memchr::memchr(b'\n', run).map_or(run.len(), |i| i + 1);
-                line.extend_from_slice(&run[..take]);
-            }
-            at += line.len();
-            push_line(known, &mut pieces, &line);
-        }
+        // The bytes after what is described, in one run (a line may span two chunks).
+        push_described(known, &mut pieces, &file.copy_range(at..len_bytes));
         if let Some(memo) = memo {
             *memo.borrow_mut() = DescribedFile {
                 file: file.clone(),
@@ -201,26 +178,6 @@ fn push_line(known: &KnownSink, pieces: &mut Vec<KeptPiece>, line: &[u8]) {
         (None, Some(KeptPiece::Own(own))) => own.extend_from_slice(line),
         (None, _) => pieces.push(KeptPiece::Own(line.to_vec())),
     }
-}
-
-/// How many bytes `a` from `a_at` and `b` from `b_at` begin with alike, at most `max_bytes`
-/// (compared a run of each at a time).
-fn common_len(a: &Contents, a_at: usize, b: &Contents, b_at: usize, max_bytes: usize) -> usize {
-    let mut same = 0;
-    // Bounded: every round compares at least a byte, or stops.
-    while same < max_bytes {
-        let ours = a.run_from(a_at + same, max_bytes - same);
-        let theirs = b.run_from(b_at + same, ours.len());
-        if theirs.is_empty() {
-            break;
-        }
-        let n = common_prefix_len(&ours[..theirs.len()], theirs);
-        same += n;
-        if n < theirs.len() {
-            break;
-        }
-    }
-    same
 }
 
 /// The first `len_bytes` of the file `pieces` describe.

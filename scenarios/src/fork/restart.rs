@@ -286,24 +286,22 @@ impl Forks {
         // What the connector's open reads as records.
         let readable_bytes = match self.caches.sink.as_deref() {
             // The cache holds the known file (`share_caches`): one comparison for both.
-            // The cache holds the known file (`share_caches`), every line of it a record
-            // line: past a few lines of its own, the file's runs of the known file's whole
-            // lines are read as such wherever they lie (a depth-2 point's file holds its
-            // first fault's replay); before, they are read (a power loss's few torn lines).
-            Some(cache)
-                if cache.contents().is_same_copy(&self.known_contents)
-                    && sink_bytes.len() - sink_known_len_bytes < RESTART_DESCRIBED_BYTES_MIN =>
-            {
-                readable_len_bytes_sharing(&sink_bytes, Some(cache), sink_known_len_bytes)
-            }
+            // Every line of it is a record line, so past a few lines of its own the file's
+            // runs of the known file's whole lines are taken as read wherever they lie (a
+            // depth-2 point's file holds its first fault's replay); a few lines (a power
+            // loss's torn tail) are read as they are.
             Some(cache) if cache.contents().is_same_copy(&self.known_contents) => {
-                let pieces = self.describe(
-                    &sink_bytes,
-                    sink_bytes.len(),
-                    sink_known_len_bytes,
-                    Some(shared.described()),
-                );
-                self.readable_len_bytes(&pieces, &sink_bytes)
+                if sink_bytes.len() - sink_known_len_bytes < RESTART_DESCRIBED_BYTES_MIN {
+                    readable_len_bytes_sharing(&sink_bytes, Some(cache), sink_known_len_bytes)
+                } else {
+                    let pieces = self.describe(
+                        &sink_bytes,
+                        sink_bytes.len(),
+                        sink_known_len_bytes,
+                        Some(shared.described()),
+                    );
+                    self.readable_len_bytes(&pieces, &sink_bytes)
+                }
             }
             cache => readable_len_bytes(&sink_bytes, cache),
         };

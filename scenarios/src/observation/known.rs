@@ -144,11 +144,6 @@ impl KnownSink {
             .find(|&start| self.bytes.holds_at(start, line))
     }
 
-    /// Whether the file holds `bytes` at `at` (false where it is too short).
-    pub fn holds_at(&self, at: usize, bytes: &[u8]) -> bool {
-        self.bytes.holds_at(at, bytes)
-    }
-
     /// Where the line that holds the byte at `at` starts (the file's length for `at` at or
     /// past its end, once its last line ends with a '\n').
     pub fn line_start_within(&self, at: usize) -> usize {
