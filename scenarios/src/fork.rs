@@ -58,12 +58,14 @@ use crate::runner::{
     Driven, IncarnationEnd, Moment, Outcome, Paused, RunResult, RunSpec,
 };
 use ahead::AheadBoundary;
+pub use converged_pairs::ConvergedFirst;
 use keel_engine::{
     ChainMemo, CheckpointMemo, EngineCaches, IncarnationStats, KeyScheme, KnownSinkFile,
     OperatorState, Record, SinkKind, SINK_WRITE_OP,
 };
 use keel_sim::{Contents, Disk, DiskError, FaultPlan, Fingerprint};
 use restart::{RestartCandidate, RestartClass};
+
 pub use shared::SharedFutures;
 use shared::{After, Boundary, Candidate, Class, Surroundings};
 use std::cell::OnceCell;
@@ -71,6 +73,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 mod ahead;
+mod converged_pairs;
 mod cursor;
 mod described;
 mod ending;
@@ -162,6 +165,32 @@ pub struct PointRun {
     pub shared: Option<SharedAt>,
     /// The crash states of the class its power-loss class resolved to, if it had one.
     pub class_states: Option<num_bigint::BigUint>,
+    /// Where it converged on the fault-free run, if it stopped there.
+    pub converged_at: Option<ConvergedAt>,
+}
+
+/// A run stopped where it converged on the fault-free run, or run to its end
+/// ([`Forks::run_until_converged`]).
+#[derive(Debug)]
+pub enum UntilConverged {
+    Ended(Box<RunResult>),
+    Converged {
+        /// The run's world at the boundary, its trace since the snapshot it forked from.
+        world: Box<keel_sim::World>,
+        at: ConvergedAt,
+    },
+}
+
+/// An event boundary where a point's run converged on the fault-free run: what a later
+/// fault of the same run maps to (`fork/converged_pairs.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConvergedAt {
+    /// The steps the point's run had taken there.
+    pub run_steps: u64,
+    /// The steps the fault-free run had taken there.
+    pub fault_free_steps: u64,
+    /// The fault-free run's sink file's length there.
+    pub fault_free_sink_len_bytes: usize,
 }
 
 /// Where a point's run stopped to take on an earlier point's future.
@@ -199,6 +228,7 @@ impl PointRun {
             fingerprint: Some(result.world.fingerprint()),
             shared: None,
             class_states: result.world.class_states().cloned(),
+            converged_at: None,
         }
     }
 }
@@ -452,6 +482,63 @@ impl Forks {
         }
     }
 
+    /// The run under `plan` (recording crash-state counts if asked), from the snapshot before
+    /// its first fault, stopped at the first snapshot where it converges on the fault-free run
+    /// ([`Forks::converges`]), else run to its end: what a depth-2 sweep counts a first
+    /// fault's second faults on (after the boundary, they are the fault-free run's, shifted).
+    pub fn run_until_converged(
+        &self,
+        plan: &FaultPlan,
+        record_crash_states: bool,
+    ) -> UntilConverged {
+        let Some(paused) = self.fork(plan, record_crash_states) else {
+            let spec = RunSpec {
+                plan: plan.clone(),
+                ..self.spec.clone()
+            };
+            return UntilConverged::Ended(Box::new(if record_crash_states {
+                run_recording_crash_states(&spec)
+            } else {
+                run(&spec)
+            }));
+        };
+        let sink = self.spec.config.sink;
+        let driven = resume(&self.spec, paused, &mut |moment| {
+            let Moment::Between(between) = moment else {
+                return Control::Continue;
+            };
+            let made = OnceCell::new();
+            let compared = || made.get_or_init(|| comparable(&between, sink)).as_ref();
+            if self.converges(&between, compared) {
+                Control::Stop
+            } else {
+                Control::Continue
+            }
+        });
+        match driven {
+            Driven::Finished(result) => UntilConverged::Ended(result),
+            Driven::Stopped(paused) => {
+                let at = self.converged_at_snapshot(&paused);
+                UntilConverged::Converged {
+                    world: Box::new(paused.world),
+                    at,
+                }
+            }
+            Driven::Restarting(_) => unreachable!("never told to stop at a restart"),
+        }
+    }
+
+    /// Where the run `paused` shows converged, at a snapshot.
+    fn converged_at_snapshot(&self, paused: &Paused) -> ConvergedAt {
+        assert_eq!(paused.index % self.every_events, 0, "at a snapshot");
+        let at = (paused.index / self.every_events) as usize;
+        ConvergedAt {
+            run_steps: paused.world.steps_taken(),
+            fault_free_steps: self.snapshots[at].world.steps_taken(),
+            fault_free_sink_len_bytes: self.facts[at].sink_len_bytes,
+        }
+    }
+
     /// One point of a sweep under `plan`, forked (given `shared`, a point of two faults from
     /// the run of its first, `fork/cursor.rs`), and stopped where it converges if asked:
     /// on the fault-free run at a snapshot, or, given `shared`, on an earlier point's run
@@ -591,6 +678,15 @@ impl Forks {
                     self.remember_restart(candidate, &ending, &paused.world, shared);
                 }
                 let restart = RestartSteps::of(&paused.world, config);
+                let converged_at = match (&joined, &converged_ahead) {
+                    (Some(_), _) => None,
+                    (None, Some(boundary)) => Some(ConvergedAt {
+                        run_steps: paused.world.steps_taken(),
+                        fault_free_steps: boundary.paused.world.steps_taken(),
+                        fault_free_sink_len_bytes: boundary.facts.sink_len_bytes,
+                    }),
+                    (None, None) => Some(self.converged_at_snapshot(&paused)),
+                };
                 PointRun {
                     observation: Rc::new(self.observe(
                         &ending,
@@ -601,6 +697,7 @@ impl Forks {
                     fingerprint: None,
                     shared: joined.is_some().then_some(SharedAt::Boundary),
                     class_states: paused.world.class_states().cloned(),
+                    converged_at,
                 }
             }
             Driven::Restarting(stopped) => {
@@ -617,6 +714,7 @@ impl Forks {
                     fingerprint: None,
                     shared: Some(SharedAt::Restart),
                     class_states: world.class_states().cloned(),
+                    converged_at: None,
                 }
             }
         }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::runner::{run_recording_crash_states, RunResult, RunSpec};
 use crate::table::Table;
-use keel_sim::{FaultKind, TraceLine};
+use keel_sim::{FaultKind, TraceLine, World};
 use serde::Serialize;
 
 /// Whether a fault of `kind` can be aimed at a step doing `op` (a page eviction can be
@@ -263,17 +263,17 @@ pub struct SiteAims {
 impl SiteAims {
     /// The aims of `run` (a fault-free run, or one with a first fault: its steps go on
     /// across restarts), with `counts` its steps' crash-state counts (empty: none counted).
-    fn of(run: &RunResult, counts: &[Option<u64>]) -> SiteAims {
-        let unpersisted = run.world.unpersisted_counts();
+    fn of(world: &World, counts: &[Option<u64>]) -> SiteAims {
+        let unpersisted = world.unpersisted_counts();
         let mut aims = SiteAims::default();
         let steps = || {
-            run.world.trace().lines().filter_map(|line| match line {
+            world.trace().lines().filter_map(|line| match line {
                 TraceLine::Step { step, op, .. } => Some((*step, *op)),
                 _ => None,
             })
         };
         aims.first_step = steps().next().map_or(0, |(step, _)| step);
-        let steps_len = (run.world.steps_taken() - aims.first_step) as usize;
+        let steps_len = (world.steps_taken() - aims.first_step) as usize;
         // Kept for the whole sweep: no spare capacity, and no doubling on the way.
         aims.faults.reserve_exact(steps_len);
         if !counts.is_empty() {
@@ -304,6 +304,11 @@ impl SiteAims {
         self.faults.is_empty()
     }
 
+    /// The first site at or after `step` (`len()` if none): sites are one a step.
+    pub fn first_at_or_after(&self, step: u64) -> usize {
+        (step.saturating_sub(self.first_step) as usize).min(self.len())
+    }
+
     /// What a sweep reads of the `i`-th site.
     pub fn aim(&self, i: usize) -> Aim {
         Aim {
@@ -322,21 +327,26 @@ impl SiteAims {
 /// The aims of a run recorded with [`run_recording_crash_states`] (counted) or not (every
 /// count None: a sweep that aims no power loss, `baseline::CrashStates`).
 pub fn site_aims(run: &RunResult, crash_states_counted: bool) -> SiteAims {
-    SiteAims::of(run, counts_of(run, crash_states_counted))
+    site_aims_of_world(&run.world, crash_states_counted)
+}
+
+/// [`site_aims`] of a run's world, run to its end or stopped on the way.
+pub fn site_aims_of_world(world: &World, crash_states_counted: bool) -> SiteAims {
+    SiteAims::of(world, counts_of(world, crash_states_counted))
 }
 
 /// The sites of a fault-free run, counted or not as for [`site_aims`], packed.
 pub fn packed_sites(baseline: &RunResult, crash_states_counted: bool) -> Sites {
-    Sites::of(baseline, counts_of(baseline, crash_states_counted))
+    Sites::of(baseline, counts_of(&baseline.world, crash_states_counted))
 }
 
 /// `run`'s crash-state count per step if `counted` (it must have been recorded with
 /// [`run_recording_crash_states`]), else none.
-fn counts_of(run: &RunResult, counted: bool) -> &[Option<u64>] {
-    let counts = run.world.crash_state_counts();
+fn counts_of(world: &World, counted: bool) -> &[Option<u64>] {
+    let counts = world.crash_state_counts();
     if counted {
         assert!(
-            counts.len() as u64 + 1 >= run.world.steps_taken(),
+            counts.len() as u64 + 1 >= world.steps_taken(),
             "counted sites need a run recorded with run_recording_crash_states"
         );
         counts

@@ -15,6 +15,7 @@ use num_bigint::BigUint;
 use serde::{Deserialize, Serialize};
 
 mod class_runs;
+mod converged_pairs;
 mod points;
 pub use points::{first_faults_len, points, power_loss_states, Sampled, SweepPoint, SweepPoints};
 mod run;

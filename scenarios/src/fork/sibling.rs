@@ -246,6 +246,7 @@ impl Forks {
             fingerprint: None,
             shared: Some(SharedAt::SiblingRestart),
             class_states: kept.world.class_states().cloned(),
+            converged_at: None,
         };
         if let Some(class) = class_of_state {
             if kept.by_class.len() == SIBLING_CLASSES_MAX {

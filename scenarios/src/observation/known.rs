@@ -119,6 +119,14 @@ impl KnownSink {
         self.whole_lines(range).map(|lines| lines.len())
     }
 
+    /// How many records the known file holds before byte `at`, if `at` is a line start
+    /// after whole lines.
+    pub fn records_before_byte(&self, at: usize) -> Option<usize> {
+        let lines = self.whole_lines(0..at)?;
+        assert_eq!(lines.start, 0);
+        Some(self.records_before[lines.end])
+    }
+
     /// Where the first of the file's lines whose bytes are `line` starts (`line` ending with
     /// its '\n': one whole line).
     pub fn line_start_of(&self, line: &[u8]) -> Option<usize> {

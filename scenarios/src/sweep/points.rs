@@ -3,9 +3,9 @@
 
 use super::{PowerLossPoints, SweepSpec};
 use crate::baseline::{Baseline, CrashStates};
-use crate::fork::Forks;
-use crate::runner::{run_recording_crash_states, RunSpec};
-use crate::sites::{site_aims, Aim};
+use crate::fork::{Forks, UntilConverged};
+use crate::runner::{run, run_recording_crash_states, RunSpec};
+use crate::sites::{site_aims, site_aims_of_world, Aim, SiteAims};
 use crate::spec::ScenarioSpec;
 use keel_engine::SinkKind;
 use keel_sim::disk::POWER_LOSS_ENUMERATION_BOUND;
@@ -262,7 +262,55 @@ enum Group {
 }
 
 /// A first fault's later sites, if kept.
-type KeptLater = Option<Arc<[Aim]>>;
+type KeptLater = Option<Arc<Later>>;
+
+/// The sites of the run a first fault changed, after its step: its own, then, where the run
+/// converged on the fault-free run, the fault-free run's sites from `fault_free_from` on,
+/// each `shift` steps later in the first fault's run (the runs take the same steps from the
+/// boundary on: `Forks::run_until_converged`).
+#[derive(Debug)]
+pub struct Later {
+    own: Vec<Aim>,
+    fault_free_from: Option<usize>,
+    shift: i64,
+}
+
+impl Later {
+    /// Every later site, in step order, the fault-free run's read from `sites`.
+    fn aims<'a>(&'a self, sites: &'a SiteAims) -> impl Iterator<Item = Aim> + 'a {
+        let shift = self.shift;
+        let fault_free = self
+            .fault_free_from
+            .into_iter()
+            .flat_map(move |from| (from..sites.len()).map(move |i| sites.aim(i)))
+            .map(move |aim| Aim {
+                step: aim.step.checked_add_signed(shift).expect("a step"),
+                ..aim
+            });
+        self.own.iter().copied().chain(fault_free)
+    }
+
+    /// How many points of `kind` the later sites hold; `suffix_lens[i]`: how many the
+    /// fault-free run's sites from `i` on hold.
+    fn points_len(&self, kind: FaultKind, sweep: &SweepSpec, suffix_lens: &[u64]) -> u64 {
+        let own: u64 = self
+            .own
+            .iter()
+            .map(|site| site_points_len(site, kind, sweep))
+            .sum();
+        own + self.fault_free_from.map_or(0, |from| suffix_lens[from])
+    }
+}
+
+/// For each site `i` of `sites`, how many points of `kind` the sites from `i` on hold (one
+/// more entry, 0, for the end).
+fn suffix_lens(sites: &SiteAims, kind: FaultKind, sweep: &SweepSpec) -> Vec<u64> {
+    let mut lens = vec![0; sites.len() + 1];
+    for i in (0..sites.len()).rev() {
+        lens[i] = lens[i + 1] + site_points_len(&sites.aim(i), kind, sweep);
+    }
+    lens
+}
 
 /// The most later sites a depth-2 sweep keeps from counting its pairs to drawing them (24 MB):
 /// ch04's depth-2 sweep keeps them all; a long stream's would not fit, and draws them by
@@ -278,20 +326,68 @@ impl Group {
     }
 }
 
-/// The sites of the run `first` changes, after its step: where its second faults go.
-fn later_sites(baseline: &Baseline, forks: Option<&Forks>, first: PlannedFault) -> Vec<Aim> {
+/// How a depth-2 sweep runs a first fault to find its later sites: recording crash-state
+/// counts (and with them the bytes a failed fsync left unpersisted at each step, where a page
+/// eviction applies), and whether it may stop where it converges.
+#[derive(Clone, Copy, Debug)]
+struct LaterRun {
+    record: bool,
+    converge: bool,
+}
+
+impl LaterRun {
+    /// A power loss's count at a step depends on what is durable, which converging does not
+    /// compare: a sweep that aims power losses runs every first fault to its end.
+    fn of(sweep: &SweepSpec) -> LaterRun {
+        let counted = sweep.crash_states() != CrashStates::NotCounted;
+        LaterRun {
+            record: counted || sweep.faults.contains(&FaultKind::PageEviction),
+            converge: !counted,
+        }
+    }
+}
+
+/// The sites of the run `first` changes, after its step: where its second faults go. With
+/// `forks` and `how.converge`, the run stops where it converges on the fault-free run, and
+/// the rest are the fault-free run's sites, shifted.
+fn later_sites(
+    baseline: &Baseline,
+    forks: Option<&Forks>,
+    first: PlannedFault,
+    how: LaterRun,
+) -> Later {
     let plan = FaultPlan::new([first]).expect("one fault");
-    let after_first = match forks {
-        Some(forks) => forks.run(&plan, true),
-        None => run_recording_crash_states(&RunSpec {
+    let own = |aims: SiteAims| -> Vec<Aim> {
+        aims.aims().filter(|site| site.step > first.step).collect()
+    };
+    let ran = match forks {
+        Some(forks) if how.converge => match forks.run_until_converged(&plan, how.record) {
+            UntilConverged::Converged { world, at } => {
+                let from = baseline.sites.first_at_or_after(at.fault_free_steps);
+                let shift = at.run_steps as i64 - at.fault_free_steps as i64;
+                return Later {
+                    own: own(site_aims_of_world(&world, how.record)),
+                    fault_free_from: Some(from),
+                    shift,
+                };
+            }
+            UntilConverged::Ended(result) => *result,
+        },
+        Some(forks) => forks.run(&plan, how.record),
+        None if how.record => run_recording_crash_states(&RunSpec {
+            plan,
+            ..baseline.spec.clone()
+        }),
+        None => run(&RunSpec {
             plan,
             ..baseline.spec.clone()
         }),
     };
-    site_aims(&after_first, true)
-        .aims()
-        .filter(|site| site.step > first.step)
-        .collect()
+    Later {
+        own: own(site_aims(&ran, how.record)),
+        fault_free_from: None,
+        shift: 0,
+    }
 }
 
 /// How many first faults a depth-2 sweep runs to count its pairs ([`SweepPoints::counting`]
@@ -362,27 +458,29 @@ impl SweepPoints {
                     continue;
                 }
                 let firsts = points(baseline.sites.aims(), first_kind, spec.seed, sweep);
+                let suffixes: Vec<Vec<u64>> = sweep
+                    .faults
+                    .iter()
+                    .map(|&second| suffix_lens(&baseline.sites, second, sweep))
+                    .collect();
+                let how = LaterRun::of(sweep);
                 // How many pairs each first fault starts, per second kind: its run once. Its
                 // later sites are kept while the sweep's kept ones fit the bound, so a chunk
                 // draws its pairs without running the first fault again.
                 let (lens, kept): (Vec<Vec<u64>>, Vec<KeptLater>) = firsts
                     .iter()
                     .map(|(first, _)| {
-                        let later = later_sites(baseline, forks.map(|f| &f[&sink]), *first);
+                        let later = later_sites(baseline, forks.map(|f| &f[&sink]), *first, how);
                         counted();
                         let lens = sweep
                             .faults
                             .iter()
-                            .map(|&second| {
-                                later
-                                    .iter()
-                                    .map(|site| site_points_len(site, second, sweep))
-                                    .sum()
-                            })
+                            .zip(&suffixes)
+                            .map(|(&second, suffix)| later.points_len(second, sweep, suffix))
                             .collect();
-                        let keep = later_aims_kept + later.len() <= LATER_AIMS_KEPT_MAX;
-                        later_aims_kept += if keep { later.len() } else { 0 };
-                        (lens, keep.then(|| Arc::from(later)))
+                        let keep = later_aims_kept + later.own.len() <= LATER_AIMS_KEPT_MAX;
+                        later_aims_kept += if keep { later.own.len() } else { 0 };
+                        (lens, keep.then(|| Arc::new(later)))
                     })
                     .unzip();
                 assert!(later_aims_kept <= LATER_AIMS_KEPT_MAX);
@@ -527,11 +625,14 @@ impl SweepPoints {
                 len,
                 later,
             } => {
+                let sites = &baselines[sink].sites;
                 let seconds = match later {
-                    Some(later) => points(later.iter().copied(), *second, self.seed, &self.sweep),
+                    Some(later) => points(later.aims(sites), *second, self.seed, &self.sweep),
                     None => {
-                        let later = later_sites(&baselines[sink], forks.map(|f| &f[sink]), *first);
-                        points(later, *second, self.seed, &self.sweep)
+                        let how = LaterRun::of(&self.sweep);
+                        let later =
+                            later_sites(&baselines[sink], forks.map(|f| &f[sink]), *first, how);
+                        points(later.aims(sites), *second, self.seed, &self.sweep)
                     }
                 };
                 assert_eq!(
@@ -647,7 +748,9 @@ mod tests {
                         }
                         // The second fault aims at the steps of the run the first one changed,
                         // recovery included.
-                        let later = later_sites(baseline, forks.map(|f| &f[&sink]), *first);
+                        let how = LaterRun::of(sweep);
+                        let later = later_sites(baseline, forks.map(|f| &f[&sink]), *first, how);
+                        let later = later.aims(&baseline.sites);
                         for (second, sampled) in points(later, second_kind, spec.seed, sweep) {
                             all.push(SweepPoint {
                                 sink,

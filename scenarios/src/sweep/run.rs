@@ -3,6 +3,7 @@
 //! judged and digested into its records.
 
 use super::class_runs::ClassRuns;
+use super::converged_pairs::ConvergedPairs;
 use super::{PointRecord, SweepPoint, SweepPoints, SweepSpec};
 use crate::baseline::{baselines_sharing, Baseline};
 use crate::fork::{Forks, PointRun, SharedFutures, Sharing};
@@ -47,6 +48,9 @@ pub struct SweepSetup {
     /// The power-loss class points that ran, by the disk they booted into: shared by every
     /// chunk and thread that runs against this setup.
     class_runs: ClassRuns,
+    /// The single-fault runs depth-2 points after a converged first fault are composed of:
+    /// shared the same way.
+    converged_pairs: ConvergedPairs,
 }
 
 /// When a sweep's threads each run against a setup of their own ([`SweepSetup::replica`])
@@ -77,6 +81,7 @@ impl SweepSetup {
             baselines,
             forks,
             class_runs: ClassRuns::default(),
+            converged_pairs: ConvergedPairs::default(),
         })
     }
 
@@ -115,6 +120,7 @@ impl SweepSetup {
             points,
             chunk,
             &self.class_runs,
+            &self.converged_pairs,
         )
     }
 }
@@ -144,6 +150,7 @@ pub fn run_chunk(
     points: &SweepPoints,
     chunk: Range<u64>,
     class_runs: &ClassRuns,
+    converged_pairs: &ConvergedPairs,
 ) -> Vec<Vec<PointRecord>> {
     assert!(chunk.start < chunk.end);
     assert_eq!(
@@ -160,6 +167,18 @@ pub fn run_chunk(
             let shared = tables.entry(point.sink).or_default();
             let baseline = &baselines[&point.sink];
             if let Some(records) = class_runs.records_of(baseline, *index, point, shared) {
+                return records;
+            }
+            let composed = forks.and_then(|forks| {
+                converged_pairs.records_of(
+                    baseline,
+                    &forks[&point.sink],
+                    *index,
+                    point,
+                    &mut judged,
+                )
+            });
+            if let Some(records) = composed {
                 return records;
             }
             let mut records = run_point(baselines, forks, *index, point, Some(shared), &mut judged);
@@ -233,6 +252,28 @@ pub fn run_point(
             ..baseline.spec.clone()
         }),
     };
+    point_records(
+        baseline,
+        index,
+        point,
+        observation,
+        fingerprint,
+        class_states,
+        judged,
+    )
+}
+
+/// The records of `point` (number `index`), whose run observed `observation`: one per view,
+/// judged against `baseline`'s reference.
+pub(super) fn point_records(
+    baseline: &Baseline,
+    index: u64,
+    point: &SweepPoint,
+    observation: Rc<Observation>,
+    fingerprint: Option<keel_sim::Fingerprint>,
+    class_states: Option<num_bigint::BigUint>,
+    judged: &mut LastJudged,
+) -> Vec<PointRecord> {
     let (verdicts, outcome_digest) = judged.judge(&baseline.reference, observation);
     verdicts
         .iter()

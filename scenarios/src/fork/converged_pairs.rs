@@ -1,0 +1,255 @@
+//! A second process crash after the first fault's run converged: the depth-2 point's
+//! observation composed from two single-fault observations, without running the pair
+//! (step 2 of figure 3b's plan in the README).
+//!
+//! The argument. Let the run of a first fault F converge on the fault-free run at an event
+//! boundary b (`Forks::converges`, or the boundaries just after a single fault: everything
+//! that can influence what comes next is equal but the append sink's bytes, and F was the
+//! plan's only fault). A pair (F, C), C a process crash at a later step of F's run, runs F's
+//! run up to b, and from b on runs as the fault-free run's point C' runs from b, where C' is
+//! C at the step the fault-free run takes at the same place (its steps from b on are F's run's
+//! steps from b on, shifted: a run's steps do not depend on the clock, `World::sleep_until`).
+//! A process crash reads nothing the convergence rule left out: it keeps the page cache (so
+//! what is durable and what is pending, not compared, cannot matter), and the append
+//! connector never reads its file's bytes after a kill but to cut a torn tail, which only a
+//! power loss leaves. So the pair's sink file is F's file up to b, then what C' appended
+//! after b; in records (the append and the idempotent sink alike, whose file at b is the
+//! fault-free file): F's records but the fault-free records from b on, then C''s records from
+//! b on. Its end (final windows, files left, dropped events) is C''s end; its restarts and
+//! roll-backs are both runs'; its sink writes are both runs' less the fault-free run's, which
+//! both count from b on and before b respectively.
+//!
+//! Composed only where each piece is there to take: both observations held as splices of the
+//! fault-free file, F's ending with the fault-free records from b on, C''s starting with
+//! those before b, both recoveries ok and no sink outage; anything else runs. Checked, not
+//! assumed: debug builds run every 16th composed pair and compare the observations whole, and
+//! the fork tests compare the sweep with `--naive`.
+
+use super::{ConvergedAt, Forks};
+use crate::observation::records::{Segment, Splice};
+use crate::observation::{Observation, Records, Recovery, SinkWriteCounts, ViewObservation};
+use std::sync::Arc;
+
+/// A first fault's run that converged, as the pairs after it need it.
+#[derive(Clone, Debug)]
+pub struct ConvergedFirst {
+    pub observation: Arc<Observation>,
+    pub at: ConvergedAt,
+}
+
+impl ConvergedFirst {
+    /// The step the fault-free run takes where the first fault's run takes `step` (after
+    /// the boundary it converged at), if `step` is after it.
+    pub fn fault_free_step(&self, step: u64) -> Option<u64> {
+        (step > self.at.run_steps).then(|| step - self.at.run_steps + self.at.fault_free_steps)
+    }
+}
+
+impl Forks {
+    /// The observation of the pair of `first` and a process crash after its boundary, whose
+    /// single-fault point on the fault-free run observed `second` (see the module's
+    /// argument); None where a piece it needs is not there.
+    pub fn compose_after_converged(
+        &self,
+        first: &ConvergedFirst,
+        second: &Observation,
+    ) -> Option<Observation> {
+        if !self.shareable() {
+            return None;
+        }
+        let known = self.known.as_ref()?;
+        let at_records = known.records_before_byte(first.at.fault_free_sink_len_bytes)?;
+        let one = &first.observation;
+        let ([view_one], [view_two]) = (one.views.as_slice(), second.views.as_slice()) else {
+            return None;
+        };
+        let (Records::Spliced(a), Records::Spliced(b)) = (&view_one.records, &view_two.records)
+        else {
+            return None;
+        };
+        let whole = one.recovery == Recovery::Ok
+            && second.recovery == Recovery::Ok
+            && one.sink_outage.is_none()
+            && second.sink_outage.is_none()
+            && Arc::ptr_eq(&a.known, &b.known);
+        if !whole {
+            return None;
+        }
+        let known_len = a.known.records.len();
+        let mut segments = segments_of(a);
+        drop_known_from(&mut segments, at_records, known_len)?;
+        let later = segments_of(b);
+        segments.extend(skip_known_before(later, at_records)?);
+        let sink_writes = match (one.sink_writes, second.sink_writes) {
+            (Some(x), Some(y)) => Some(SinkWriteCounts {
+                served: (x.served + y.served).checked_sub(self.end.served)?,
+                written: (x.written + y.written).checked_sub(self.end.stats.written)?,
+                skipped: (x.skipped + y.skipped).checked_sub(self.end.stats.skipped)?,
+            }),
+            (None, None) => None,
+            _ => return None,
+        };
+        Some(Observation {
+            sink: second.sink,
+            key: second.key,
+            views: vec![ViewObservation {
+                view: view_two.view,
+                records: Records::Spliced(splice_of(Arc::clone(&a.known), segments)),
+                corrupt_lines: view_one.corrupt_lines + view_two.corrupt_lines,
+                dirty_reads: view_two.dirty_reads,
+                visibility_delay_ms_max: view_two.visibility_delay_ms_max,
+            }],
+            recovery: Recovery::Ok,
+            final_windows: Arc::clone(&second.final_windows),
+            dropped_late: second.dropped_late,
+            rolled_back: one.rolled_back + second.rolled_back,
+            restarts: one.restarts + second.restarts,
+            stray_files: second.stray_files.clone(),
+            sink_writes,
+            sink_outage: None,
+            // Kept only for a run whose one fault was a kill.
+            restart: None,
+        })
+    }
+}
+
+/// A splice as segments in order (empty runs left out, touching runs merged).
+fn segments_of(splice: &Splice) -> Vec<Segment> {
+    let known_len = splice.known.records.len();
+    let mut segments = Vec::with_capacity(splice.middle.len() + 2);
+    let parts = std::iter::once(Segment::Known(0..splice.head))
+        .chain(splice.middle.iter().cloned())
+        .chain(std::iter::once(Segment::Known(splice.tail_from..known_len)));
+    for part in parts {
+        push_merged(&mut segments, part);
+    }
+    segments
+}
+
+/// Pushes `segment`, merged into the last one where both are runs of the known file and
+/// it starts where the last ends.
+fn push_merged(segments: &mut Vec<Segment>, segment: Segment) {
+    match (segments.last_mut(), segment) {
+        (_, Segment::Known(run)) if run.is_empty() => {}
+        (_, Segment::Own(records)) if records.is_empty() => {}
+        (Some(Segment::Known(last)), Segment::Known(run)) if last.end == run.start => {
+            last.end = run.end;
+        }
+        (_, segment) => segments.push(segment),
+    }
+}
+
+/// Cuts the known records `from..known_len` off the end of `segments`, if they end with
+/// exactly those (None: they do not).
+fn drop_known_from(segments: &mut Vec<Segment>, from: usize, known_len: usize) -> Option<()> {
+    if from == known_len {
+        return Some(());
+    }
+    match segments.last_mut()? {
+        Segment::Known(run) if run.end == known_len && run.start <= from => {
+            run.end = from;
+            if run.start == run.end {
+                segments.pop();
+            }
+            Some(())
+        }
+        _ => None,
+    }
+}
+
+/// `segments` without their first `before` records, if those are the known records
+/// `..before` (None: they are not).
+fn skip_known_before(mut segments: Vec<Segment>, before: usize) -> Option<Vec<Segment>> {
+    if before == 0 {
+        return Some(segments);
+    }
+    match segments.first_mut()? {
+        Segment::Known(run) if run.start == 0 && run.end >= before => {
+            run.start = before;
+            if run.start == run.end {
+                segments.remove(0);
+            }
+            Some(segments)
+        }
+        _ => None,
+    }
+}
+
+/// `segments` (merged) as a splice of `known`: its last run to the end as the tail, its first
+/// run from 0 as the head up to where the tail starts (a splice's head never passes its
+/// tail's start), the rest the middle.
+fn splice_of(
+    known: Arc<crate::observation::records::KnownRecords>,
+    mut segments: Vec<Segment>,
+) -> Splice {
+    let known_len = known.records.len();
+    let tail_from = match segments.last() {
+        Some(Segment::Known(run)) if run.end == known_len => {
+            let start = run.start;
+            segments.pop();
+            start
+        }
+        _ => known_len,
+    };
+    let head = match segments.first_mut() {
+        Some(Segment::Known(run)) if run.start == 0 => {
+            let head = run.end.min(tail_from);
+            run.start = head;
+            if run.start == run.end {
+                segments.remove(0);
+            }
+            head
+        }
+        _ => 0,
+    };
+    assert!(head <= tail_from);
+    Splice {
+        known,
+        head,
+        middle: segments,
+        tail_from,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known(run: std::ops::Range<usize>) -> Segment {
+        Segment::Known(run)
+    }
+
+    fn runs(segments: &[Segment]) -> Vec<std::ops::Range<usize>> {
+        segments
+            .iter()
+            .map(|s| match s {
+                Segment::Known(run) => run.clone(),
+                Segment::Own(_) => usize::MAX..usize::MAX,
+            })
+            .collect()
+    }
+
+    /// A first fault's replay, [0, 7) then [4, 10): cut at 6 and followed by a second
+    /// crash's [6, 9) then [8, 10), the pair is [0, 7), [4, 9), [8, 10).
+    #[test]
+    fn a_pair_is_the_first_runs_up_to_the_boundary_then_the_second_runs_after_it() {
+        let mut first = vec![known(0..7), known(4..10)];
+        drop_known_from(&mut first, 6, 10).unwrap();
+        let second = skip_known_before(vec![known(0..9), known(8..10)], 6).unwrap();
+        for segment in second {
+            push_merged(&mut first, segment);
+        }
+        assert_eq!(runs(&first), vec![0..7, 4..9, 8..10]);
+        // Pieces that are not there: a first run not ending with the records after the
+        // boundary, a second not starting with those before it.
+        assert!(drop_known_from(&mut vec![known(0..7), known(7..9)], 6, 10).is_none());
+        assert!(drop_known_from(&mut vec![known(0..7), known(7..10)], 6, 10).is_none());
+        assert!(skip_known_before(vec![known(0..5), known(3..10)], 6).is_none());
+        // Touching runs merge; empty ones go.
+        let mut merged = Vec::new();
+        for segment in [known(0..3), known(3..3), known(3..5), known(2..4)] {
+            push_merged(&mut merged, segment);
+        }
+        assert_eq!(runs(&merged), vec![0..5, 2..4]);
+    }
+}
