@@ -58,7 +58,7 @@ use crate::runner::{
     Driven, IncarnationEnd, Moment, Outcome, Paused, RunResult, RunSpec,
 };
 use ahead::AheadBoundary;
-pub use converged_pairs::ConvergedFirst;
+pub use converged_pairs::{ConvergedFirst, SingleCrash};
 use keel_engine::{
     ChainMemo, CheckpointMemo, EngineCaches, IncarnationStats, KeyScheme, KnownSinkFile,
     OperatorState, Record, SinkKind, SINK_WRITE_OP,

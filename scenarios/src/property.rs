@@ -285,7 +285,23 @@ pub fn failures(
     if broken.is_empty() && !model_mismatch {
         return Vec::new();
     }
-    let expectation = Expectation::for_view(asked, sink, view);
+    failures_against(
+        broken,
+        model_mismatch,
+        &Expectation::for_view(asked, sink, view),
+    )
+}
+
+/// [`failures`] against the `expectation` of the view (what [`Expectation::for_view`] gives),
+/// for callers that judge many views alike and build it once.
+pub fn failures_against(
+    broken: &[Property],
+    model_mismatch: bool,
+    expectation: &Expectation,
+) -> Vec<String> {
+    if broken.is_empty() && !model_mismatch {
+        return Vec::new();
+    }
     let mut failures = Vec::new();
     if model_mismatch {
         failures.push(MATCHES_MODEL.to_string());

@@ -3,7 +3,7 @@
 //! sink and fault kind. The steps (sites) come from `crate::sites`.
 
 use crate::baseline::CrashStates;
-use crate::property::{failures, Expectation, Property};
+use crate::property::{failures, failures_against, Expectation, Property};
 use crate::reproduce::replay_plan_command;
 use crate::runner::View;
 use crate::spec::ScenarioSpec;
@@ -274,6 +274,11 @@ impl PointRecord {
             self.sink,
             self.view,
         )
+    }
+
+    /// [`PointRecord::failures`] against its view's `expectation`, already built.
+    pub fn failures_against(&self, expectation: &Expectation) -> Vec<String> {
+        failures_against(&self.broken, self.model_mismatch.is_some(), expectation)
     }
 }
 

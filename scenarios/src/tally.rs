@@ -11,6 +11,7 @@ use crate::sweep::{
     ClassedStates, FirstFailure, PointRecord, PowerLossPoints, Sampled, SampledSteps, SweepReport,
     SweepRow, SweepSpec,
 };
+use keel_engine::SinkKind;
 use keel_sim::{Fault, FaultKind, FingerprintBuilder};
 use num_bigint::BigUint;
 use std::collections::BTreeSet;
@@ -81,6 +82,56 @@ impl Coverage {
     }
 }
 
+/// What `sink`'s `view` is judged by (`asked`, or what the sink promises it), built once
+/// into `built`.
+fn expectation_of<'b>(
+    built: &'b mut Vec<(SinkKind, Option<View>, Expectation)>,
+    asked: Option<&Expectation>,
+    sink: SinkKind,
+    view: Option<View>,
+) -> &'b Expectation {
+    let at = match built.iter().position(|(s, v, _)| *s == sink && *v == view) {
+        Some(at) => at,
+        None => {
+            built.push((sink, view, Expectation::for_view(asked, sink, view)));
+            built.len() - 1
+        }
+    };
+    &built[at].2
+}
+
+/// A row's distinct outcome digests: each the 16 hex digits of a 64-bit hash, kept as that
+/// number (a depth-2 row on a long stream has millions, and comparing them as strings was a
+/// tenth of its time); a digest of another form (a shard file written by hand) as its text.
+#[derive(Debug, Default)]
+struct Outcomes {
+    hashes: BTreeSet<u64>,
+    others: BTreeSet<String>,
+}
+
+impl Outcomes {
+    fn insert(&mut self, digest: &str) {
+        // Lower-case hex only, as a `Fingerprint` prints: one text, one number.
+        let hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+        let hash = (digest.len() == 16 && digest.bytes().all(hex))
+            .then(|| u64::from_str_radix(digest, 16).expect("16 hex digits"));
+        match hash {
+            Some(hash) => {
+                self.hashes.insert(hash);
+            }
+            None => {
+                if !self.others.contains(digest) {
+                    self.others.insert(digest.to_string());
+                }
+            }
+        }
+    }
+
+    fn len(&self) -> u64 {
+        (self.hashes.len() + self.others.len()) as u64
+    }
+}
+
 /// The first point that breaks what was asked (or, whatever was asked, where the fault-free
 /// run departs from the model): what `keel sweep` names under its table.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,7 +151,7 @@ pub struct SweepTally<'a> {
     asked: Option<&'a Expectation>,
     rows: Vec<SweepRow>,
     /// Per row: the distinct outcome digests seen.
-    outcomes: Vec<BTreeSet<String>>,
+    outcomes: Vec<Outcomes>,
     coverage: Vec<Coverage>,
     /// Per row, with `--power-loss-points classes` on a power-loss row: the crash states its
     /// points stand for.
@@ -109,6 +160,8 @@ pub struct SweepTally<'a> {
     fingerprint: FingerprintBuilder,
     model_mismatch: Option<String>,
     violation: Option<Violation>,
+    /// What each sink's view is judged by, built once ([`Expectation::for_view`]).
+    expectations: Vec<(SinkKind, Option<View>, Expectation)>,
 }
 
 impl<'a> SweepTally<'a> {
@@ -130,6 +183,7 @@ impl<'a> SweepTally<'a> {
             fingerprint: FingerprintBuilder::default(),
             model_mismatch: None,
             violation: None,
+            expectations: Vec::new(),
         }
     }
 
@@ -152,7 +206,7 @@ impl<'a> SweepTally<'a> {
                 view,
                 ..SweepRow::default()
             });
-            self.outcomes.push(BTreeSet::new());
+            self.outcomes.push(Outcomes::default());
             self.coverage.push(Coverage::default());
             let classed = self.sweep.power_loss_points == PowerLossPoints::Classes
                 && record.faults.first().map(|f| f.fault.kind()) == Some(FaultKind::PowerLoss);
@@ -160,10 +214,8 @@ impl<'a> SweepTally<'a> {
             self.rows.len() - 1
         });
         let row = &mut self.rows[position];
-        if !self.outcomes[position].contains(&record.outcome_digest) {
-            self.outcomes[position].insert(record.outcome_digest.clone());
-        }
-        row.distinct_outcomes = self.outcomes[position].len() as u64;
+        self.outcomes[position].insert(&record.outcome_digest);
+        row.distinct_outcomes = self.outcomes[position].len();
         self.coverage[position].count(&record.sampled);
         // One line per run: a transactional point's second view is the same run.
         if record.view != Some(View::ReadUncommitted) {
@@ -192,7 +244,12 @@ impl<'a> SweepTally<'a> {
         row.visibility_delay_ms_max = row
             .visibility_delay_ms_max
             .max(record.visibility_delay_ms_max);
-        let broken = record.failures(self.asked);
+        let broken = if record.broken.is_empty() && record.model_mismatch.is_none() {
+            Vec::new()
+        } else {
+            let built = &mut self.expectations;
+            record.failures_against(expectation_of(built, self.asked, record.sink, record.view))
+        };
         row.failing_points += u64::from(!broken.is_empty());
         if let Some(sums) = &mut self.classed[position] {
             // A class stands for its states; a state drawn where classes are not numbered

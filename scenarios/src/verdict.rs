@@ -242,7 +242,7 @@ pub struct Verdict {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_mismatch: Option<ModelMismatch>,
     /// Each property, held or not.
-    pub properties: BTreeMap<String, bool>,
+    pub properties: BTreeMap<&'static str, bool>,
 }
 
 impl Verdict {
@@ -430,7 +430,7 @@ fn judge_view(reference: &Reference, observation: &Observation, seen: &ViewObser
     };
     verdict.properties = Property::ALL
         .into_iter()
-        .map(|p| (p.name().to_string(), p.holds(&verdict)))
+        .map(|p| (p.name(), p.holds(&verdict)))
         .collect();
     verdict
 }

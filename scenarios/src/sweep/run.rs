@@ -3,7 +3,7 @@
 //! judged and digested into its records.
 
 use super::class_runs::ClassRuns;
-use super::converged_pairs::ConvergedPairs;
+use super::converged_pairs::{ConvergedPairs, LastFirst};
 use super::{PointRecord, SweepPoint, SweepPoints, SweepSpec};
 use crate::baseline::{baselines_sharing, Baseline};
 use crate::fork::{Forks, PointRun, SharedFutures, Sharing};
@@ -77,11 +77,12 @@ impl SweepSetup {
     ) -> Result<SweepSetup, crate::error::KeelError> {
         let baselines = baselines_sharing(spec, events, &sweep.sinks, sweep.crash_states())?;
         let forks = sweep_forks(&baselines, naive);
+        let converged_pairs = ConvergedPairs::new(&baselines, sweep.depth);
         Ok(SweepSetup {
             baselines,
             forks,
             class_runs: ClassRuns::default(),
-            converged_pairs: ConvergedPairs::default(),
+            converged_pairs,
         })
     }
 
@@ -160,6 +161,7 @@ pub fn run_chunk(
     );
     let mut tables: BTreeMap<SinkKind, SharedFutures> = BTreeMap::new();
     let mut judged = LastJudged::default();
+    let mut last_first: LastFirst = None;
     points
         .get(chunk, baselines, forks)
         .iter()
@@ -176,6 +178,7 @@ pub fn run_chunk(
                     *index,
                     point,
                     &mut judged,
+                    &mut last_first,
                 )
             });
             if let Some(records) = composed {
