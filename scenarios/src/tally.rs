@@ -14,8 +14,9 @@ use crate::sweep::{
 use keel_engine::SinkKind;
 use keel_sim::{Fault, FaultKind, FingerprintBuilder};
 use num_bigint::BigUint;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::fmt::Write as _;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// The crash states a row of class points stands for, while tallying ([`ClassedStates`]).
 #[derive(Clone, Debug, Default)]
@@ -103,10 +104,32 @@ fn expectation_of<'b>(
 /// A row's distinct outcome digests: each the 16 hex digits of a 64-bit hash, kept as that
 /// number (a depth-2 row on a long stream has millions, and comparing them as strings was a
 /// tenth of its time); a digest of another form (a shard file written by hand) as its text.
+/// Only counted, never iterated: no order of a hash set reaches the report.
 #[derive(Debug, Default)]
 struct Outcomes {
-    hashes: BTreeSet<u64>,
+    hashes: HashSet<u64, BuildHasherDefault<SpreadHasher>>,
     others: BTreeSet<String>,
+}
+
+/// Hashes a `u64` that is already a hash (a digest) by spreading its bits (Fibonacci
+/// hashing): deterministic, no seed, and no second pass of a general hash over the key.
+#[derive(Debug, Default)]
+struct SpreadHasher(u64);
+
+impl Hasher for SpreadHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0 = value.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
 }
 
 impl Outcomes {

@@ -26,30 +26,83 @@
 //! the fork tests compare the sweep with `--naive`.
 
 use super::{ConvergedAt, Forks, PointRun};
-use crate::observation::records::{Segment, Splice};
-use crate::observation::{Observation, Records, Recovery, SinkWriteCounts, ViewObservation};
+use crate::observation::records::{KnownRecords, Segment, Splice};
+use crate::observation::{
+    Observation, Records, Recovery, SharedWindows, SinkWriteCounts, ViewObservation,
+};
+use crate::runner::View;
+use keel_engine::{KeyScheme, SinkKind};
 use std::sync::Arc;
 
-/// A first fault's run that converged, with what its pairs take of it: its records before
-/// the boundary, as segments of the fault-free file.
+/// What a pair takes of one of the runs it is composed of: its records as segments of the
+/// fault-free file (a first fault's: those before its boundary), and the rest of its
+/// observation, held inline. A sweep composes each single crash into thousands of pairs, one
+/// after the other: reading a few words of each here, not its observation's chain of
+/// pointers, kept a 10,000-event sweep from waiting on memory.
+#[derive(Clone, Debug)]
+struct Part {
+    segments: Vec<Segment>,
+    known: Arc<KnownRecords>,
+    sink: SinkKind,
+    key: KeyScheme,
+    view: Option<View>,
+    corrupt_lines: u64,
+    dirty_reads: u64,
+    visibility_delay_ms_max: u64,
+    final_windows: SharedWindows,
+    dropped_late: u64,
+    rolled_back: u64,
+    restarts: u64,
+    stray_files: Vec<String>,
+    sink_writes: Option<SinkWriteCounts>,
+}
+
+impl Part {
+    /// The part of `observation`, if a pair can be composed of it: one view held as a
+    /// splice, a recovery that went well, no sink outage.
+    fn of(observation: &Observation) -> Option<Part> {
+        let [view] = observation.views.as_slice() else {
+            return None;
+        };
+        let Records::Spliced(splice) = &view.records else {
+            return None;
+        };
+        if observation.recovery != Recovery::Ok || observation.sink_outage.is_some() {
+            return None;
+        }
+        Some(Part {
+            segments: segments_of(splice),
+            known: Arc::clone(&splice.known),
+            sink: observation.sink,
+            key: observation.key,
+            view: view.view,
+            corrupt_lines: view.corrupt_lines,
+            dirty_reads: view.dirty_reads,
+            visibility_delay_ms_max: view.visibility_delay_ms_max,
+            final_windows: Arc::clone(&observation.final_windows),
+            dropped_late: observation.dropped_late,
+            rolled_back: observation.rolled_back,
+            restarts: observation.restarts,
+            stray_files: observation.stray_files.clone(),
+            sink_writes: observation.sink_writes,
+        })
+    }
+}
+
+/// A first fault's run that converged, with what its pairs take of it.
 #[derive(Clone, Debug)]
 pub struct ConvergedFirst {
-    observation: Arc<Observation>,
     at: ConvergedAt,
     /// How many records the fault-free file holds before the boundary.
     at_records: usize,
-    /// The run's records before the boundary.
-    before: Vec<Segment>,
+    /// Its records before the boundary, and the rest of its observation.
+    part: Part,
 }
 
-/// A single process crash's point on the fault-free run, with its records as segments of
-/// the fault-free file (None: it cannot be composed: a recovery that failed, a view not
-/// held as a splice).
+/// A single process crash's point on the fault-free run, as pairs take it (None: it cannot
+/// be composed: a recovery that failed, a view not held as a splice).
 #[derive(Clone, Debug)]
-pub struct SingleCrash {
-    observation: Arc<Observation>,
-    segments: Option<Vec<Segment>>,
-}
+pub struct SingleCrash(Option<Part>);
 
 impl ConvergedFirst {
     /// The step the fault-free run takes where the first fault's run takes `step` (after
@@ -61,57 +114,35 @@ impl ConvergedFirst {
 
 impl Forks {
     /// The first fault's point `run`, if it converged on the fault-free run and its pairs
-    /// can be composed from it: a file sink read where the oracle reads it, one view held as
-    /// a splice ending with the fault-free records from the boundary on, a recovery that
-    /// went well, no sink outage.
+    /// can be composed from it: a file sink read where the oracle reads it, its records
+    /// ending with the fault-free records from the boundary on ([`Part::of`] for the rest).
     pub fn converged_first(&self, run: &PointRun) -> Option<ConvergedFirst> {
         let at = run.converged_at?;
         let known = self.known.as_ref().filter(|_| self.shareable())?;
         let at_records = known.records_before_byte(at.fault_free_sink_len_bytes)?;
-        let observation = &run.observation;
-        let [view] = observation.views.as_slice() else {
-            return None;
-        };
-        let Records::Spliced(splice) = &view.records else {
-            return None;
-        };
-        if observation.recovery != Recovery::Ok || observation.sink_outage.is_some() {
-            return None;
-        }
-        let mut before = segments_of(splice);
-        drop_known_from(&mut before, at_records, splice.known.records.len())?;
+        let mut part = Part::of(&run.observation)?;
+        let known_len = part.known.records.len();
+        drop_known_from(&mut part.segments, at_records, known_len)?;
         Some(ConvergedFirst {
-            observation: Arc::new((**observation).clone()),
             at,
             at_records,
-            before,
+            part,
         })
     }
 
-    /// A single process crash's point `observation`, with the fault-free run's final windows
-    /// where its own are equal to them (a sweep compares and hashes a shared map of windows
-    /// once: `verdict::Reference` remembers a few, and a first fault's pairs take their end
-    /// from thousands of single crashes).
-    pub fn single_crash(&self, mut observation: Observation) -> SingleCrash {
-        let fault_free = &self.end.final_state.windows;
-        if !Arc::ptr_eq(&observation.final_windows, fault_free)
-            && *observation.final_windows == **fault_free
-        {
-            observation.final_windows = Arc::clone(fault_free);
-        }
-        let segments = match observation.views.as_slice() {
-            [ViewObservation {
-                records: Records::Spliced(splice),
-                ..
-            }] if observation.recovery == Recovery::Ok && observation.sink_outage.is_none() => {
-                Some(segments_of(splice))
+    /// A single process crash's point `observation`, as pairs take it: with the fault-free
+    /// run's final windows where its own are equal to them (a sweep compares and hashes a
+    /// shared map of windows once: `verdict::Reference` remembers a few).
+    pub fn single_crash(&self, observation: &Observation) -> SingleCrash {
+        let mut part = Part::of(observation);
+        if let Some(part) = &mut part {
+            let fault_free = &self.end.final_state.windows;
+            if !Arc::ptr_eq(&part.final_windows, fault_free) && *part.final_windows == **fault_free
+            {
+                part.final_windows = Arc::clone(fault_free);
             }
-            _ => None,
-        };
-        SingleCrash {
-            observation: Arc::new(observation),
-            segments,
         }
+        SingleCrash(part)
     }
 
     /// The observation of the pair of `first` and a process crash after its boundary whose
@@ -122,21 +153,13 @@ impl Forks {
         first: &ConvergedFirst,
         second: &SingleCrash,
     ) -> Option<Observation> {
-        let (one, two) = (&first.observation, &second.observation);
-        let ([view_one], [view_two]) = (one.views.as_slice(), two.views.as_slice()) else {
-            return None;
-        };
-        let (Records::Spliced(a), Records::Spliced(b)) = (&view_one.records, &view_two.records)
-        else {
-            return None;
-        };
-        if !Arc::ptr_eq(&a.known, &b.known) {
+        let (one, two) = (&first.part, second.0.as_ref()?);
+        if !Arc::ptr_eq(&one.known, &two.known) {
             return None;
         }
-        let later = second.segments.as_ref()?;
-        let mut segments = Vec::with_capacity(first.before.len() + later.len());
-        segments.extend(first.before.iter().cloned());
-        push_known_from(&mut segments, later, first.at_records)?;
+        let mut segments = Vec::with_capacity(one.segments.len() + two.segments.len());
+        segments.extend(one.segments.iter().cloned());
+        push_known_from(&mut segments, &two.segments, first.at_records)?;
         let sink_writes = match (one.sink_writes, two.sink_writes) {
             (Some(x), Some(y)) => Some(SinkWriteCounts {
                 served: (x.served + y.served).checked_sub(self.end.served)?,
@@ -150,11 +173,11 @@ impl Forks {
             sink: two.sink,
             key: two.key,
             views: vec![ViewObservation {
-                view: view_two.view,
-                records: Records::Spliced(splice_of(Arc::clone(&a.known), segments)),
-                corrupt_lines: view_one.corrupt_lines + view_two.corrupt_lines,
-                dirty_reads: view_two.dirty_reads,
-                visibility_delay_ms_max: view_two.visibility_delay_ms_max,
+                view: two.view,
+                records: Records::Spliced(splice_of(Arc::clone(&one.known), segments)),
+                corrupt_lines: one.corrupt_lines + two.corrupt_lines,
+                dirty_reads: two.dirty_reads,
+                visibility_delay_ms_max: two.visibility_delay_ms_max,
             }],
             recovery: Recovery::Ok,
             final_windows: Arc::clone(&two.final_windows),
@@ -238,10 +261,7 @@ fn push_known_from(out: &mut Vec<Segment>, later: &[Segment], from: usize) -> Op
 /// `segments` (merged) as a splice of `known`: its last run to the end as the tail, its first
 /// run from 0 as the head up to where the tail starts (a splice's head never passes its
 /// tail's start), the rest the middle.
-fn splice_of(
-    known: Arc<crate::observation::records::KnownRecords>,
-    mut segments: Vec<Segment>,
-) -> Splice {
+fn splice_of(known: Arc<KnownRecords>, mut segments: Vec<Segment>) -> Splice {
     let known_len = known.records.len();
     let tail_from = match segments.last() {
         Some(Segment::Known(run)) if run.end == known_len => {

@@ -103,7 +103,7 @@ impl ConvergedPairs {
                     fault: second.fault,
                 };
                 let plan = FaultPlan::new([single]).expect("one fault");
-                forks.single_crash((*forks.run_point(&plan, true, None).observation).clone())
+                forks.single_crash(&forks.run_point(&plan, true, None).observation)
             });
         let observation = forks.compose_after_converged(&converged, single)?;
         #[cfg(debug_assertions)]

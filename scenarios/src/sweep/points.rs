@@ -626,37 +626,47 @@ impl SweepPoints {
                 later,
             } => {
                 let sites = &baselines[sink].sites;
-                let seconds = match later {
-                    Some(later) => points(later.aims(sites), *second, self.seed, &self.sweep),
+                let ran_again;
+                let later: &Later = match later {
+                    Some(later) => later,
                     None => {
                         let how = LaterRun::of(&self.sweep);
-                        let later =
+                        ran_again =
                             later_sites(&baselines[sink], forks.map(|f| &f[sink]), *first, how);
-                        points(later.aims(sites), *second, self.seed, &self.sweep)
+                        &ran_again
                     }
                 };
-                assert_eq!(
-                    seconds.len() as u64,
-                    *len,
-                    "the first fault's run is deterministic"
-                );
                 let row = format!("{first_kind}+{second}");
-                for (offset, (fault, sampled)) in seconds.into_iter().enumerate() {
-                    let offset = offset as u64;
-                    if !range.contains(&offset) {
-                        continue;
+                // Only the sites with a point in `range` are drawn: a group holds a point at
+                // every later step, and a chunk takes about a thousand of them.
+                let mut site_start = 0;
+                let mut drawn = Vec::new();
+                for site in later.aims(sites) {
+                    let site_len = site_points_len(&site, *second, &self.sweep);
+                    if site_start < range.end && range.start < site_start + site_len {
+                        drawn.clear();
+                        site_points(&site, *second, self.seed, &self.sweep, &mut drawn);
+                        assert_eq!(drawn.len() as u64, site_len);
+                        for (j, (fault, sampled)) in drawn.drain(..).enumerate() {
+                            let offset = site_start + j as u64;
+                            if !range.contains(&offset) {
+                                continue;
+                            }
+                            let opened = opens.filter(|_| offset == 0);
+                            push(
+                                offset,
+                                SweepPoint {
+                                    sink: *sink,
+                                    row: row.clone(),
+                                    faults: vec![*first, fault],
+                                    sampled: opened.into_iter().chain(sampled).collect(),
+                                },
+                            );
+                        }
                     }
-                    let opened = opens.filter(|_| offset == 0);
-                    push(
-                        offset,
-                        SweepPoint {
-                            sink: *sink,
-                            row: row.clone(),
-                            faults: vec![*first, fault],
-                            sampled: opened.into_iter().chain(sampled).collect(),
-                        },
-                    );
+                    site_start += site_len;
                 }
+                assert_eq!(site_start, *len, "the first fault's run is deterministic");
             }
         }
     }
