@@ -147,9 +147,8 @@ mod tests {
     use super::*;
     use crate::catalogue::Scenario;
     use crate::spec::ScenarioSpec;
-    use crate::sweep::run::{run_point, SweepSetup};
-    use crate::sweep::{PowerLossPoints, SweepPoints, SweepSpec, POWER_LOSS_STATES_MAX_DEFAULT};
-    use keel_sim::FaultKind;
+    use crate::sweep::run::{crash_and_sink_error_sweep, run_point, SweepSetup};
+    use crate::sweep::SweepPoints;
 
     /// Every pair of ch04's depth-2 sweep that is composed has the records of its run from
     /// scratch (`--naive`'s), but for the trace fingerprint only a run to the end has; and
@@ -158,15 +157,7 @@ mod tests {
     fn a_composed_pair_has_the_records_of_its_run_from_scratch() {
         let spec = ScenarioSpec::ch04(0);
         let events: Arc<[keel_engine::Event]> = Scenario::by_name("ch04").unwrap().events().into();
-        let sweep = SweepSpec {
-            sinks: vec![SinkKind::Append, SinkKind::Idempotent],
-            faults: vec![FaultKind::ProcessCrash, FaultKind::SinkError],
-            depth: 2,
-            outage_ms: 2_000,
-            expect: None,
-            power_loss_states_max: POWER_LOSS_STATES_MAX_DEFAULT,
-            power_loss_points: PowerLossPoints::States,
-        };
+        let sweep = crash_and_sink_error_sweep(2);
         let setup = SweepSetup::new(&spec, Arc::clone(&events), &sweep, false).unwrap();
         let forks = setup.forks.as_ref().expect("forked");
         let points = SweepPoints::new(&spec, &sweep, &setup.baselines, Some(forks));

@@ -343,12 +343,29 @@ fn outcome_digest(
     text.finish().to_string()
 }
 
+/// For tests: a sweep of process crashes and sink errors on the append and the idempotent
+/// sink at `depth`.
+#[cfg(test)]
+pub(super) fn crash_and_sink_error_sweep(depth: u8) -> SweepSpec {
+    use super::{PowerLossPoints, POWER_LOSS_STATES_MAX_DEFAULT};
+    SweepSpec {
+        sinks: vec![SinkKind::Append, SinkKind::Idempotent],
+        faults: vec![
+            keel_sim::FaultKind::ProcessCrash,
+            keel_sim::FaultKind::SinkError,
+        ],
+        depth,
+        outage_ms: 2_000,
+        expect: None,
+        power_loss_states_max: POWER_LOSS_STATES_MAX_DEFAULT,
+        power_loss_points: PowerLossPoints::States,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::catalogue::Scenario;
-    use crate::sweep::{PowerLossPoints, POWER_LOSS_STATES_MAX_DEFAULT};
-    use keel_sim::FaultKind;
 
     /// ch04 at depth 2 has hundreds of points an event: each thread gets a copy of the setup,
     /// and every record run against the copy is the one run against the original. At depth
@@ -358,15 +375,7 @@ mod tests {
         let spec = ScenarioSpec::ch04(0);
         let events: Arc<[keel_engine::Event]> = Scenario::by_name("ch04").unwrap().events().into();
         for (depth, copied) in [(1, false), (2, true)] {
-            let sweep = SweepSpec {
-                sinks: vec![SinkKind::Append, SinkKind::Idempotent],
-                faults: vec![FaultKind::ProcessCrash, FaultKind::SinkError],
-                depth,
-                outage_ms: 2_000,
-                expect: None,
-                power_loss_states_max: POWER_LOSS_STATES_MAX_DEFAULT,
-                power_loss_points: PowerLossPoints::States,
-            };
+            let sweep = crash_and_sink_error_sweep(depth);
             let setup = SweepSetup::new(&spec, Arc::clone(&events), &sweep, false).unwrap();
             let points = SweepPoints::new(&spec, &sweep, &setup.baselines, setup.forks.as_ref());
             let replica = setup.replica(&spec, &events, &sweep, points.len());
