@@ -214,8 +214,9 @@ impl<'a> SweepTally<'a> {
     /// to, opened where it first appears.
     pub fn add(&mut self, record: &PointRecord) {
         let sink = record.sink.name();
-        let view = record.view.map(|v| v.name().to_string());
-        let is_its_row = |r: &SweepRow| r.sink == sink && r.fault == record.row && r.view == view;
+        let view = record.view.map(|v| v.name());
+        let is_its_row =
+            |r: &SweepRow| r.sink == sink && r.fault == record.row && r.view.as_deref() == view;
         // Points come row by row (views alternating): the last two rows first.
         let recent = self.rows.len().saturating_sub(2);
         let position = (recent..self.rows.len())
@@ -226,7 +227,7 @@ impl<'a> SweepTally<'a> {
             self.rows.push(SweepRow {
                 sink: sink.to_string(),
                 fault: record.row.clone(),
-                view,
+                view: view.map(str::to_string),
                 ..SweepRow::default()
             });
             self.outcomes.push(Outcomes::default());

@@ -21,7 +21,7 @@ pub use disk::{Contents, Disk, DiskError, CHUNK_BYTES};
 pub use fault::{CrashPoint, Fault, FaultKind, FaultPlan, PlanError, PlannedFault};
 pub use rng::{SeedTree, Subsystem};
 pub use storage::Storage;
-pub use trace::{Fingerprint, FingerprintBuilder, NoteText, Trace, TraceLine};
+pub use trace::{hex16, Fingerprint, FingerprintBuilder, NoteText, Trace, TraceLine};
 pub use txlog::{
     AbortReason, EntryKind, LogEntry, LogError, LogRecord, OpenTransaction, Producer,
     ResumeOutcome, TxLog, TxnStatus,

@@ -318,7 +318,28 @@ impl fmt::Write for FingerprintBuilder {
 
 impl fmt::Display for Fingerprint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:016x}", self.0)
+        f.pad(hex16(self.0).as_str())
+    }
+}
+
+/// `value` as 16 lower-case hex digits (what `{:016x}` writes), without the formatting
+/// machinery: a sweep writes two or three for every point it tallies.
+pub fn hex16(value: u64) -> Hex16 {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut bytes = [0; 16];
+    for (i, byte) in bytes.iter_mut().enumerate() {
+        *byte = DIGITS[(value >> (60 - 4 * i)) as usize & 0xf];
+    }
+    Hex16(bytes)
+}
+
+/// 16 hex digits ([`hex16`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hex16([u8; 16]);
+
+impl Hex16 {
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.0).expect("hex digits are ASCII")
     }
 }
 
@@ -394,6 +415,26 @@ impl Fnv1a64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `hex16` writes what `{:016x}` writes, and a fingerprint shows as it did, padding
+    /// included.
+    #[test]
+    fn hex16_is_the_formatters_hex() {
+        for value in [
+            0,
+            1,
+            0xf,
+            0x10,
+            0xdead_beef,
+            u64::MAX,
+            0x0123_4567_89ab_cdef,
+        ] {
+            assert_eq!(hex16(value).as_str(), format!("{value:016x}"));
+            assert_eq!(Fingerprint(value).to_string(), format!("{value:016x}"));
+            let padded = format!("{:>18}", format!("{value:016x}"));
+            assert_eq!(format!("{:>18}", Fingerprint(value)), padded);
+        }
+    }
 
     /// A power loss's note, written out only when needed, shows, equals and hashes as the
     /// note of its text.

@@ -231,7 +231,7 @@ impl KnownRecords {
         assert!(range.start <= range.end);
         assert!(range.end <= self.records.len());
         let len = (range.end - range.start) as u64;
-        let before = mul_mod(self.prefix_hashes[range.start], pow_mod(SEQUENCE_BASE, len));
+        let before = mul_mod(self.prefix_hashes[range.start], base_pow(len));
         SequenceHash {
             hash: (self.prefix_hashes[range.end] + SEQUENCE_MODULUS - before) % SEQUENCE_MODULUS,
             len,
@@ -259,6 +259,35 @@ fn mul_mod(a: u64, b: u64) -> u64 {
     } else {
         folded
     }
+}
+
+/// [`SEQUENCE_BASE`] to the power `exponent`: one product of two table entries for an
+/// exponent below 2^20 (a splice's runs are hashed from prefix hashes, each run one power,
+/// and by squaring each cost 40 products), else by squaring.
+fn base_pow(exponent: u64) -> u64 {
+    const LOW_BITS: u32 = 10;
+    const LOW_LEN: usize = 1 << LOW_BITS;
+    static TABLES: std::sync::OnceLock<(Vec<u64>, Vec<u64>)> = std::sync::OnceLock::new();
+    if exponent >= 1 << (2 * LOW_BITS) {
+        return pow_mod(SEQUENCE_BASE, exponent);
+    }
+    let (low, high) = TABLES.get_or_init(|| {
+        let powers = |step: u64| {
+            let mut power = 1;
+            (0..LOW_LEN)
+                .map(|_| {
+                    let this = power;
+                    power = mul_mod(power, step);
+                    this
+                })
+                .collect::<Vec<u64>>()
+        };
+        let low = powers(SEQUENCE_BASE);
+        let high = powers(pow_mod(SEQUENCE_BASE, LOW_LEN as u64));
+        (low, high)
+    });
+    let (at_low, at_high) = (exponent as usize % LOW_LEN, exponent as usize / LOW_LEN);
+    mul_mod(low[at_low], high[at_high])
 }
 
 fn pow_mod(mut base: u64, mut exponent: u64) -> u64 {
@@ -306,8 +335,7 @@ impl SequenceHash {
     /// The hash of `self`'s sequence followed by `next`'s.
     pub fn then(self, next: SequenceHash) -> SequenceHash {
         SequenceHash {
-            hash: (mul_mod(self.hash, pow_mod(SEQUENCE_BASE, next.len)) + next.hash)
-                % SEQUENCE_MODULUS,
+            hash: (mul_mod(self.hash, base_pow(next.len)) + next.hash) % SEQUENCE_MODULUS,
             len: self.len + next.len,
         }
     }
@@ -423,6 +451,30 @@ mod tests {
             }
         }
         checked
+    }
+
+    /// The tables give the powers squaring gives, on each side of each table's edge.
+    #[test]
+    fn a_power_from_the_tables_is_the_power_by_squaring() {
+        let exponents = [
+            0,
+            1,
+            2,
+            1_023,
+            1_024,
+            1_025,
+            54_321,
+            (1 << 20) - 1,
+            1 << 20,
+            1 << 40,
+        ];
+        for exponent in exponents {
+            assert_eq!(
+                base_pow(exponent),
+                pow_mod(SEQUENCE_BASE, exponent),
+                "{exponent}"
+            );
+        }
     }
 
     #[test]

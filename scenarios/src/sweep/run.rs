@@ -12,7 +12,7 @@ use crate::runner::RunSpec;
 use crate::spec::ScenarioSpec;
 use crate::verdict::{judge, Reference, Verdict};
 use keel_engine::SinkKind;
-use keel_sim::{FaultPlan, FingerprintBuilder};
+use keel_sim::{hex16, FaultPlan, FingerprintBuilder};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::ops::Range;
@@ -326,11 +326,14 @@ fn outcome_digest(
         let records = view.records.hash();
         let (len, hash) = (records.len, records.hash);
         let corrupt = view.corrupt_lines;
-        write!(text, "records={len} {hash:016x}\ncorrupt={corrupt}\n").expect("to a hash");
+        write!(text, "records={len} ").expect("to a hash");
+        text.write_str(hex16(hash).as_str()).expect("to a hash");
+        write!(text, "\ncorrupt={corrupt}\n").expect("to a hash");
     }
     // The windows' text as its hash, worked out once per shared map of windows.
     let windows = reference.final_windows_hash(&observation.final_windows);
-    write!(text, "final_windows={windows:016x}").expect("to a hash");
+    text.write_str("final_windows=").expect("to a hash");
+    text.write_str(hex16(windows).as_str()).expect("to a hash");
     // Part of the final state (`recovers` compares it); written only when some event was
     // dropped, so digests of runs without a lateness bound are what they were.
     if observation.dropped_late > 0 {
