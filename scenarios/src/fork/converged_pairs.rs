@@ -3,9 +3,9 @@
 //! (step 2 of figure 3b's plan in the README).
 //!
 //! The argument. Let the run of a first fault F converge on the fault-free run at an event
-//! boundary b (`Forks::converges`, or the boundaries just after a single fault: everything
-//! that can influence what comes next is equal but the append sink's bytes, and F was the
-//! plan's only fault). A pair (F, C), C a process crash at a later step of F's run, runs F's
+//! boundary b (`Forks::converges`: everything that can influence what comes next is equal
+//! but the append sink's bytes and what is durable, and F was the plan's only fault; a sweep
+//! runs its first faults with no shared futures, so b is a snapshot's boundary). A pair (F, C), C a process crash at a later step of F's run, runs F's
 //! run up to b, and from b on runs as the fault-free run's point C' runs from b, where C' is
 //! C at the step the fault-free run takes at the same place (its steps from b on are F's run's
 //! steps from b on, shifted: a run's steps do not depend on the clock, `World::sleep_until`).
