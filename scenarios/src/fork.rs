@@ -58,7 +58,7 @@ use crate::runner::{
     Driven, IncarnationEnd, Moment, Outcome, Paused, RunResult, RunSpec,
 };
 use ahead::AheadBoundary;
-pub use converged_pairs::{ConvergedFirst, SingleCrash};
+pub use converged_pairs::{ConvergedFirst, SingleFault};
 use keel_engine::{
     ChainMemo, CheckpointMemo, EngineCaches, IncarnationStats, KeyScheme, KnownSinkFile,
     OperatorState, Record, SinkKind, SINK_WRITE_OP,

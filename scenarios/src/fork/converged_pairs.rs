@@ -1,26 +1,39 @@
-//! A second process crash after the first fault's run converged: the depth-2 point's
-//! observation composed from two single-fault observations, without running the pair
-//! (step 2 of figure 3b's plan in the README).
+//! A second process crash, sink error or lost ack after the first fault's run converged:
+//! the depth-2 point's observation composed from two single-fault observations, without
+//! running the pair (step 2 of figure 3b's plan in the README).
 //!
 //! The argument. Let the run of a first fault F converge on the fault-free run at an event
 //! boundary b (`Forks::converges`: everything that can influence what comes next is equal
-//! but the append sink's bytes and what is durable, and F was the plan's only fault; a sweep
-//! runs its first faults with no shared futures, so b is a snapshot's boundary). A pair (F, C), C a process crash at a later step of F's run, runs F's
-//! run up to b, and from b on runs as the fault-free run's point C' runs from b, where C' is
-//! C at the step the fault-free run takes at the same place (its steps from b on are F's run's
-//! steps from b on, shifted: a run's steps do not depend on the clock, `World::sleep_until`).
-//! A process crash reads nothing the convergence rule left out: it keeps the page cache (so
-//! what is durable and what is pending, not compared, cannot matter), and the append
-//! connector never reads its file's bytes after a kill but to cut a torn tail, which only a
-//! power loss leaves. So the pair's sink file is F's file up to b, then what C' appended
-//! after b; in records (the append and the idempotent sink alike, whose file at b is the
-//! fault-free file): F's records but the fault-free records from b on, then C''s records from
-//! b on. Its end (final windows, files left, dropped events) is C''s end; its restarts and
-//! roll-backs are both runs'; its sink writes are both runs' less the fault-free run's, which
-//! both count from b on and before b respectively.
+//! but the append sink's bytes and what is durable, and F was the plan's only fault; a
+//! sweep runs its first faults with no shared futures, so b is a snapshot's boundary). A
+//! pair (F, S), S a second fault at a later step of F's run, runs F's run up to b, and from b
+//! on runs as the fault-free run's point S' runs from b, where S' is S at the step the
+//! fault-free run takes at the same place (its steps from b on are F's run's steps from b
+//! on, shifted: a run's steps do not depend on the clock, `World::sleep_until`), as long as
+//! S reads nothing the convergence rule left out:
+//! - a process crash keeps the page cache (so what is durable and what is pending, not
+//!   compared, cannot matter), and the append connector never reads its file's bytes after
+//!   a kill but to cut a torn tail, which only a power loss leaves;
+//! - a sink error or a lost ack acts on one request, not on the disk: the connector retries
+//!   it in place (its wait no step), reading only what converging compared (the idempotent
+//!   sink's file; the append connector reads none), and the clock only to time the retry
+//!   (records name no time unless keys are processing time, and then converging compared
+//!   the clocks).
+//!
+//! Not so a disk error (a failed fsync leaves the pending bytes unpersisted: what is durable
+//! matters), a sink outage (its retries meet the event arrivals on the clock, which
+//! converging does not compare under event-index keys), a zombie (it wakes on the clock) or
+//! a power loss (what is durable, and the append file's offsets, decide its crash states).
+//!
+//! So the pair's sink file is F's file up to b, then what S' appended after b; in records
+//! (the append and the idempotent sink alike, whose file at b is the fault-free file): F's
+//! records but the fault-free records from b on, then S''s records from b on. Its end (final
+//! windows, files left, dropped events) is S''s end; its restarts and roll-backs are both
+//! runs'; its sink writes are both runs' less the fault-free run's, which both count from b
+//! on and before b respectively.
 //!
 //! Composed only where each piece is there to take: both observations held as splices of the
-//! fault-free file, F's ending with the fault-free records from b on, C''s starting with
+//! fault-free file, F's ending with the fault-free records from b on, S''s starting with
 //! those before b, both recoveries ok and no sink outage; anything else runs. Checked, not
 //! assumed: debug builds run every 16th composed pair and compare the observations whole, and
 //! the fork tests compare the sweep with `--naive`.
@@ -36,7 +49,7 @@ use std::sync::Arc;
 
 /// What a pair takes of one of the runs it is composed of: its records as segments of the
 /// fault-free file (a first fault's: those before its boundary), and the rest of its
-/// observation, held inline. A sweep composes each single crash into thousands of pairs, one
+/// observation, held inline. A sweep composes each single fault into thousands of pairs, one
 /// after the other: reading a few words of each here, not its observation's chain of
 /// pointers, kept a 10,000-event sweep from waiting on memory.
 #[derive(Clone, Debug)]
@@ -99,10 +112,10 @@ pub struct ConvergedFirst {
     part: Part,
 }
 
-/// A single process crash's point on the fault-free run, as pairs take it (None: it cannot
-/// be composed: a recovery that failed, a view not held as a splice).
+/// A single fault's point on the fault-free run, as pairs take it (None: it cannot be
+/// composed: a recovery that failed, a view not held as a splice).
 #[derive(Clone, Debug)]
-pub struct SingleCrash(Option<Part>);
+pub struct SingleFault(Option<Part>);
 
 impl ConvergedFirst {
     /// The step the fault-free run takes where the first fault's run takes `step` (after
@@ -130,10 +143,10 @@ impl Forks {
         })
     }
 
-    /// A single process crash's point `observation`, as pairs take it: with the fault-free
+    /// A single fault's point `observation`, as pairs take it: with the fault-free
     /// run's final windows where its own are equal to them (a sweep compares and hashes a
     /// shared map of windows once: `verdict::Reference` remembers a few).
-    pub fn single_crash(&self, observation: &Observation) -> SingleCrash {
+    pub fn single_fault(&self, observation: &Observation) -> SingleFault {
         let mut part = Part::of(observation);
         if let Some(part) = &mut part {
             let fault_free = &self.end.final_state.windows;
@@ -142,16 +155,16 @@ impl Forks {
                 part.final_windows = Arc::clone(fault_free);
             }
         }
-        SingleCrash(part)
+        SingleFault(part)
     }
 
-    /// The observation of the pair of `first` and a process crash after its boundary whose
+    /// The observation of the pair of `first` and a second fault after its boundary whose
     /// single-fault point on the fault-free run is `second` (see the module's argument);
     /// None where a piece it needs is not there.
     pub fn compose_after_converged(
         &self,
         first: &ConvergedFirst,
-        second: &SingleCrash,
+        second: &SingleFault,
     ) -> Option<Observation> {
         let (one, two) = (&first.part, second.0.as_ref()?);
         if !Arc::ptr_eq(&one.known, &two.known) {

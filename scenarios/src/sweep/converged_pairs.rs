@@ -1,14 +1,15 @@
-//! Depth-2 points whose second fault is a process crash after their first fault's run
-//! converged take their observation composed from two single-fault runs
+//! Depth-2 points whose second fault is a process crash, a sink error or a lost ack after
+//! their first fault's run converged take their observation composed from two single-fault
+//! runs
 //! (`fork/converged_pairs.rs` states why that is the pair's) instead of running. The
 //! single-fault runs are kept for every chunk and thread of the sweep ([`ConvergedPairs`]).
 
 use super::run::{point_records, LastJudged};
 use super::{PointRecord, SweepPoint};
 use crate::baseline::Baseline;
-use crate::fork::{ConvergedFirst, Forks, SingleCrash};
+use crate::fork::{ConvergedFirst, Forks, SingleFault};
 use keel_engine::SinkKind;
-use keel_sim::{CrashPoint, Fault, FaultPlan, PlannedFault};
+use keel_sim::{CrashPoint, Fault, FaultKind, FaultPlan, PlannedFault};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::{Arc, OnceLock, RwLock};
@@ -22,15 +23,62 @@ const FIRSTS_MAX: usize = 64;
 const CHECKED_EVERY: u64 = 16;
 
 /// The runs composed pairs are made of, by sink: each first fault's (converged or not), and
-/// each single process crash's on the fault-free run, two a step (before and after its
-/// effect). Shared by every chunk and thread of a sweep: what a pair is composed of is the
+/// each single fault's on the fault-free run that a pair can end with, a slot each at every
+/// step. Shared by every chunk and thread of a sweep: what a pair is composed of is the
 /// same whichever thread ran it first (each is a single-fault run, forked from a snapshot
 /// with no shared futures).
 #[derive(Default)]
 pub struct ConvergedPairs {
     firsts: RwLock<BTreeMap<FaultOn, Option<Arc<ConvergedFirst>>>>,
-    /// Per sink, at depth 2 only: slot `2 * step + (0 before, 1 after)`.
-    single_crashes: BTreeMap<SinkKind, Vec<OnceLock<SingleCrash>>>,
+    /// Per sink, at depth 2 only: slot `step * slots.per_step + slots.of(fault)`.
+    singles: BTreeMap<SinkKind, Vec<OnceLock<SingleFault>>>,
+    slots: Slots,
+}
+
+/// Where a step's single faults lie among its slots: only the kinds the sweep aims at have
+/// one (a process crash two: before and after the step's effect).
+#[derive(Clone, Copy, Debug, Default)]
+struct Slots {
+    per_step: usize,
+    process_crash: Option<usize>,
+    sink_error: Option<usize>,
+    ack_lost: Option<usize>,
+}
+
+impl Slots {
+    fn of_kinds(kinds: &[FaultKind]) -> Slots {
+        let mut slots = Slots::default();
+        for (kind, width) in [
+            (FaultKind::ProcessCrash, 2),
+            (FaultKind::SinkError, 1),
+            (FaultKind::AckLost, 1),
+        ] {
+            if !kinds.contains(&kind) {
+                continue;
+            }
+            let at = Some(slots.per_step);
+            match kind {
+                FaultKind::ProcessCrash => slots.process_crash = at,
+                FaultKind::SinkError => slots.sink_error = at,
+                _ => slots.ack_lost = at,
+            }
+            slots.per_step += width;
+        }
+        slots
+    }
+
+    /// The slot of `fault` among a step's, if a pair can end with it: a process crash, a
+    /// sink error or a lost ack (`fork/converged_pairs.rs` says why these).
+    fn of(&self, fault: Fault) -> Option<usize> {
+        match fault {
+            Fault::ProcessCrash { at } => {
+                Some(self.process_crash? + usize::from(at == CrashPoint::After))
+            }
+            Fault::SinkError => self.sink_error,
+            Fault::AckLost => self.ack_lost,
+            _ => None,
+        }
+    }
 }
 
 /// A single fault on a sink's fault-free run.
@@ -40,15 +88,20 @@ type FaultOn = (SinkKind, PlannedFault);
 pub(super) type LastFirst = Option<(FaultOn, Option<Arc<ConvergedFirst>>)>;
 
 impl ConvergedPairs {
-    /// Slots for the single crashes of every step of each of `baselines`' fault-free runs,
-    /// at depth 2 (none at depth 1).
-    pub(super) fn new(baselines: &BTreeMap<SinkKind, Baseline>, depth: u8) -> ConvergedPairs {
-        let single_crashes = if depth == 2 {
+    /// Slots for the single faults of `kinds` a pair can end with, at every step of each of
+    /// `baselines`' fault-free runs, at depth 2 (none at depth 1).
+    pub(super) fn new(
+        baselines: &BTreeMap<SinkKind, Baseline>,
+        depth: u8,
+        kinds: &[FaultKind],
+    ) -> ConvergedPairs {
+        let slots = Slots::of_kinds(kinds);
+        let singles = if depth == 2 {
             baselines
                 .iter()
                 .map(|(&sink, baseline)| {
-                    let slots = 2 * baseline.sites.len();
-                    (sink, (0..slots).map(|_| OnceLock::new()).collect())
+                    let len = slots.per_step * baseline.sites.len();
+                    (sink, (0..len).map(|_| OnceLock::new()).collect())
                 })
                 .collect()
         } else {
@@ -56,13 +109,14 @@ impl ConvergedPairs {
         };
         ConvergedPairs {
             firsts: RwLock::default(),
-            single_crashes,
+            singles,
+            slots,
         }
     }
 
     /// The records of `point` (number `index`) composed, if it is a pair of a first fault
-    /// whose run converged and a process crash after that. `last`: the chunk's last first
-    /// fault.
+    /// whose run converged and a process crash, a sink error or a lost ack after that.
+    /// `last`: the chunk's last first fault.
     pub(super) fn records_of(
         &self,
         baseline: &Baseline,
@@ -75,10 +129,8 @@ impl ConvergedPairs {
         let [first, second] = point.faults.as_slice() else {
             return None;
         };
+        let slot = self.slots.of(second.fault)?;
         // A class point stands for several states, counted on its record: it runs.
-        let Fault::ProcessCrash { at } = second.fault else {
-            return None;
-        };
         if matches!(first.fault, Fault::PowerLossClass { .. }) {
             return None;
         }
@@ -92,19 +144,15 @@ impl ConvergedPairs {
             }
         }?;
         let step = converged.fault_free_step(second.step)?;
-        let slot = 2 * step as usize + usize::from(at == CrashPoint::After);
-        let single = self
-            .single_crashes
-            .get(&point.sink)?
-            .get(slot)?
-            .get_or_init(|| {
-                let single = PlannedFault {
-                    step,
-                    fault: second.fault,
-                };
-                let plan = FaultPlan::new([single]).expect("one fault");
-                forks.single_crash(&forks.run_point(&plan, true, None).observation)
-            });
+        let slot = step as usize * self.slots.per_step + slot;
+        let single = self.singles.get(&point.sink)?.get(slot)?.get_or_init(|| {
+            let single = PlannedFault {
+                step,
+                fault: second.fault,
+            };
+            let plan = FaultPlan::new([single]).expect("one fault");
+            forks.single_fault(&forks.run_point(&plan, true, None).observation)
+        });
         let observation = forks.compose_after_converged(&converged, single)?;
         #[cfg(debug_assertions)]
         if index % CHECKED_EVERY == 0 {
@@ -149,19 +197,22 @@ mod tests {
     use crate::spec::ScenarioSpec;
     use crate::sweep::run::{crash_and_sink_error_sweep, run_point, SweepSetup};
     use crate::sweep::SweepPoints;
+    use keel_sim::FaultKind;
 
-    /// Every pair of ch04's depth-2 sweep that is composed has the records of its run from
-    /// scratch (`--naive`'s), but for the trace fingerprint only a run to the end has; and
-    /// the pairs composed are the ones after their first fault converged.
+    /// Every pair of ch04's depth-2 sweep (process crashes, sink errors and lost acks) that is
+    /// composed has the records of its run from scratch (`--naive`'s), but for the trace
+    /// fingerprint only a run to the end has: 4,020 of them. The pairs that run are those
+    /// whose second fault comes before their first fault's run converged.
     #[test]
     fn a_composed_pair_has_the_records_of_its_run_from_scratch() {
         let spec = ScenarioSpec::ch04(0);
         let events: Arc<[keel_engine::Event]> = Scenario::by_name("ch04").unwrap().events().into();
-        let sweep = crash_and_sink_error_sweep(2);
+        let mut sweep = crash_and_sink_error_sweep(2);
+        sweep.faults.push(FaultKind::AckLost);
         let setup = SweepSetup::new(&spec, Arc::clone(&events), &sweep, false).unwrap();
         let forks = setup.forks.as_ref().expect("forked");
         let points = SweepPoints::new(&spec, &sweep, &setup.baselines, Some(forks));
-        let pairs = ConvergedPairs::new(&setup.baselines, sweep.depth);
+        let pairs = ConvergedPairs::new(&setup.baselines, sweep.depth, &sweep.faults);
         let (mut judged, mut last) = (LastJudged::default(), None);
         // Per row: the pairs composed, of all its pairs.
         let mut composed: BTreeMap<(SinkKind, String), (u64, u64)> = BTreeMap::new();
@@ -191,19 +242,27 @@ mod tests {
             .into_iter()
             .map(|((sink, row), (n, of))| format!("{sink:?} {row} {n} of {of}"))
             .collect();
-        // A second sink error never composes; a pair whose second crash comes before its
-        // first fault's run converged runs.
         assert_eq!(
             composed,
             [
+                "Append ack-lost+ack-lost 6 of 10",
+                "Append ack-lost+process-crash 48 of 56",
+                "Append ack-lost+sink-error 6 of 10",
+                "Append process-crash+ack-lost 175 of 207",
                 "Append process-crash+process-crash 1582 of 2269",
-                "Append process-crash+sink-error 0 of 207",
+                "Append process-crash+sink-error 175 of 207",
+                "Append sink-error+ack-lost 6 of 10",
                 "Append sink-error+process-crash 48 of 56",
-                "Append sink-error+sink-error 0 of 10",
+                "Append sink-error+sink-error 6 of 10",
+                "Idempotent ack-lost+ack-lost 6 of 10",
+                "Idempotent ack-lost+process-crash 48 of 56",
+                "Idempotent ack-lost+sink-error 6 of 10",
+                "Idempotent process-crash+ack-lost 161 of 207",
                 "Idempotent process-crash+process-crash 1526 of 2269",
-                "Idempotent process-crash+sink-error 0 of 207",
+                "Idempotent process-crash+sink-error 161 of 207",
+                "Idempotent sink-error+ack-lost 6 of 10",
                 "Idempotent sink-error+process-crash 48 of 56",
-                "Idempotent sink-error+sink-error 0 of 10",
+                "Idempotent sink-error+sink-error 6 of 10",
             ]
         );
     }

@@ -77,7 +77,7 @@ impl SweepSetup {
     ) -> Result<SweepSetup, crate::error::KeelError> {
         let baselines = baselines_sharing(spec, events, &sweep.sinks, sweep.crash_states())?;
         let forks = sweep_forks(&baselines, naive);
-        let converged_pairs = ConvergedPairs::new(&baselines, sweep.depth);
+        let converged_pairs = ConvergedPairs::new(&baselines, sweep.depth, &sweep.faults);
         Ok(SweepSetup {
             baselines,
             forks,
