@@ -209,23 +209,38 @@ pub fn sharing_chunks(range: Range<u64>) -> Vec<Range<u64>> {
 /// same sink file, `fork/sibling.rs`) are judged once. The `Rc` held keeps its address from
 /// being reused by another observation.
 #[derive(Debug, Default)]
-pub struct LastJudged(Option<(Rc<Observation>, Vec<Verdict>, String)>);
+pub struct LastJudged(Option<Judged>);
+
+/// An observation judged: its verdicts, their summaries (each written once, for the digest
+/// and the record alike) and its outcome digest.
+#[derive(Debug)]
+struct Judged {
+    observation: Rc<Observation>,
+    verdicts: Vec<Verdict>,
+    summaries: Vec<String>,
+    digest: String,
+}
 
 impl LastJudged {
     /// The verdicts on `observation` and its outcome digest, judged against `reference`
     /// unless it is the observation judged last.
-    fn judge(&mut self, reference: &Reference, observation: Rc<Observation>) -> (&[Verdict], &str) {
+    fn judge(&mut self, reference: &Reference, observation: Rc<Observation>) -> &Judged {
         let judged_last = self
             .0
             .as_ref()
-            .is_some_and(|(last, _, _)| Rc::ptr_eq(last, &observation));
+            .is_some_and(|last| Rc::ptr_eq(&last.observation, &observation));
         if !judged_last {
             let verdicts = judge(reference, &observation);
-            let digest = outcome_digest(reference, &observation, &verdicts);
-            self.0 = Some((observation, verdicts, digest));
+            let summaries: Vec<String> = verdicts.iter().map(Verdict::summary).collect();
+            let digest = outcome_digest(reference, &observation, &summaries);
+            self.0 = Some(Judged {
+                observation,
+                verdicts,
+                summaries,
+                digest,
+            });
         }
-        let (_, verdicts, digest) = self.0.as_ref().expect("judged");
-        (verdicts, digest)
+        self.0.as_ref().expect("judged")
     }
 }
 
@@ -277,10 +292,16 @@ pub(super) fn point_records(
     class_states: Option<num_bigint::BigUint>,
     judged: &mut LastJudged,
 ) -> Vec<PointRecord> {
-    let (verdicts, outcome_digest) = judged.judge(&baseline.reference, observation);
+    let Judged {
+        verdicts,
+        summaries,
+        digest,
+        ..
+    } = judged.judge(&baseline.reference, observation);
     verdicts
         .iter()
-        .map(|verdict| PointRecord {
+        .zip(summaries)
+        .map(|(verdict, summary)| PointRecord {
             index,
             sink: point.sink,
             row: point.row.clone(),
@@ -299,8 +320,8 @@ pub(super) fn point_records(
             failed_recovery: verdict.recovery != Recovery::Ok,
             broken: verdict.broken(),
             model_mismatch: verdict.model_mismatch.as_ref().map(|m| m.to_string()),
-            outcome: verdict.summary(),
-            outcome_digest: outcome_digest.to_string(),
+            outcome: summary.clone(),
+            outcome_digest: digest.clone(),
             fingerprint: fingerprint.map(|f| f.to_string()),
         })
         .collect()
@@ -312,12 +333,13 @@ pub(super) fn point_records(
 /// so a forked point's view is hashed from what differs from the fault-free run) and a line
 /// `corrupt=<lines>`; `final_windows=<hash>`, the FNV-1a 64 of the final windows' text
 /// (hashed once per map that points share: the text grows with the stream); the events
-/// dropped as too late when there are any; each verdict's summary. Hashed as it is written,
+/// dropped as too late when there are any; each verdict's summary (written once, for the
+/// digest and the point's record alike). Hashed as it is written,
 /// never kept whole.
 fn outcome_digest(
     reference: &Reference,
     observation: &Observation,
-    verdicts: &[Verdict],
+    summaries: &[String],
 ) -> String {
     // One text, written with `write!` straight into the hash, never kept: the same bytes in
     // the same order as before, so the same digest.
@@ -339,9 +361,9 @@ fn outcome_digest(
     if observation.dropped_late > 0 {
         write!(text, "\ndropped_late={}", observation.dropped_late).expect("to a hash");
     }
-    for verdict in verdicts {
+    for summary in summaries {
         text.write_str("\n").expect("to a hash");
-        verdict.write_summary(&mut text).expect("to a hash");
+        text.write_str(summary).expect("to a hash");
     }
     text.finish().to_string()
 }
