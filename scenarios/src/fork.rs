@@ -54,26 +54,28 @@ use crate::observation::{
     documented_sink_file, stray_files_of, FinalState, KnownSink, Observation, RestartSteps,
 };
 use crate::runner::{
-    resume, run, run_between, run_between_with, run_recording_crash_states, Between, Control,
-    Driven, IncarnationEnd, Moment, Outcome, Paused, RunResult, RunSpec,
+    resume, run, run_between, run_between_with, run_recording_crash_states, Control, Driven,
+    IncarnationEnd, Moment, Outcome, Paused, RunResult, RunSpec,
 };
 use ahead::AheadBoundary;
 pub use converged_pairs::{ConvergedFirst, SingleFault};
+use converging::{comparable, facts_of, same_surroundings};
+pub use converging::{ConvergedAt, UntilConverged};
 use keel_engine::{
-    ChainMemo, CheckpointMemo, EngineCaches, IncarnationStats, KeyScheme, KnownSinkFile,
-    OperatorState, Record, SinkKind, SINK_WRITE_OP,
+    ChainMemo, CheckpointMemo, EngineCaches, IncarnationStats, KnownSinkFile, OperatorState,
+    Record, SinkKind, SINK_WRITE_OP,
 };
-use keel_sim::{Contents, Disk, DiskError, FaultPlan, Fingerprint};
+use keel_sim::{Contents, Disk, FaultPlan, Fingerprint};
 use restart::{RestartCandidate, RestartClass};
-
 pub use shared::SharedFutures;
-use shared::{After, Boundary, Candidate, Class, Surroundings};
+use shared::{After, Candidate, Class};
 use std::cell::OnceCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
 mod ahead;
 mod converged_pairs;
+mod converging;
 mod cursor;
 mod described;
 mod ending;
@@ -118,7 +120,7 @@ pub struct Forks {
 /// What converging at a snapshot compares and takes from the fault-free run.
 #[derive(Clone, Debug)]
 struct Facts {
-    /// The disk as it is compared: the append sink's file emptied (see [`compared_disk`]).
+    /// The disk as it is compared: the append sink's file emptied (see [`converging::compared_disk`]).
     disk: Disk,
     /// The sink file's length then.
     sink_len_bytes: usize,
@@ -167,30 +169,6 @@ pub struct PointRun {
     pub class_states: Option<num_bigint::BigUint>,
     /// Where it converged on the fault-free run, if it stopped there.
     pub converged_at: Option<ConvergedAt>,
-}
-
-/// A run stopped where it converged on the fault-free run, or run to its end
-/// ([`Forks::run_until_converged`]).
-#[derive(Debug)]
-pub enum UntilConverged {
-    Ended(Box<RunResult>),
-    Converged {
-        /// The run's world at the boundary, its trace since the snapshot it forked from.
-        world: Box<keel_sim::World>,
-        at: ConvergedAt,
-    },
-}
-
-/// An event boundary where a point's run converged on the fault-free run: what a later
-/// fault of the same run maps to (`fork/converged_pairs.rs`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ConvergedAt {
-    /// The steps the point's run had taken there.
-    pub run_steps: u64,
-    /// The steps the fault-free run had taken there.
-    pub fault_free_steps: u64,
-    /// The fault-free run's sink file's length there.
-    pub fault_free_sink_len_bytes: usize,
 }
 
 /// Where a point's run stopped to take on an earlier point's future.
@@ -365,77 +343,6 @@ impl Forks {
         }
     }
 
-    /// Whether the run shown by `between` goes on as the fault-free run did from the same
-    /// event boundary (the rules are in the module's documentation). Only at a snapshot.
-    /// `compared`: the run's compared disk, made on first need ([`comparable`]).
-    fn converges<'d>(
-        &self,
-        between: &Between,
-        compared: impl FnOnce() -> Option<&'d Disk>,
-    ) -> bool {
-        if self.spec.config.sink.is_transactional() || between.index % self.every_events != 0 {
-            return false;
-        }
-        let at = (between.index / self.every_events) as usize;
-        let (Some(snapshot), Some(facts)) = (self.snapshots.get(at), self.facts.get(at)) else {
-            return false;
-        };
-        assert_eq!(snapshot.index, between.index, "snapshot {at}");
-        if !facts.sink_appended_only {
-            return false;
-        }
-        let Some(disk) = compared() else {
-            return false;
-        };
-        same_future(
-            self.spec.config.key,
-            &boundary_of(between, disk),
-            &fault_free_boundary(snapshot, facts),
-        )
-    }
-
-    /// The class remembered at this boundary whose future the run shown by `between` shares
-    /// (see `fork/shared.rs`), if any; `compared` as for [`Forks::converges`].
-    fn shares<'d>(
-        &self,
-        between: &Between,
-        shared: &SharedFutures,
-        compared: impl FnOnce() -> Option<&'d Disk>,
-    ) -> Option<Rc<Class>> {
-        let classes = shared.at(between.index);
-        if classes.is_empty() {
-            return None;
-        }
-        let this = boundary_of(between, compared()?);
-        let key = self.spec.config.key;
-        classes
-            .into_iter()
-            .find(|class| same_future(key, &this, &class.state.boundary()))
-    }
-
-    /// The fault-free run at the boundary the run shown by `between` stands at, if that is
-    /// just after the fault of a single-fault point and the run goes on from there as the
-    /// fault-free run did (`fork/ahead.rs`); `compared` as for [`Forks::converges`].
-    fn converges_ahead<'d>(
-        &self,
-        plan: &FaultPlan,
-        between: &Between,
-        shared: &SharedFutures,
-        compared: impl FnOnce() -> Option<&'d Disk>,
-    ) -> Option<Rc<AheadBoundary>> {
-        if plan.iter().count() != 1 {
-            return None;
-        }
-        let cursor = shared.fault_free().borrow();
-        let boundary = self.ahead_at(cursor.as_ref()?, shared.ahead(), between.index)?;
-        if !boundary.facts.sink_appended_only {
-            return None;
-        }
-        let this = boundary_of(between, compared()?);
-        let fault_free = fault_free_boundary(&boundary.paused, &boundary.facts);
-        same_future(self.spec.config.key, &this, &fault_free).then_some(boundary)
-    }
-
     /// Whether points of this sink may share futures: a file sink read where the oracle
     /// reads it, through the fault-free run's lines (what [`Forks::finish`] needs).
     fn shareable(&self) -> bool {
@@ -465,16 +372,8 @@ impl Forks {
     /// The run under `plan` to its end, from the snapshot before its first fault (or from
     /// scratch when there is none), recording crash-state counts if asked.
     pub fn run(&self, plan: &FaultPlan, record_crash_states: bool) -> RunResult {
-        let spec = RunSpec {
-            plan: plan.clone(),
-            ..self.spec.clone()
-        };
         let Some(paused) = self.fork(plan, record_crash_states) else {
-            return if record_crash_states {
-                run_recording_crash_states(&spec)
-            } else {
-                run(&spec)
-            };
+            return self.run_from_scratch(plan, record_crash_states);
         };
         match resume(&self.spec, paused, &mut |_| Control::Continue) {
             Driven::Finished(result) => *result,
@@ -482,60 +381,17 @@ impl Forks {
         }
     }
 
-    /// The run under `plan` (recording crash-state counts if asked), from the snapshot before
-    /// its first fault, stopped at the first snapshot where it converges on the fault-free run
-    /// ([`Forks::converges`]), else run to its end: what a depth-2 sweep counts a first
-    /// fault's second faults on (after the boundary, they are the fault-free run's, shifted).
-    pub fn run_until_converged(
-        &self,
-        plan: &FaultPlan,
-        record_crash_states: bool,
-    ) -> UntilConverged {
-        let Some(paused) = self.fork(plan, record_crash_states) else {
-            let spec = RunSpec {
-                plan: plan.clone(),
-                ..self.spec.clone()
-            };
-            return UntilConverged::Ended(Box::new(if record_crash_states {
-                run_recording_crash_states(&spec)
-            } else {
-                run(&spec)
-            }));
+    /// The run under `plan` from event 0 to its end, recording crash-state counts if asked:
+    /// a plan whose first fault comes before the first snapshot.
+    fn run_from_scratch(&self, plan: &FaultPlan, record_crash_states: bool) -> RunResult {
+        let spec = RunSpec {
+            plan: plan.clone(),
+            ..self.spec.clone()
         };
-        let sink = self.spec.config.sink;
-        let driven = resume(&self.spec, paused, &mut |moment| {
-            let Moment::Between(between) = moment else {
-                return Control::Continue;
-            };
-            let made = OnceCell::new();
-            let compared = || made.get_or_init(|| comparable(&between, sink)).as_ref();
-            if self.converges(&between, compared) {
-                Control::Stop
-            } else {
-                Control::Continue
-            }
-        });
-        match driven {
-            Driven::Finished(result) => UntilConverged::Ended(result),
-            Driven::Stopped(paused) => {
-                let at = self.converged_at_snapshot(&paused);
-                UntilConverged::Converged {
-                    world: Box::new(paused.world),
-                    at,
-                }
-            }
-            Driven::Restarting(_) => unreachable!("never told to stop at a restart"),
-        }
-    }
-
-    /// Where the run `paused` shows converged, at a snapshot.
-    fn converged_at_snapshot(&self, paused: &Paused) -> ConvergedAt {
-        assert_eq!(paused.index % self.every_events, 0, "at a snapshot");
-        let at = (paused.index / self.every_events) as usize;
-        ConvergedAt {
-            run_steps: paused.world.steps_taken(),
-            fault_free_steps: self.snapshots[at].world.steps_taken(),
-            fault_free_sink_len_bytes: self.facts[at].sink_len_bytes,
+        if record_crash_states {
+            run_recording_crash_states(&spec)
+        } else {
+            run(&spec)
         }
     }
 
@@ -680,11 +536,9 @@ impl Forks {
                 let restart = RestartSteps::of(&paused.world, config);
                 let converged_at = match (&joined, &converged_ahead) {
                     (Some(_), _) => None,
-                    (None, Some(boundary)) => Some(ConvergedAt {
-                        run_steps: paused.world.steps_taken(),
-                        fault_free_steps: boundary.paused.world.steps_taken(),
-                        fault_free_sink_len_bytes: boundary.facts.sink_len_bytes,
-                    }),
+                    (None, Some(boundary)) => {
+                        Some(ConvergedAt::of(&paused, &boundary.paused, &boundary.facts))
+                    }
                     (None, None) => Some(self.converged_at_snapshot(&paused)),
                 };
                 PointRun {
@@ -797,93 +651,6 @@ impl Forks {
             state,
             (&self.end.final_operator_state, &self.end.final_state),
         )
-    }
-}
-
-/// Whether two runs at the same event boundary go on alike (the rules are in the module's
-/// documentation): the same engine but for its counters, the same compared disk and log, and
-/// the clock equal where it can be observed. Both have their plans spent and nothing
-/// unpersisted ([`comparable`]).
-fn same_future(key: KeyScheme, a: &Boundary, b: &Boundary) -> bool {
-    same_surroundings(key, &a.surroundings(), &b.surroundings())
-        && a.engine.same_future_as(b.engine)
-}
-
-/// Whether two runs' worlds, at the same event boundary or both at a restart, leave their
-/// futures alike: the same compared disk and log, and the clock equal where it can be
-/// observed (the rules are in the module's documentation).
-fn same_surroundings(key: KeyScheme, a: &Surroundings, b: &Surroundings) -> bool {
-    let clock_unobserved = match key {
-        KeyScheme::ProcessingTime => {
-            a.clock == b.clock && a.sink_down_until_ms == b.sink_down_until_ms
-        }
-        KeyScheme::EventIndex => {
-            a.sink_down_until_ms <= a.clock.now_ms() && b.sink_down_until_ms <= b.clock.now_ms()
-        }
-    };
-    let same_disk = match (a.except, b.except) {
-        (None, None) => a.disk.same_view_as(b.disk),
-        (Some(a_name), Some(b_name)) if a_name == b_name => a.disk.same_view_except(b.disk, a_name),
-        _ => false,
-    };
-    clock_unobserved && a.txlog == b.txlog && same_disk
-}
-
-/// The compared disk of the run `between` shows, if it can converge or share a future here:
-/// its plan spent, and no byte a failed fsync left in the page cache (it reads differently
-/// once the cache drops it: an eviction, the end of the run; a future no run without such
-/// bytes can stand for). Checked on the whole disk, as the append sink's file is compared
-/// emptied.
-fn comparable(between: &Between, sink: SinkKind) -> Option<Disk> {
-    let disk = &between.world.env().disk;
-    if !between.world.plan_spent() || disk.unpersisted_bytes() != 0 {
-        return None;
-    }
-    compared_disk(disk, sink).ok()
-}
-
-/// What converging at a boundary of the fault-free run compares and takes there, whose
-/// disk is `disk` and whose final sink file is `known` (None: no sink file there). Its sink
-/// file is read shared, and compared with the final one chunk by chunk, not copied.
-fn facts_of(disk: &Disk, sink: SinkKind, known: &Contents) -> Option<Facts> {
-    let sink_bytes = disk.read_shared(sink.file_name()).ok()?;
-    Some(Facts {
-        disk: compared_disk(disk, sink).ok()?,
-        sink_len_bytes: sink_bytes.len(),
-        sink_appended_only: known.starts_with(&sink_bytes),
-    })
-}
-
-/// The fault-free run's boundary `paused` shows, with its `facts`.
-fn fault_free_boundary<'a>(paused: &'a Paused, facts: &'a Facts) -> Boundary<'a> {
-    let env = paused.world.env();
-    Boundary {
-        clock: &env.clock,
-        sink_down_until_ms: env.sink_down_until_ms,
-        engine: &paused.engine,
-        txlog: &env.txlog,
-        disk: &facts.disk,
-    }
-}
-
-/// The boundary `between` shows, with `disk` its compared disk.
-fn boundary_of<'a>(between: &'a Between, disk: &'a Disk) -> Boundary<'a> {
-    let env = between.world.env();
-    Boundary {
-        clock: &env.clock,
-        sink_down_until_ms: env.sink_down_until_ms,
-        engine: between.engine,
-        txlog: &env.txlog,
-        disk,
-    }
-}
-
-/// The disk as converging compares it: the append sink's file emptied and synced (its bytes
-/// are the one thing the future does not read); every other disk as it is.
-fn compared_disk(disk: &Disk, sink: SinkKind) -> Result<Disk, DiskError> {
-    match sink {
-        SinkKind::Append => disk.with_file_emptied(sink.file_name()),
-        SinkKind::Idempotent | SinkKind::Transactional => Ok(disk.clone()),
     }
 }
 

@@ -283,8 +283,8 @@ impl Verdict {
         summary
     }
 
-    /// [`Verdict::summary`] written into `out` (a sweep hashes it per point, never keeping it).
-    pub fn write_summary(&self, out: &mut impl std::fmt::Write) -> std::fmt::Result {
+    /// [`Verdict::summary`] written into `out`.
+    fn write_summary(&self, out: &mut impl std::fmt::Write) -> std::fmt::Result {
         let mut first = true;
         let mut part = |out: &mut dyn std::fmt::Write, args: std::fmt::Arguments| {
             if !std::mem::take(&mut first) {

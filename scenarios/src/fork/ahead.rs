@@ -7,7 +7,7 @@
 //! from (`fork/cursor.rs`): it is run on from there a boundary at a time, once for all the
 //! points of a chunk (they come in step order), and each boundary is kept with what
 //! converging compares and takes there, as a snapshot's facts are. The rule is the one of
-//! `fork.rs` ([`super::same_future`]), only at more boundaries.
+//! `fork.rs` ([`super::converging::same_future`]), only at more boundaries.
 
 use super::{facts_of, Facts, Forks};
 use crate::runner::Paused;

@@ -4,7 +4,7 @@
 //! post-recovery runs": every process crash between two checkpoints recovers from the same
 //! checkpoint to the same boundary, and only the first of them replays the input from it).
 //!
-//! The rule is the convergence rule of `fork.rs` ([`super::same_future`]), applied between
+//! The rule is the convergence rule of `fork.rs` ([`super::converging::same_future`]), applied between
 //! two faulty runs instead of a faulty run and the fault-free one: the same engine (all but
 //! its counters), the same disk as the process sees it (names and bytes, durable or not)
 //! but for the append sink's bytes, no byte a failed fsync left unpersisted, the same
@@ -85,7 +85,7 @@ pub struct Surroundings<'a> {
     pub except: Option<&'a str>,
 }
 
-/// What the future of a run depends on at an event boundary, as [`super::same_future`]
+/// What the future of a run depends on at an event boundary, as [`super::converging::same_future`]
 /// compares it.
 #[derive(Clone, Debug)]
 pub struct Boundary<'a> {

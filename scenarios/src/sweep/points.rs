@@ -3,18 +3,20 @@
 
 use super::{PowerLossPoints, SweepSpec};
 use crate::baseline::{Baseline, CrashStates};
-use crate::fork::{Forks, UntilConverged};
-use crate::runner::{run, run_recording_crash_states, RunSpec};
-use crate::sites::{site_aims, site_aims_of_world, Aim, SiteAims};
+use crate::fork::Forks;
+use crate::sites::Aim;
 use crate::spec::ScenarioSpec;
 use keel_engine::SinkKind;
 use keel_sim::disk::POWER_LOSS_ENUMERATION_BOUND;
-use keel_sim::{CrashPoint, Fault, FaultKind, FaultPlan, PlannedFault, SeedTree, Subsystem};
+use keel_sim::{CrashPoint, Fault, FaultKind, PlannedFault, SeedTree, Subsystem};
+use later::{later_sites, suffix_lens, Later, LaterRun};
 use rand_core::RngCore;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::sync::Arc;
+
+mod later;
 
 /// A step where the sweep ran only some of the crash states a power loss admits there. It is
 /// carried by the first point drawn there; the points drawn there follow it in its row.
@@ -264,57 +266,10 @@ enum Group {
 /// A first fault's later sites, if kept.
 type KeptLater = Option<Arc<Later>>;
 
-/// The sites of the run a first fault changed, after its step: its own, then, where the run
-/// converged on the fault-free run, the fault-free run's sites from `fault_free_from` on,
-/// each `shift` steps later in the first fault's run (the runs take the same steps from the
-/// boundary on: `Forks::run_until_converged`).
-#[derive(Debug)]
-pub struct Later {
-    own: Vec<Aim>,
-    fault_free_from: Option<usize>,
-    shift: i64,
-}
-
-impl Later {
-    /// Every later site, in step order, the fault-free run's read from `sites`.
-    fn aims<'a>(&'a self, sites: &'a SiteAims) -> impl Iterator<Item = Aim> + 'a {
-        let shift = self.shift;
-        let fault_free = self
-            .fault_free_from
-            .into_iter()
-            .flat_map(move |from| (from..sites.len()).map(move |i| sites.aim(i)))
-            .map(move |aim| Aim {
-                step: aim.step.checked_add_signed(shift).expect("a step"),
-                ..aim
-            });
-        self.own.iter().copied().chain(fault_free)
-    }
-
-    /// How many points of `kind` the later sites hold; `suffix_lens[i]`: how many the
-    /// fault-free run's sites from `i` on hold.
-    fn points_len(&self, kind: FaultKind, sweep: &SweepSpec, suffix_lens: &[u64]) -> u64 {
-        let own: u64 = self
-            .own
-            .iter()
-            .map(|site| site_points_len(site, kind, sweep))
-            .sum();
-        own + self.fault_free_from.map_or(0, |from| suffix_lens[from])
-    }
-}
-
-/// For each site `i` of `sites`, how many points of `kind` the sites from `i` on hold (one
-/// more entry, 0, for the end).
-fn suffix_lens(sites: &SiteAims, kind: FaultKind, sweep: &SweepSpec) -> Vec<u64> {
-    let mut lens = vec![0; sites.len() + 1];
-    for i in (0..sites.len()).rev() {
-        lens[i] = lens[i + 1] + site_points_len(&sites.aim(i), kind, sweep);
-    }
-    lens
-}
-
-/// The most later sites a depth-2 sweep keeps from counting its pairs to drawing them (24 MB):
-/// ch04's depth-2 sweep keeps them all; a long stream's would not fit, and draws them by
-/// running each first fault again.
+/// The most later sites of their own first faults keep from counting their pairs to drawing
+/// them (24 MB; a first fault whose run converged keeps only its sites up to there). Past it,
+/// a chunk draws its pairs by running its first fault again (first faults that do not
+/// converge, or whose sites are counted in crash states, on a long stream).
 const LATER_AIMS_KEPT_MAX: usize = 1 << 20;
 
 impl Group {
@@ -323,70 +278,6 @@ impl Group {
             Group::Singles { block_ends, .. } => block_ends.last().copied().unwrap_or(0),
             Group::Pairs { len, .. } => *len,
         }
-    }
-}
-
-/// How a depth-2 sweep runs a first fault to find its later sites: recording crash-state
-/// counts (and with them the bytes a failed fsync left unpersisted at each step, where a page
-/// eviction applies), and whether it may stop where it converges.
-#[derive(Clone, Copy, Debug)]
-struct LaterRun {
-    record: bool,
-    converge: bool,
-}
-
-impl LaterRun {
-    /// A power loss's count at a step depends on what is durable, which converging does not
-    /// compare: a sweep that aims power losses runs every first fault to its end.
-    fn of(sweep: &SweepSpec) -> LaterRun {
-        let counted = sweep.crash_states() != CrashStates::NotCounted;
-        LaterRun {
-            record: counted || sweep.faults.contains(&FaultKind::PageEviction),
-            converge: !counted,
-        }
-    }
-}
-
-/// The sites of the run `first` changes, after its step: where its second faults go. With
-/// `forks` and `how.converge`, the run stops where it converges on the fault-free run, and
-/// the rest are the fault-free run's sites, shifted.
-fn later_sites(
-    baseline: &Baseline,
-    forks: Option<&Forks>,
-    first: PlannedFault,
-    how: LaterRun,
-) -> Later {
-    let plan = FaultPlan::new([first]).expect("one fault");
-    let own = |aims: SiteAims| -> Vec<Aim> {
-        aims.aims().filter(|site| site.step > first.step).collect()
-    };
-    let ran = match forks {
-        Some(forks) if how.converge => match forks.run_until_converged(&plan, how.record) {
-            UntilConverged::Converged { world, at } => {
-                let from = baseline.sites.first_at_or_after(at.fault_free_steps);
-                let shift = at.run_steps as i64 - at.fault_free_steps as i64;
-                return Later {
-                    own: own(site_aims_of_world(&world, how.record)),
-                    fault_free_from: Some(from),
-                    shift,
-                };
-            }
-            UntilConverged::Ended(result) => *result,
-        },
-        Some(forks) => forks.run(&plan, how.record),
-        None if how.record => run_recording_crash_states(&RunSpec {
-            plan,
-            ..baseline.spec.clone()
-        }),
-        None => run(&RunSpec {
-            plan,
-            ..baseline.spec.clone()
-        }),
-    };
-    Later {
-        own: own(site_aims(&ran, how.record)),
-        fault_free_from: None,
-        shift: 0,
     }
 }
 
@@ -698,236 +589,4 @@ fn sampled_first_steps(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::catalogue::Scenario;
-    use crate::fork::Forks;
-    use crate::sweep::sweep_forks;
-    use keel_engine::CheckpointProtocol;
-
-    /// Every point of the sweep in one pass, listed whole: the algorithm before
-    /// [`SweepPoints`], kept as the reference it is checked against.
-    fn listed_whole(
-        spec: &ScenarioSpec,
-        sweep: &SweepSpec,
-        baselines: &BTreeMap<SinkKind, Baseline>,
-        forks: Option<&BTreeMap<SinkKind, Forks>>,
-    ) -> Vec<SweepPoint> {
-        assert!(sweep.depth == 1 || sweep.depth == 2);
-        let mut all = Vec::new();
-        for &sink in &sweep.sinks {
-            let baseline = &baselines[&sink];
-            for &first_kind in &sweep.faults {
-                let firsts = points(baseline.sites.aims(), first_kind, spec.seed, sweep);
-                if sweep.depth == 1 {
-                    all.extend(firsts.into_iter().map(|(first, sampled)| SweepPoint {
-                        sink,
-                        row: first_kind.name().to_string(),
-                        faults: vec![first],
-                        sampled: sampled.into_iter().collect(),
-                    }));
-                    continue;
-                }
-                for &second_kind in &sweep.faults {
-                    let row = format!("{first_kind}+{second_kind}");
-                    // A sampled first step: where its pairs start in `all`, and what it admits.
-                    let mut open: Option<(usize, u64)> = None;
-                    let close = |all: &mut Vec<SweepPoint>, open: Option<(usize, u64)>| {
-                        if let Some((start, _)) = open {
-                            if start < all.len() {
-                                // The pairs of states that were not drawn were never counted.
-                                let drawn = (all.len() - start) as u64;
-                                all[start].sampled.insert(
-                                    0,
-                                    Sampled {
-                                        states: None,
-                                        drawn,
-                                    },
-                                );
-                            }
-                        }
-                    };
-                    for (first, first_sampled) in &firsts {
-                        if first_sampled.is_some()
-                            || open.is_some_and(|(_, step)| step != first.step)
-                        {
-                            close(&mut all, open.take());
-                        }
-                        if first_sampled.is_some() {
-                            open = Some((all.len(), first.step));
-                        }
-                        // The second fault aims at the steps of the run the first one changed,
-                        // recovery included.
-                        let how = LaterRun::of(sweep);
-                        let later = later_sites(baseline, forks.map(|f| &f[&sink]), *first, how);
-                        let later = later.aims(&baseline.sites);
-                        for (second, sampled) in points(later, second_kind, spec.seed, sweep) {
-                            all.push(SweepPoint {
-                                sink,
-                                row: row.clone(),
-                                faults: vec![*first, second],
-                                sampled: sampled.into_iter().collect(),
-                            });
-                        }
-                    }
-                    close(&mut all, open.take());
-                }
-            }
-        }
-        all
-    }
-
-    /// ch04 on `protocol` and both sinks: the points drawn in any cut of the sweep are those
-    /// of one pass over it, with and without forks. Returns (points, sampled marks).
-    fn check(
-        protocol: CheckpointProtocol,
-        faults: &[FaultKind],
-        depth: u8,
-        max: u64,
-    ) -> (u64, u64) {
-        let spec = ScenarioSpec {
-            protocol,
-            ..ScenarioSpec::ch04(3)
-        };
-        let sweep = SweepSpec {
-            sinks: vec![SinkKind::Append, SinkKind::Idempotent],
-            faults: faults.to_vec(),
-            depth,
-            outage_ms: 2_000,
-            expect: None,
-            power_loss_states_max: max,
-            power_loss_points: PowerLossPoints::States,
-        };
-        let events = Scenario::by_name("ch04").unwrap().events();
-        let baselines = crate::baseline::baselines(&spec, &events, &sweep.sinks).unwrap();
-        let forks = sweep_forks(&baselines, false);
-        let whole = listed_whole(&spec, &sweep, &baselines, None);
-        for forks in [None, forks.as_ref()] {
-            // Counting calls back once a first fault, as many times as the sites say.
-            let counted = std::cell::Cell::new(0);
-            let points = SweepPoints::counting(&spec, &sweep, &baselines, forks, &|| {
-                counted.set(counted.get() + 1)
-            });
-            let first_faults = first_faults_len(&sweep, &baselines);
-            assert_eq!(counted.get(), first_faults);
-            assert_eq!(first_faults == 0, depth == 1);
-            assert_eq!(points.len(), whole.len() as u64);
-            assert_eq!(points.all(&baselines, forks), whole);
-            // Every cut at depth 1; at depth 2 each cut runs its first faults again.
-            let cuts: &[u64] = if depth == 1 {
-                &[1, 7, 1024]
-            } else {
-                &[97, 1024]
-            };
-            for &cut in cuts {
-                let mut drawn = Vec::new();
-                let mut start = 0;
-                while start < points.len() {
-                    let end = (start + cut).min(points.len());
-                    drawn.extend(points.get(start..end, &baselines, forks));
-                    start = end;
-                }
-                let indices: Vec<u64> = drawn.iter().map(|(i, _)| *i).collect();
-                assert_eq!(indices, (0..points.len()).collect::<Vec<_>>());
-                let drawn: Vec<SweepPoint> = drawn.into_iter().map(|(_, p)| p).collect();
-                assert!(drawn == whole, "cut {cut}");
-            }
-        }
-        let marks = whole.iter().map(|p| p.sampled.len() as u64).sum();
-        (whole.len() as u64, marks)
-    }
-
-    #[test]
-    fn a_chunk_draws_the_points_one_pass_over_the_sweep_lists() {
-        use FaultKind::*;
-        let all = [
-            ProcessCrash,
-            PowerLoss,
-            DiskError,
-            SinkError,
-            AckLost,
-            SinkUnavailable,
-        ];
-        assert_eq!(check(CheckpointProtocol::Safe, &all, 1, 65_536), (1154, 0));
-        // Sampled at both depths: the first step's mark and the second's on one pair.
-        assert_eq!(
-            check(
-                CheckpointProtocol::NoFsyncRename,
-                &[ProcessCrash, PowerLoss],
-                1,
-                2
-            ),
-            (314, 86)
-        );
-        assert_eq!(
-            check(
-                CheckpointProtocol::NoFsyncRename,
-                &[ProcessCrash, PowerLoss],
-                2,
-                2
-            ),
-            (40_692, 12_324)
-        );
-        assert_eq!(
-            check(
-                CheckpointProtocol::Safe,
-                &[ProcessCrash, SinkError],
-                2,
-                65_536
-            ),
-            (5_084, 0)
-        );
-    }
-
-    #[test]
-    fn a_step_with_at_most_max_states_runs_every_one() {
-        assert_eq!(power_loss_states(Some(5), 5, 0, 3), vec![0, 1, 2, 3, 4]);
-        assert_eq!(
-            power_loss_states(Some(5), 65_536, 9, 3),
-            vec![0, 1, 2, 3, 4]
-        );
-        assert_eq!(power_loss_states(Some(1), 1, 0, 3), vec![0]);
-    }
-
-    #[test]
-    fn more_states_than_max_are_drawn_without_repetition_below_the_count() {
-        for (count, max) in [(2, 1), (10, 9), (1_000, 100), (65_536, 65_535), (65_536, 4)] {
-            let drawn = power_loss_states(Some(count), max, 7, 40);
-            assert_eq!(drawn.len() as u64, max, "{count} {max}");
-            assert!(drawn.windows(2).all(|w| w[0] < w[1]), "distinct, in order");
-            assert!(drawn.iter().all(|&state| state < count), "indices");
-            assert_eq!(drawn, power_loss_states(Some(count), max, 7, 40));
-        }
-        let draw = |seed, step| power_loss_states(Some(1_000), 10, seed, step);
-        assert_ne!(draw(7, 40), draw(7, 41), "each step its own draws");
-        assert_ne!(draw(7, 40), draw(8, 40), "each seed its own draws");
-    }
-
-    #[test]
-    fn every_subset_is_drawn_about_equally_often() {
-        // 2 of 5 states: 10 subsets, 10,000 seeds, about 1,000 each.
-        let mut counts: BTreeMap<Vec<u64>, u64> = BTreeMap::new();
-        for seed in 0..10_000 {
-            *counts
-                .entry(power_loss_states(Some(5), 2, seed, 1))
-                .or_default() += 1;
-        }
-        assert_eq!(counts.len(), 10);
-        assert!(
-            counts.values().all(|&n| (900..=1_100).contains(&n)),
-            "{counts:?}"
-        );
-    }
-
-    #[test]
-    fn above_the_sim_bound_the_states_are_seeds_from_the_disk_crash_stream() {
-        let seeds = power_loss_states(Some(POWER_LOSS_ENUMERATION_BOUND + 1), 32, 3, 46);
-        let mut stream = SeedTree::new(3 ^ 46u64.wrapping_mul(0x9e37_79b9_7f4a_7c15))
-            .stream(Subsystem::DiskCrash);
-        let expected: Vec<u64> = (0..32).map(|_| stream.next_u64()).collect();
-        assert_eq!(seeds, expected);
-        assert_eq!(power_loss_states(None, 32, 3, 46), expected);
-        // More draws keep the first ones: --power-loss-states-max 32 draws what 32 drew before.
-        assert_eq!(power_loss_states(None, 1_000, 3, 46)[..32], expected[..]);
-    }
-}
+mod tests;

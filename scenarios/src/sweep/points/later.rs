@@ -1,0 +1,136 @@
+//! A depth-2 sweep's later sites: where the second faults after a first fault go, found by
+//! running the first fault once, up to where it converges when the sweep counts no crash
+//! states, and from there read off the fault-free run's sites, shifted.
+
+use super::site_points_len;
+use crate::baseline::{Baseline, CrashStates};
+use crate::fork::{Forks, UntilConverged};
+use crate::runner::{run, run_recording_crash_states, RunSpec};
+use crate::sites::{site_aims, site_aims_of_world, Aim, SiteAims};
+use crate::sweep::SweepSpec;
+use keel_sim::{FaultKind, FaultPlan, PlannedFault};
+
+/// The sites of the run a first fault changed, after its step: its own, then, where the run
+/// converged on the fault-free run, the fault-free run's from there on, shifted.
+#[derive(Debug)]
+pub struct Later {
+    pub(super) own: Vec<Aim>,
+    fault_free: Option<Shifted>,
+}
+
+/// The fault-free run's sites from `from` on, each `shift` steps later in a first fault's run
+/// (the runs take the same steps from the boundary on: `Forks::run_until_converged`).
+#[derive(Clone, Copy, Debug)]
+struct Shifted {
+    from: usize,
+    shift: i64,
+}
+
+impl Later {
+    /// Every later site, in step order, the fault-free run's read from `sites`.
+    pub(super) fn aims<'a>(&'a self, sites: &'a SiteAims) -> impl Iterator<Item = Aim> + 'a {
+        let fault_free = self
+            .fault_free
+            .into_iter()
+            .flat_map(move |Shifted { from, shift }| {
+                (from..sites.len()).map(move |i| {
+                    let aim = sites.aim(i);
+                    Aim {
+                        step: aim.step.checked_add_signed(shift).expect("a step"),
+                        ..aim
+                    }
+                })
+            });
+        self.own.iter().copied().chain(fault_free)
+    }
+
+    /// How many points of `kind` the later sites hold; `suffix_lens[i]`: how many the
+    /// fault-free run's sites from `i` on hold.
+    pub(super) fn points_len(
+        &self,
+        kind: FaultKind,
+        sweep: &SweepSpec,
+        suffix_lens: &[u64],
+    ) -> u64 {
+        let own: u64 = self
+            .own
+            .iter()
+            .map(|site| site_points_len(site, kind, sweep))
+            .sum();
+        own + self
+            .fault_free
+            .map_or(0, |shifted| suffix_lens[shifted.from])
+    }
+}
+
+/// For each site `i` of `sites`, how many points of `kind` the sites from `i` on hold (one
+/// more entry, 0, for the end).
+pub(super) fn suffix_lens(sites: &SiteAims, kind: FaultKind, sweep: &SweepSpec) -> Vec<u64> {
+    let mut lens = vec![0; sites.len() + 1];
+    for i in (0..sites.len()).rev() {
+        lens[i] = lens[i + 1] + site_points_len(&sites.aim(i), kind, sweep);
+    }
+    lens
+}
+
+/// How a depth-2 sweep runs a first fault to find its later sites: recording crash-state
+/// counts (and with them the bytes a failed fsync left unpersisted at each step, where a page
+/// eviction applies), and whether it may stop where it converges.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LaterRun {
+    record: bool,
+    converge: bool,
+}
+
+impl LaterRun {
+    /// A power loss's count at a step depends on what is durable, which converging does not
+    /// compare: a sweep that aims power losses runs every first fault to its end.
+    pub(super) fn of(sweep: &SweepSpec) -> LaterRun {
+        let counted = sweep.crash_states() != CrashStates::NotCounted;
+        LaterRun {
+            record: counted || sweep.faults.contains(&FaultKind::PageEviction),
+            converge: !counted,
+        }
+    }
+}
+
+/// The sites of the run `first` changes, after its step: where its second faults go. With
+/// `forks` and `how.converge`, the run stops where it converges on the fault-free run, and
+/// the rest are the fault-free run's sites, shifted.
+pub(super) fn later_sites(
+    baseline: &Baseline,
+    forks: Option<&Forks>,
+    first: PlannedFault,
+    how: LaterRun,
+) -> Later {
+    let plan = FaultPlan::new([first]).expect("one fault");
+    let own = |aims: SiteAims| -> Vec<Aim> {
+        aims.aims().filter(|site| site.step > first.step).collect()
+    };
+    let ran = match forks {
+        Some(forks) if how.converge => match forks.run_until_converged(&plan, how.record) {
+            UntilConverged::Converged { world, at } => {
+                let from = baseline.sites.first_at_or_after(at.fault_free_steps);
+                let shift = at.run_steps as i64 - at.fault_free_steps as i64;
+                return Later {
+                    own: own(site_aims_of_world(&world, how.record)),
+                    fault_free: Some(Shifted { from, shift }),
+                };
+            }
+            UntilConverged::Ended(result) => *result,
+        },
+        Some(forks) => forks.run(&plan, how.record),
+        None if how.record => run_recording_crash_states(&RunSpec {
+            plan,
+            ..baseline.spec.clone()
+        }),
+        None => run(&RunSpec {
+            plan,
+            ..baseline.spec.clone()
+        }),
+    };
+    Later {
+        own: own(site_aims(&ran, how.record)),
+        fault_free: None,
+    }
+}
