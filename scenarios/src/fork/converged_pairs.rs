@@ -102,6 +102,50 @@ impl Part {
     }
 }
 
+impl Part {
+    /// Whether `self` and `other` are equal, found cheaply (shared files and windows by
+    /// pointer first): true means a pair composed of either is the same observation.
+    fn same_as(&self, other: &Part) -> bool {
+        // Every field named, so a new one cannot be left out.
+        let Part {
+            segments,
+            known,
+            sink,
+            key,
+            view,
+            corrupt_lines,
+            dirty_reads,
+            visibility_delay_ms_max,
+            final_windows,
+            dropped_late,
+            rolled_back,
+            restarts,
+            stray_files,
+            sink_writes,
+        } = self;
+        let same_segments = segments.len() == other.segments.len()
+            && segments.iter().zip(&other.segments).all(|pair| match pair {
+                (Segment::Own(x), Segment::Own(y)) => x == y,
+                (Segment::Known(x), Segment::Known(y)) => x == y,
+                _ => false,
+            });
+        same_segments
+            && Arc::ptr_eq(known, &other.known)
+            && *sink == other.sink
+            && *key == other.key
+            && *view == other.view
+            && *corrupt_lines == other.corrupt_lines
+            && *dirty_reads == other.dirty_reads
+            && *visibility_delay_ms_max == other.visibility_delay_ms_max
+            && *final_windows == other.final_windows
+            && *dropped_late == other.dropped_late
+            && *rolled_back == other.rolled_back
+            && *restarts == other.restarts
+            && *stray_files == other.stray_files
+            && *sink_writes == other.sink_writes
+    }
+}
+
 /// A first fault's run that converged, with what its pairs take of it.
 #[derive(Clone, Debug)]
 pub struct ConvergedFirst {
@@ -116,6 +160,17 @@ pub struct ConvergedFirst {
 /// composed: a recovery that failed, a view not held as a splice).
 #[derive(Clone, Debug)]
 pub struct SingleFault(Option<Part>);
+
+impl SingleFault {
+    /// Whether a pair composed of `self` is the pair composed of `other` with the same first
+    /// fault: both held alike ([`Part::same_as`]).
+    pub fn same_as(&self, other: &SingleFault) -> bool {
+        match (&self.0, &other.0) {
+            (Some(x), Some(y)) => x.same_as(y),
+            _ => false,
+        }
+    }
+}
 
 impl ConvergedFirst {
     /// The step the fault-free run takes where the first fault's run takes `step` (after

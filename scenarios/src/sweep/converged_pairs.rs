@@ -8,6 +8,7 @@ use super::run::{point_records, LastJudged};
 use super::{PointRecord, SweepPoint};
 use crate::baseline::Baseline;
 use crate::fork::{ConvergedFirst, Forks, SingleFault};
+use crate::observation::Observation;
 use keel_engine::SinkKind;
 use keel_sim::{CrashPoint, Fault, FaultKind, FaultPlan, PlannedFault};
 use std::collections::BTreeMap;
@@ -84,8 +85,16 @@ impl Slots {
 /// A single fault on a sink's fault-free run.
 type FaultOn = (SinkKind, PlannedFault);
 
-/// The first fault a chunk's last pair had, with its run: consecutive pairs share it.
-pub(super) type LastFirst = Option<(FaultOn, Option<Arc<ConvergedFirst>>)>;
+/// The first fault a chunk's last pair had, with its run, and the last pair composed of it:
+/// consecutive pairs share their first fault, and those whose second faults leave the same
+/// outcome (a crash at each step of one window's events) share their observation, composed
+/// once and so judged once ([`LastJudged`] knows it by its pointer).
+#[derive(Default)]
+pub(super) struct LastFirst {
+    first: Option<(FaultOn, Option<Arc<ConvergedFirst>>)>,
+    /// The slot of the single fault the last pair was composed of, and its observation.
+    composed: Option<(usize, Rc<Observation>)>,
+}
 
 impl ConvergedPairs {
     /// Slots for the single faults of `kinds` a pair can end with, at every step of each of
@@ -135,17 +144,15 @@ impl ConvergedPairs {
             return None;
         }
         let key = (point.sink, *first);
-        let converged = match last {
-            Some((last_key, converged)) if *last_key == key => converged.clone(),
-            _ => {
-                let converged = self.first(forks, key);
-                *last = Some((key, converged.clone()));
-                converged
-            }
-        }?;
+        if last.first.as_ref().map(|(last_key, _)| *last_key) != Some(key) {
+            last.first = Some((key, self.first(forks, key)));
+            last.composed = None;
+        }
+        let converged = last.first.as_ref().and_then(|(_, c)| c.as_ref())?;
         let step = converged.fault_free_step(second.step)?;
         let slot = step as usize * self.slots.per_step + slot;
-        let single = self.singles.get(&point.sink)?.get(slot)?.get_or_init(|| {
+        let singles = self.singles.get(&point.sink)?;
+        let single = singles.get(slot)?.get_or_init(|| {
             let single = PlannedFault {
                 step,
                 fault: second.fault,
@@ -153,18 +160,29 @@ impl ConvergedPairs {
             let plan = FaultPlan::new([single]).expect("one fault");
             forks.single_fault(&forks.run_point(&plan, true, None).observation)
         });
-        let observation = forks.compose_after_converged(&converged, single)?;
+        let observation = match &last.composed {
+            Some((at, observation))
+                if singles[*at].get().is_some_and(|last| last.same_as(single)) =>
+            {
+                Rc::clone(observation)
+            }
+            _ => {
+                let made = Rc::new(forks.compose_after_converged(converged, single)?);
+                last.composed = Some((slot, Rc::clone(&made)));
+                made
+            }
+        };
         #[cfg(debug_assertions)]
         if index % CHECKED_EVERY == 0 {
             let plan = FaultPlan::new(point.faults.iter().copied()).expect("distinct steps");
             let ran = forks.run_point(&plan, true, None);
-            assert_eq!(*ran.observation, observation, "{:?}", point.faults);
+            assert_eq!(ran.observation, observation, "{:?}", point.faults);
         }
         Some(point_records(
             baseline,
             index,
             point,
-            Rc::new(observation),
+            observation,
             None,
             None,
             judged,
@@ -213,7 +231,7 @@ mod tests {
         let forks = setup.forks.as_ref().expect("forked");
         let points = SweepPoints::new(&spec, &sweep, &setup.baselines, Some(forks));
         let pairs = ConvergedPairs::new(&setup.baselines, sweep.depth, &sweep.faults);
-        let (mut judged, mut last) = (LastJudged::default(), None);
+        let (mut judged, mut last) = (LastJudged::default(), LastFirst::default());
         // Per row: the pairs composed, of all its pairs.
         let mut composed: BTreeMap<(SinkKind, String), (u64, u64)> = BTreeMap::new();
         for (index, point) in points.get(0..points.len(), &setup.baselines, Some(forks)) {

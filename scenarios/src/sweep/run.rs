@@ -161,7 +161,7 @@ pub fn run_chunk(
     );
     let mut tables: BTreeMap<SinkKind, SharedFutures> = BTreeMap::new();
     let mut judged = LastJudged::default();
-    let mut last_first: LastFirst = None;
+    let mut last_first = LastFirst::default();
     points
         .get(chunk, baselines, forks)
         .iter()
