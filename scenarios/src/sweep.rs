@@ -13,6 +13,7 @@ use keel_sim::disk::POWER_LOSS_ENUMERATION_BOUND;
 use keel_sim::{FaultKind, FaultPlan, PlannedFault};
 use num_bigint::BigUint;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 mod class_runs;
 mod converged_pairs;
@@ -212,7 +213,7 @@ pub struct SweepReport {
 pub struct PointRecord {
     pub index: u64,
     pub sink: SinkKind,
-    pub row: String,
+    pub row: Arc<str>,
     /// The consumer view judged (transactional sink only).
     pub view: Option<View>,
     /// The crash states a power-loss class point stands for (`--power-loss-points
@@ -225,7 +226,8 @@ pub struct PointRecord {
     pub class_states: Option<BigUint>,
     pub dirty_reads: u64,
     pub visibility_delay_ms_max: u64,
-    pub faults: Vec<PlannedFault>,
+    /// Shared with the point it records.
+    pub faults: Arc<[PlannedFault]>,
     /// The sampled steps this point opens (see [`SweepPoint::sampled`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sampled: Vec<Sampled>,
@@ -241,9 +243,10 @@ pub struct PointRecord {
     pub broken: Vec<Property>,
     /// Where the fault-free run departs from the independent model.
     pub model_mismatch: Option<String>,
-    pub outcome: String,
+    /// Shared by the records of points judged once ([`run::LastJudged`]), as is the digest.
+    pub outcome: Arc<str>,
     /// A hash of what the consumers saw and the verdict: equal digests, equal outcomes.
-    pub outcome_digest: String,
+    pub outcome_digest: Arc<str>,
     /// The run's trace fingerprint, when the point ran to its end (not when it converged on
     /// the fault-free run: see `fork.rs`); the sweep's fingerprint does not hash it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -155,6 +155,22 @@ impl Outcomes {
     }
 }
 
+/// Appends `value` in decimal (what `{}` writes).
+fn push_decimal(out: &mut String, mut value: u64) {
+    // u64::MAX has 20 digits.
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    out.push_str(std::str::from_utf8(&digits[at..]).expect("ASCII digits"));
+}
+
 /// The first point that breaks what was asked (or, whatever was asked, where the fault-free
 /// run departs from the model): what `keel sweep` names under its table.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -181,6 +197,8 @@ pub struct SweepTally<'a> {
     classed: Vec<Option<ClassedSums>>,
     /// Over one line per run ("sink faults digest"), in point order.
     fingerprint: FingerprintBuilder,
+    /// The line being hashed into `fingerprint`, its buffer kept.
+    line: String,
     model_mismatch: Option<String>,
     violation: Option<Violation>,
     /// What each sink's view is judged by, built once ([`Expectation::for_view`]).
@@ -204,6 +222,7 @@ impl<'a> SweepTally<'a> {
             coverage: Vec::new(),
             classed: Vec::new(),
             fingerprint: FingerprintBuilder::default(),
+            line: String::new(),
             model_mismatch: None,
             violation: None,
             expectations: Vec::new(),
@@ -216,7 +235,7 @@ impl<'a> SweepTally<'a> {
         let sink = record.sink.name();
         let view = record.view.map(|v| v.name());
         let is_its_row =
-            |r: &SweepRow| r.sink == sink && r.fault == record.row && r.view.as_deref() == view;
+            |r: &SweepRow| r.sink == sink && *r.fault == *record.row && r.view.as_deref() == view;
         // Points come row by row (views alternating): the last two rows first.
         let recent = self.rows.len().saturating_sub(2);
         let position = (recent..self.rows.len())
@@ -226,7 +245,7 @@ impl<'a> SweepTally<'a> {
         let position = position.unwrap_or_else(|| {
             self.rows.push(SweepRow {
                 sink: sink.to_string(),
-                fault: record.row.clone(),
+                fault: record.row.to_string(),
                 view: view.map(str::to_string),
                 ..SweepRow::default()
             });
@@ -243,14 +262,27 @@ impl<'a> SweepTally<'a> {
         self.coverage[position].count(&record.sampled);
         // One line per run: a transactional point's second view is the same run.
         if record.view != Some(View::ReadUncommitted) {
-            // "sink fault@step,fault@step digest", written straight into the hash.
-            let line = &mut self.fingerprint;
-            write!(line, "{sink} ").expect("to a hash");
+            // "sink fault@step,fault@step digest", written into a buffer kept for the next
+            // line (not through the formatter where it can be helped), then hashed.
+            let line = &mut self.line;
+            line.clear();
+            line.push_str(sink);
+            line.push(' ');
             for (i, f) in record.faults.iter().enumerate() {
-                let separator = if i == 0 { "" } else { "," };
-                write!(line, "{separator}{}@{}", f.fault, f.step).expect("to a hash");
+                if i > 0 {
+                    line.push(',');
+                }
+                match f.fault.fixed_text() {
+                    Some(text) => line.push_str(text),
+                    None => write!(line, "{}", f.fault).expect("to a String"),
+                }
+                line.push('@');
+                push_decimal(line, f.step);
             }
-            writeln!(line, " {}", record.outcome_digest).expect("to a hash");
+            line.push(' ');
+            line.push_str(&record.outcome_digest);
+            line.push('\n');
+            self.fingerprint.write(line.as_bytes());
         }
         row.points += 1;
         row.points_with_duplicates += u64::from(record.duplicates > 0);
@@ -306,7 +338,7 @@ impl<'a> SweepTally<'a> {
                     Fault::PowerLossClass { class, .. } => Some(class),
                     _ => None,
                 },
-                outcome: record.outcome.clone(),
+                outcome: record.outcome.to_string(),
                 reproduce: with_expect(&record.reproduce(self.spec), self.asked),
             });
         }
@@ -318,10 +350,10 @@ impl<'a> SweepTally<'a> {
         if self.violation.is_none() && violates {
             self.violation = Some(Violation {
                 sink: sink.to_string(),
-                row: record.row.clone(),
+                row: record.row.to_string(),
                 view: record.view,
                 failures: broken,
-                outcome: record.outcome.clone(),
+                outcome: record.outcome.to_string(),
                 reproduce: with_expect(&record.reproduce(self.spec), self.asked),
             });
         }
@@ -386,6 +418,15 @@ mod tests {
         }
         coverage.finish(&mut row);
         row
+    }
+
+    #[test]
+    fn a_decimal_is_what_the_formatter_writes() {
+        for value in [0, 7, 10, 99, 1_000, 123_456_789, u64::MAX - 1, u64::MAX] {
+            let mut out = String::from("x");
+            push_decimal(&mut out, value);
+            assert_eq!(out, format!("x{value}"));
+        }
     }
 
     #[test]

@@ -94,20 +94,38 @@ impl Fault {
     }
 }
 
+impl Fault {
+    /// The fault's text (what `Display` writes) where it holds no number: a sweep writes
+    /// one for each of millions of points into its fingerprint, without the formatter.
+    pub fn fixed_text(&self) -> Option<&'static str> {
+        Some(match self {
+            Fault::ProcessCrash {
+                at: CrashPoint::Before,
+            } => "process-crash before",
+            Fault::ProcessCrash {
+                at: CrashPoint::After,
+            } => "process-crash after",
+            Fault::DiskError => "disk-error",
+            Fault::SinkError => "sink-error",
+            Fault::AckLost => "ack-lost",
+            Fault::Zombie => "zombie",
+            Fault::PageEviction => "page-eviction",
+            Fault::PowerLoss { .. }
+            | Fault::PowerLossClass { .. }
+            | Fault::SinkUnavailable { .. } => return None,
+        })
+    }
+}
+
 impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Fault::ProcessCrash { at } => write!(f, "process-crash {at}"),
             Fault::PowerLoss { at, state } => write!(f, "power-loss {at} state {state}"),
             Fault::PowerLossClass { at, class } => write!(f, "power-loss {at} class {class}"),
-            Fault::DiskError => f.write_str("disk-error"),
-            Fault::SinkError => f.write_str("sink-error"),
-            Fault::AckLost => f.write_str("ack-lost"),
             Fault::SinkUnavailable { duration_ms } => {
                 write!(f, "sink-unavailable {duration_ms}ms")
             }
-            Fault::Zombie => f.write_str("zombie"),
-            Fault::PageEviction => f.write_str("page-eviction"),
+            _ => f.write_str(self.fixed_text().expect("a fault without a number")),
         }
     }
 }

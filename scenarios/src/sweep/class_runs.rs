@@ -76,7 +76,7 @@ impl ClassRuns {
                     assert_eq!(record.row, point.row);
                     PointRecord {
                         index,
-                        faults: point.faults.clone(),
+                        faults: Arc::clone(&point.faults),
                         sampled: point.sampled.clone(),
                         class_states: Some(states.clone()),
                         ..record.clone()
@@ -115,7 +115,7 @@ fn key(baseline: &Baseline, point: &SweepPoint, shared: &SharedFutures) -> Optio
     if config.key != KeyScheme::EventIndex || config.sink.is_transactional() {
         return None;
     }
-    let [only] = point.faults.as_slice() else {
+    let [only] = &*point.faults else {
         return None;
     };
     let Fault::PowerLossClass { at, class } = only.fault else {
@@ -172,7 +172,7 @@ impl Runs {
                 .iter()
                 .map(|record| PointRecord {
                     class_states: None,
-                    faults: Vec::new(),
+                    faults: Arc::new([]),
                     sampled: Vec::new(),
                     ..record.clone()
                 })

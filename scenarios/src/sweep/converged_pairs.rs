@@ -19,6 +19,10 @@ use std::sync::{Arc, OnceLock, RwLock};
 /// one or two first faults, and a thread runs one chunk at a time.
 const FIRSTS_MAX: usize = 64;
 
+/// How far back a filled slot looks for the nearest filled one to be alike with: past the
+/// steps where its kind applies to nothing (those slots stay empty).
+const ALIKE_LOOKBACK_SLOTS: usize = 16;
+
 /// Debug builds run every this many composed pairs and compare (the module's claim, checked).
 #[cfg(debug_assertions)]
 const CHECKED_EVERY: u64 = 16;
@@ -32,8 +36,20 @@ const CHECKED_EVERY: u64 = 16;
 pub struct ConvergedPairs {
     firsts: RwLock<BTreeMap<FaultOn, Option<Arc<ConvergedFirst>>>>,
     /// Per sink, at depth 2 only: slot `step * slots.per_step + slots.of(fault)`.
-    singles: BTreeMap<SinkKind, Vec<OnceLock<SingleFault>>>,
+    singles: BTreeMap<SinkKind, Vec<OnceLock<Single>>>,
     slots: Slots,
+}
+
+/// A single fault's run in its slot, and which slots compose the same pairs.
+struct Single {
+    fault: SingleFault,
+    /// The first slot of a chain of filled slots up to this one, each alike with the one
+    /// before ([`SingleFault::same_as`]; the nearest filled when it was filled): two slots
+    /// with the same `alike` compose the same pair with one first fault.
+    /// Found once, when the slot is filled, so a pair learns it can take the last pair's
+    /// observation without reading the single fault itself (a cache miss a pair, a tenth of
+    /// a 10,000-event sweep's time).
+    alike: usize,
 }
 
 /// Where a step's single faults lie among its slots: only the kinds the sweep aims at have
@@ -92,7 +108,8 @@ type FaultOn = (SinkKind, PlannedFault);
 #[derive(Default)]
 pub(super) struct LastFirst {
     first: Option<(FaultOn, Option<Arc<ConvergedFirst>>)>,
-    /// The slot of the single fault the last pair was composed of, and its observation.
+    /// Which slots the single fault the last pair was composed of is alike with
+    /// ([`Single::alike`]), and the pair's observation.
     composed: Option<(usize, Rc<Observation>)>,
 }
 
@@ -135,7 +152,7 @@ impl ConvergedPairs {
         judged: &mut LastJudged,
         last: &mut LastFirst,
     ) -> Option<Vec<PointRecord>> {
-        let [first, second] = point.faults.as_slice() else {
+        let [first, second] = &*point.faults else {
             return None;
         };
         let slot = self.slots.of(second.fault)?;
@@ -158,17 +175,22 @@ impl ConvergedPairs {
                 fault: second.fault,
             };
             let plan = FaultPlan::new([single]).expect("one fault");
-            forks.single_fault(&forks.run_point(&plan, true, None).observation)
+            let fault = forks.single_fault(&forks.run_point(&plan, true, None).observation);
+            // Whether another thread filled the slot before is a matter of timing: it moves
+            // which pairs share an observation, never what a pair observes.
+            let nearest = slot.saturating_sub(ALIKE_LOOKBACK_SLOTS)..slot;
+            let before = nearest.rev().find_map(|before| singles[before].get());
+            let alike = match before {
+                Some(before) if before.fault.same_as(&fault) => before.alike,
+                _ => slot,
+            };
+            Single { fault, alike }
         });
         let observation = match &last.composed {
-            Some((at, observation))
-                if singles[*at].get().is_some_and(|last| last.same_as(single)) =>
-            {
-                Rc::clone(observation)
-            }
+            Some((alike, observation)) if *alike == single.alike => Rc::clone(observation),
             _ => {
-                let made = Rc::new(forks.compose_after_converged(converged, single)?);
-                last.composed = Some((slot, Rc::clone(&made)));
+                let made = Rc::new(forks.compose_after_converged(converged, &single.fault)?);
+                last.composed = Some((single.alike, Rc::clone(&made)));
                 made
             }
         };
@@ -237,7 +259,9 @@ mod tests {
         for (index, point) in points.get(0..points.len(), &setup.baselines, Some(forks)) {
             let baseline = &setup.baselines[&point.sink];
             let forks_of_sink = &forks[&point.sink];
-            let row = composed.entry((point.sink, point.row.clone())).or_default();
+            let row = composed
+                .entry((point.sink, point.row.to_string()))
+                .or_default();
             row.1 += 1;
             let Some(records) = pairs.records_of(
                 baseline,

@@ -208,9 +208,11 @@ fn site_points(
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SweepPoint {
     pub sink: SinkKind,
-    /// The row it is tallied in: a fault kind, or "first+second" at depth 2.
-    pub row: String,
-    pub faults: Vec<PlannedFault>,
+    /// The row it is tallied in: a fault kind, or "first+second" at depth 2 (shared by the
+    /// row's points, each of which hands it to its records).
+    pub row: Arc<str>,
+    /// Shared with the point's records.
+    pub faults: Arc<[PlannedFault]>,
     /// The sampled steps this point opens, outermost first (at depth 2, a sampled first
     /// step holds every pair that starts there).
     pub sampled: Vec<Sampled>,
@@ -260,6 +262,9 @@ enum Group {
         len: u64,
         /// The sites after `first` of the run it changed, if kept (`LATER_AIMS_KEPT_MAX`).
         later: KeptLater,
+        /// How many points of `second` the fault-free run's sites from each on hold
+        /// ([`suffix_lens`]), shared by the row's groups.
+        suffix_lens: Arc<[u64]>,
     },
 }
 
@@ -349,10 +354,10 @@ impl SweepPoints {
                     continue;
                 }
                 let firsts = points(baseline.sites.aims(), first_kind, spec.seed, sweep);
-                let suffixes: Vec<Vec<u64>> = sweep
+                let suffixes: Vec<Arc<[u64]>> = sweep
                     .faults
                     .iter()
-                    .map(|&second| suffix_lens(&baseline.sites, second, sweep))
+                    .map(|&second| suffix_lens(&baseline.sites, second, sweep).into())
                     .collect();
                 let how = LaterRun::of(sweep);
                 // How many pairs each first fault starts, per second kind: its run once. Its
@@ -388,6 +393,7 @@ impl SweepPoints {
                             opens,
                             len: len[k],
                             later: later.clone(),
+                            suffix_lens: Arc::clone(&suffixes[k]),
                         });
                     }
                 }
@@ -471,6 +477,7 @@ impl SweepPoints {
             } => {
                 let sites = &baselines[sink].sites;
                 assert_eq!(sites.len().div_ceil(SITES_BLOCK_LEN), block_ends.len());
+                let row: Arc<str> = kind.name().into();
                 // The first block with a point at or after `range.start`, from its start.
                 let block = block_ends.partition_point(|&end| end <= range.start);
                 let mut i = block * SITES_BLOCK_LEN;
@@ -496,8 +503,8 @@ impl SweepPoints {
                                 offset,
                                 SweepPoint {
                                     sink: *sink,
-                                    row: kind.name().to_string(),
-                                    faults: vec![fault],
+                                    row: Arc::clone(&row),
+                                    faults: Arc::new([fault]),
                                     sampled: sampled.into_iter().collect(),
                                 },
                             );
@@ -515,24 +522,32 @@ impl SweepPoints {
                 opens,
                 len,
                 later,
+                suffix_lens,
             } => {
                 let sites = &baselines[sink].sites;
                 let ran_again;
-                let later: &Later = match later {
-                    Some(later) => later,
+                let (later, whole): (&Later, bool) = match later {
+                    Some(later) => (later, false),
                     None => {
                         let how = LaterRun::of(&self.sweep);
                         ran_again =
                             later_sites(&baselines[sink], forks.map(|f| &f[sink]), *first, how);
-                        &ran_again
+                        (&ran_again, true)
                     }
                 };
-                let row = format!("{first_kind}+{second}");
+                let row: Arc<str> = format!("{first_kind}+{second}").into();
                 // Only the sites with a point in `range` are drawn: a group holds a point at
-                // every later step, and a chunk takes about a thousand of them.
-                let mut site_start = 0;
+                // every later step, and a chunk takes about a thousand of them. Kept sites are
+                // read from the first with a point in `range` to the last; a run made again
+                // is read whole, to check that it is the run counted.
+                let skip_to = if whole { 0 } else { range.start };
+                let (mut site_start, aims) =
+                    later.aims_from(sites, suffix_lens, *second, &self.sweep, skip_to);
                 let mut drawn = Vec::new();
-                for site in later.aims(sites) {
+                for site in aims {
+                    if !whole && site_start >= range.end {
+                        break;
+                    }
                     let site_len = site_points_len(&site, *second, &self.sweep);
                     if site_start < range.end && range.start < site_start + site_len {
                         drawn.clear();
@@ -549,7 +564,7 @@ impl SweepPoints {
                                 SweepPoint {
                                     sink: *sink,
                                     row: row.clone(),
-                                    faults: vec![*first, fault],
+                                    faults: Arc::new([*first, fault]),
                                     sampled: opened.into_iter().chain(sampled).collect(),
                                 },
                             );
@@ -557,7 +572,9 @@ impl SweepPoints {
                     }
                     site_start += site_len;
                 }
-                assert_eq!(site_start, *len, "the first fault's run is deterministic");
+                if whole {
+                    assert_eq!(site_start, *len, "the first fault's run is deterministic");
+                }
             }
         }
     }

@@ -217,8 +217,8 @@ pub struct LastJudged(Option<Judged>);
 struct Judged {
     observation: Rc<Observation>,
     verdicts: Vec<Verdict>,
-    summaries: Vec<String>,
-    digest: String,
+    summaries: Vec<Arc<str>>,
+    digest: Arc<str>,
 }
 
 impl LastJudged {
@@ -231,8 +231,9 @@ impl LastJudged {
             .is_some_and(|last| Rc::ptr_eq(&last.observation, &observation));
         if !judged_last {
             let verdicts = judge(reference, &observation);
-            let summaries: Vec<String> = verdicts.iter().map(Verdict::summary).collect();
-            let digest = outcome_digest(reference, &observation, &summaries);
+            let summaries: Vec<Arc<str>> =
+                verdicts.iter().map(|v| Arc::from(v.summary())).collect();
+            let digest = outcome_digest(reference, &observation, &summaries).into();
             self.0 = Some(Judged {
                 observation,
                 verdicts,
@@ -309,7 +310,7 @@ pub(super) fn point_records(
             class_states: class_states.clone(),
             dirty_reads: verdict.dirty_reads,
             visibility_delay_ms_max: verdict.visibility_delay_ms_max,
-            faults: point.faults.clone(),
+            faults: Arc::clone(&point.faults),
             sampled: point.sampled.clone(),
             duplicates: verdict.duplicates,
             lost: verdict.lost,
@@ -320,8 +321,8 @@ pub(super) fn point_records(
             failed_recovery: verdict.recovery != Recovery::Ok,
             broken: verdict.broken(),
             model_mismatch: verdict.model_mismatch.as_ref().map(|m| m.to_string()),
-            outcome: summary.clone(),
-            outcome_digest: digest.clone(),
+            outcome: Arc::clone(summary),
+            outcome_digest: Arc::clone(digest),
             fingerprint: fingerprint.map(|f| f.to_string()),
         })
         .collect()
@@ -339,7 +340,7 @@ pub(super) fn point_records(
 fn outcome_digest(
     reference: &Reference,
     observation: &Observation,
-    summaries: &[String],
+    summaries: &[Arc<str>],
 ) -> String {
     // One text, written with `write!` straight into the hash, never kept: the same bytes in
     // the same order as before, so the same digest.

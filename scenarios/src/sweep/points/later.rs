@@ -28,9 +28,19 @@ struct Shifted {
 
 impl Later {
     /// Every later site, in step order, the fault-free run's read from `sites`.
+    #[cfg(test)]
     pub(super) fn aims<'a>(&'a self, sites: &'a SiteAims) -> impl Iterator<Item = Aim> + 'a {
-        let fault_free = self
-            .fault_free
+        Later::aims_of(&self.own, self.fault_free, sites)
+    }
+
+    /// `own`, then the fault-free run's sites `fault_free` names, shifted: later sites in step
+    /// order, the fault-free run's read from `sites`.
+    fn aims_of<'a>(
+        own: &'a [Aim],
+        fault_free: Option<Shifted>,
+        sites: &'a SiteAims,
+    ) -> impl Iterator<Item = Aim> + 'a {
+        let fault_free = fault_free
             .into_iter()
             .flat_map(move |Shifted { from, shift }| {
                 (from..sites.len()).map(move |i| {
@@ -41,7 +51,45 @@ impl Later {
                     }
                 })
             });
-        self.own.iter().copied().chain(fault_free)
+        own.iter().copied().chain(fault_free)
+    }
+
+    /// The later sites from the last one whose points start at or before `offset` (of all
+    /// the later sites' points of `kind`; 0: from the first), with how many points the sites
+    /// before it hold. The fault-free run's sites are found by `suffix_lens` ([`suffix_lens`]
+    /// of `kind`), not read one by one: a chunk in the middle of a first fault's pairs starts
+    /// where its points are.
+    pub(super) fn aims_from<'a>(
+        &'a self,
+        sites: &'a SiteAims,
+        suffix_lens: &[u64],
+        kind: FaultKind,
+        sweep: &SweepSpec,
+        offset: u64,
+    ) -> (u64, impl Iterator<Item = Aim> + 'a) {
+        let own_len: u64 = self
+            .own
+            .iter()
+            .map(|site| site_points_len(site, kind, sweep))
+            .sum();
+        match self.fault_free {
+            Some(Shifted { from, shift }) if offset >= own_len => {
+                assert_eq!(suffix_lens.len(), sites.len() + 1);
+                // The fault-free site `from + k` starts `suffix_lens[from] - suffix_lens[from
+                // + k]` points into them; the last to start at or before `offset`.
+                let into = offset - own_len;
+                let threshold = suffix_lens[from].saturating_sub(into);
+                let k = suffix_lens[from..].partition_point(|&rest| rest >= threshold) - 1;
+                let start = own_len + suffix_lens[from] - suffix_lens[from + k];
+                assert!(start <= offset);
+                let shifted = Shifted {
+                    from: from + k,
+                    shift,
+                };
+                (start, Later::aims_of(&[], Some(shifted), sites))
+            }
+            _ => (0, Later::aims_of(&self.own, self.fault_free, sites)),
+        }
     }
 
     /// How many points of `kind` the later sites hold; `suffix_lens[i]`: how many the

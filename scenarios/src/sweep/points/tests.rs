@@ -23,8 +23,8 @@ fn listed_whole(
             if sweep.depth == 1 {
                 all.extend(firsts.into_iter().map(|(first, sampled)| SweepPoint {
                     sink,
-                    row: first_kind.name().to_string(),
-                    faults: vec![first],
+                    row: first_kind.name().into(),
+                    faults: Arc::new([first]),
                     sampled: sampled.into_iter().collect(),
                 }));
                 continue;
@@ -63,8 +63,8 @@ fn listed_whole(
                     for (second, sampled) in points(later, second_kind, spec.seed, sweep) {
                         all.push(SweepPoint {
                             sink,
-                            row: row.clone(),
-                            faults: vec![*first, second],
+                            row: row.as_str().into(),
+                            faults: Arc::new([*first, second]),
                             sampled: sampled.into_iter().collect(),
                         });
                     }
