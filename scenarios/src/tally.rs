@@ -17,6 +17,7 @@ use num_bigint::BigUint;
 use std::collections::{BTreeSet, HashSet};
 use std::fmt::Write as _;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 
 /// The crash states a row of class points stands for, while tallying ([`ClassedStates`]).
 #[derive(Clone, Debug, Default)]
@@ -109,6 +110,9 @@ fn expectation_of<'b>(
 struct Outcomes {
     hashes: HashSet<u64, BuildHasherDefault<SpreadHasher>>,
     others: BTreeSet<String>,
+    /// The digest inserted last: records of points judged once share it (`Arc`), and
+    /// consecutive points of a row often are.
+    last: Option<Arc<str>>,
 }
 
 /// Hashes a `u64` that is already a hash (a digest) by spreading its bits (Fibonacci
@@ -133,7 +137,15 @@ impl Hasher for SpreadHasher {
 }
 
 impl Outcomes {
-    fn insert(&mut self, digest: &str) {
+    fn insert(&mut self, digest: &Arc<str>) {
+        if self
+            .last
+            .as_ref()
+            .is_some_and(|last| Arc::ptr_eq(last, digest))
+        {
+            return;
+        }
+        self.last = Some(Arc::clone(digest));
         // Lower-case hex only, as a `Fingerprint` prints: one text, one number.
         let hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
         let hash = (digest.len() == 16 && digest.bytes().all(hex))
@@ -143,7 +155,7 @@ impl Outcomes {
                 self.hashes.insert(hash);
             }
             None => {
-                if !self.others.contains(digest) {
+                if !self.others.contains(&**digest) {
                     self.others.insert(digest.to_string());
                 }
             }
