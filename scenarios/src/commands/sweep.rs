@@ -185,8 +185,9 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
             None => !r.failures(args.expect.as_ref()).is_empty(),
         }
     };
-    let on_done = |chunk: &Vec<Vec<PointRecord>>| {
-        for records in chunk {
+    // A chunk's records, a point's after another's (one a view): a bar step a point.
+    let on_done = |chunk: &Vec<PointRecord>| {
+        for records in chunk.chunk_by(|a, b| a.index == b.index) {
             progress.done(records.iter().any(fails))
         }
     };
@@ -200,13 +201,7 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
             shard,
             total: points.len(),
         }];
-        lines.extend(
-            records
-                .into_iter()
-                .flatten()
-                .flatten()
-                .map(ShardLine::Point),
-        );
+        lines.extend(records.into_iter().flatten().map(ShardLine::Point));
         return Ok(Output::ok(shard_output(&lines)));
     }
     // Tallied as the points finish, in point order: no point's record is kept.
@@ -217,7 +212,7 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
         worker,
         run,
         &on_done,
-        &mut |chunk: Vec<Vec<PointRecord>>| chunk.iter().flatten().for_each(|r| tally.add(r)),
+        &mut |chunk: Vec<PointRecord>| chunk.iter().for_each(|r| tally.add(r)),
         &progress,
     )?;
     Ok(render(tally, args.format))

@@ -4,7 +4,7 @@
 //! (`fork/converged_pairs.rs` states why that is the pair's) instead of running. The
 //! single-fault runs are kept for every chunk and thread of the sweep ([`ConvergedPairs`]).
 
-use super::run::{point_records, LastJudged};
+use super::run::{push_point_records, LastJudged};
 use super::{PointRecord, SweepPoint};
 use crate::baseline::Baseline;
 use crate::fork::{ConvergedFirst, Forks, SingleFault};
@@ -140,18 +140,19 @@ impl ConvergedPairs {
         }
     }
 
-    /// The records of `point` (number `index`) composed, if it is a pair of a first fault
-    /// whose run converged and a process crash, a sink error or a lost ack after that.
+    /// Pushes the records of `point` (and its number) composed onto `out`, if it is a pair of
+    /// a first fault whose run converged and a process crash, a sink error or a lost ack
+    /// after that (None: it is not; `out` is left as it was).
     /// `last`: the chunk's last first fault.
     pub(super) fn records_of(
         &self,
         baseline: &Baseline,
         forks: &Forks,
-        index: u64,
-        point: &SweepPoint,
+        &(index, ref point): &(u64, SweepPoint),
         judged: &mut LastJudged,
         last: &mut LastFirst,
-    ) -> Option<Vec<PointRecord>> {
+        out: &mut Vec<PointRecord>,
+    ) -> Option<()> {
         let [first, second] = &*point.faults else {
             return None;
         };
@@ -200,15 +201,9 @@ impl ConvergedPairs {
             let ran = forks.run_point(&plan, true, None);
             assert_eq!(ran.observation, observation, "{:?}", point.faults);
         }
-        Some(point_records(
-            baseline,
-            index,
-            point,
-            observation,
-            None,
-            None,
-            judged,
-        ))
+        let run = (observation, None, None);
+        push_point_records(baseline, index, point, run, judged, out);
+        Some(())
     }
 
     /// The run of `first` on its sink, if it converged on the fault-free run and its pairs
@@ -256,25 +251,29 @@ mod tests {
         let (mut judged, mut last) = (LastJudged::default(), LastFirst::default());
         // Per row: the pairs composed, of all its pairs.
         let mut composed: BTreeMap<(SinkKind, String), (u64, u64)> = BTreeMap::new();
-        for (index, point) in points.get(0..points.len(), &setup.baselines, Some(forks)) {
+        for indexed in points.get(0..points.len(), &setup.baselines, Some(forks)) {
+            let (index, point) = &indexed;
+            let index = *index;
             let baseline = &setup.baselines[&point.sink];
             let forks_of_sink = &forks[&point.sink];
             let row = composed
                 .entry((point.sink, point.row.to_string()))
                 .or_default();
             row.1 += 1;
-            let Some(records) = pairs.records_of(
+            let mut records = Vec::new();
+            let composed = pairs.records_of(
                 baseline,
                 forks_of_sink,
-                index,
-                &point,
+                &indexed,
                 &mut judged,
                 &mut last,
-            ) else {
+                &mut records,
+            );
+            if composed.is_none() {
                 continue;
-            };
+            }
             row.0 += 1;
-            let mut naive = run_point(&setup.baselines, None, index, &point, None, &mut judged);
+            let mut naive = run_point(&setup.baselines, None, index, point, None, &mut judged);
             for record in &mut naive {
                 record.fingerprint = None;
             }

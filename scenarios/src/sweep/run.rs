@@ -114,7 +114,7 @@ impl SweepSetup {
     }
 
     /// [`run_chunk`] against this setup.
-    pub fn run_chunk(&self, points: &SweepPoints, chunk: Range<u64>) -> Vec<Vec<PointRecord>> {
+    pub fn run_chunk(&self, points: &SweepPoints, chunk: Range<u64>) -> Vec<PointRecord> {
         run_chunk(
             &self.baselines,
             self.forks.as_ref(),
@@ -152,7 +152,7 @@ pub fn run_chunk(
     chunk: Range<u64>,
     class_runs: &ClassRuns,
     converged_pairs: &ConvergedPairs,
-) -> Vec<Vec<PointRecord>> {
+) -> Vec<PointRecord> {
     assert!(chunk.start < chunk.end);
     assert_eq!(
         chunk.start / SHARING_CHUNK_POINTS,
@@ -162,33 +162,36 @@ pub fn run_chunk(
     let mut tables: BTreeMap<SinkKind, SharedFutures> = BTreeMap::new();
     let mut judged = LastJudged::default();
     let mut last_first = LastFirst::default();
-    points
-        .get(chunk, baselines, forks)
-        .iter()
-        .map(|(index, point)| {
-            let shared = tables.entry(point.sink).or_default();
-            let baseline = &baselines[&point.sink];
-            if let Some(records) = class_runs.records_of(baseline, *index, point, shared) {
-                return records;
-            }
-            let composed = forks.and_then(|forks| {
-                converged_pairs.records_of(
-                    baseline,
-                    &forks[&point.sink],
-                    *index,
-                    point,
-                    &mut judged,
-                    &mut last_first,
-                )
-            });
-            if let Some(records) = composed {
-                return records;
-            }
-            let mut records = run_point(baselines, forks, *index, point, Some(shared), &mut judged);
-            class_runs.remember(baseline, point, shared, &mut records);
-            records
-        })
-        .collect()
+    let drawn = points.get(chunk, baselines, forks);
+    // One list for the chunk, each point's records in turn: a composed pair's are written
+    // straight into it (a list a point was an allocation a pair).
+    let mut out = Vec::with_capacity(drawn.len());
+    for indexed in &drawn {
+        let (index, point) = indexed;
+        let shared = tables.entry(point.sink).or_default();
+        let baseline = &baselines[&point.sink];
+        if let Some(records) = class_runs.records_of(baseline, *index, point, shared) {
+            out.extend(records);
+            continue;
+        }
+        let composed = forks.and_then(|forks| {
+            converged_pairs.records_of(
+                baseline,
+                &forks[&point.sink],
+                indexed,
+                &mut judged,
+                &mut last_first,
+                &mut out,
+            )
+        });
+        if composed.is_some() {
+            continue;
+        }
+        let mut records = run_point(baselines, forks, *index, point, Some(shared), &mut judged);
+        class_runs.remember(baseline, point, shared, &mut records);
+        out.extend(records);
+    }
+    out
 }
 
 /// `range` (indices of consecutive points) cut into chunks at the multiples of
@@ -293,13 +296,32 @@ pub(super) fn point_records(
     class_states: Option<num_bigint::BigUint>,
     judged: &mut LastJudged,
 ) -> Vec<PointRecord> {
+    let mut out = Vec::with_capacity(1);
+    let run = (observation, fingerprint, class_states);
+    push_point_records(baseline, index, point, run, judged, &mut out);
+    out
+}
+
+/// [`point_records`], pushed onto `out`.
+pub(super) fn push_point_records(
+    baseline: &Baseline,
+    index: u64,
+    point: &SweepPoint,
+    (observation, fingerprint, class_states): (
+        Rc<Observation>,
+        Option<keel_sim::Fingerprint>,
+        Option<num_bigint::BigUint>,
+    ),
+    judged: &mut LastJudged,
+    out: &mut Vec<PointRecord>,
+) {
     let Judged {
         verdicts,
         summaries,
         digest,
         ..
     } = judged.judge(&baseline.reference, observation);
-    verdicts
+    let records = verdicts
         .iter()
         .zip(summaries)
         .map(|(verdict, summary)| PointRecord {
@@ -324,8 +346,8 @@ pub(super) fn point_records(
             outcome: Arc::clone(summary),
             outcome_digest: Arc::clone(digest),
             fingerprint: fingerprint.map(|f| f.to_string()),
-        })
-        .collect()
+        });
+    out.extend(records);
 }
 
 /// What every consumer saw, and the verdicts: the same digest means the same outcome. The
