@@ -240,7 +240,8 @@ pub struct PointRecord {
     pub failed_recovery: bool,
     /// Every property this view of the run breaks (judging happens when tallying, against
     /// what is asked then: `keel merge --expect` may ask something else).
-    pub broken: Vec<Property>,
+    /// Shared by the records of points judged once, as the outcome is.
+    pub broken: Arc<[Property]>,
     /// Where the fault-free run departs from the independent model.
     pub model_mismatch: Option<String>,
     /// Shared by the records of points judged once ([`run::LastJudged`]), as is the digest.

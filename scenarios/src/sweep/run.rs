@@ -8,6 +8,7 @@ use super::{PointRecord, SweepPoint, SweepPoints, SweepSpec};
 use crate::baseline::{baselines_sharing, Baseline};
 use crate::fork::{Forks, PointRun, SharedFutures, Sharing};
 use crate::observation::{Observation, Recovery};
+use crate::property::Property;
 use crate::runner::RunSpec;
 use crate::spec::ScenarioSpec;
 use crate::verdict::{judge, Reference, Verdict};
@@ -221,6 +222,8 @@ struct Judged {
     observation: Rc<Observation>,
     verdicts: Vec<Verdict>,
     summaries: Vec<Arc<str>>,
+    /// Each verdict's broken properties, for its records to share.
+    broken: Vec<Arc<[Property]>>,
     digest: Arc<str>,
 }
 
@@ -237,10 +240,12 @@ impl LastJudged {
             let summaries: Vec<Arc<str>> =
                 verdicts.iter().map(|v| Arc::from(v.summary())).collect();
             let digest = outcome_digest(reference, &observation, &summaries).into();
+            let broken = verdicts.iter().map(|v| v.broken().into()).collect();
             self.0 = Some(Judged {
                 observation,
                 verdicts,
                 summaries,
+                broken,
                 digest,
             });
         }
@@ -318,13 +323,15 @@ pub(super) fn push_point_records(
     let Judged {
         verdicts,
         summaries,
+        broken,
         digest,
         ..
     } = judged.judge(&baseline.reference, observation);
     let records = verdicts
         .iter()
         .zip(summaries)
-        .map(|(verdict, summary)| PointRecord {
+        .zip(broken)
+        .map(|((verdict, summary), broken)| PointRecord {
             index,
             sink: point.sink,
             row: point.row.clone(),
@@ -341,7 +348,7 @@ pub(super) fn push_point_records(
             stale_windows: verdict.stale_windows,
             rolled_back: verdict.rolled_back,
             failed_recovery: verdict.recovery != Recovery::Ok,
-            broken: verdict.broken(),
+            broken: Arc::clone(broken),
             model_mismatch: verdict.model_mismatch.as_ref().map(|m| m.to_string()),
             outcome: Arc::clone(summary),
             outcome_digest: Arc::clone(digest),
