@@ -3,6 +3,7 @@
 //! sink and fault kind. The steps (sites) come from `crate::sites`.
 
 use crate::baseline::CrashStates;
+use crate::observation::views_of;
 use crate::property::{failures, failures_against, Expectation, Property};
 use crate::reproduce::replay_plan_command;
 use crate::runner::View;
@@ -280,9 +281,41 @@ impl PointRecord {
         )
     }
 
-    /// [`PointRecord::failures`] against its view's `expectation`, already built.
-    pub fn failures_against(&self, expectation: &Expectation) -> Vec<String> {
-        failures_against(&self.broken, self.model_mismatch.is_some(), expectation)
+    /// [`PointRecord::failures`], against its view's expectation in `expectations` (built
+    /// once for the sweep's views, asking what they were built with).
+    pub fn failures_in(&self, expectations: &ViewExpectations) -> Vec<String> {
+        let mismatch = self.model_mismatch.is_some();
+        match expectations.get(self.sink, self.view) {
+            Some(expectation) => failures_against(&self.broken, mismatch, expectation),
+            None => self.failures(expectations.asked.as_ref()),
+        }
+    }
+}
+
+/// What each view of a sweep's sinks is judged by (what was asked, or what its sink promises
+/// it), built once: a sweep judges millions of records against a handful of views.
+#[derive(Clone, Debug)]
+pub struct ViewExpectations {
+    asked: Option<Expectation>,
+    built: Vec<(SinkKind, Option<View>, Expectation)>,
+}
+
+impl ViewExpectations {
+    pub fn new(asked: Option<&Expectation>, sinks: &[SinkKind]) -> ViewExpectations {
+        let built = sinks
+            .iter()
+            .flat_map(|&sink| views_of(sink).iter().map(move |&view| (sink, view)))
+            .map(|(sink, view)| (sink, view, Expectation::for_view(asked, sink, view)))
+            .collect();
+        ViewExpectations {
+            asked: asked.cloned(),
+            built,
+        }
+    }
+
+    fn get(&self, sink: SinkKind, view: Option<View>) -> Option<&Expectation> {
+        let built = self.built.iter().find(|(s, v, _)| *s == sink && *v == view);
+        built.map(|(_, _, expectation)| expectation)
     }
 }
 

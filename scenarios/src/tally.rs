@@ -9,10 +9,9 @@ use crate::runner::View;
 use crate::spec::ScenarioSpec;
 use crate::sweep::{
     ClassedStates, FirstFailure, PointRecord, PowerLossPoints, Sampled, SampledSteps, SweepReport,
-    SweepRow, SweepSpec,
+    SweepRow, SweepSpec, ViewExpectations,
 };
-use keel_engine::SinkKind;
-use keel_sim::{Fault, FaultKind, FingerprintBuilder};
+use keel_sim::{Decimal, Fault, FaultKind, FingerprintBuilder};
 use num_bigint::BigUint;
 use std::collections::{BTreeSet, HashSet};
 use std::fmt::Write as _;
@@ -84,24 +83,6 @@ impl Coverage {
     }
 }
 
-/// What `sink`'s `view` is judged by (`asked`, or what the sink promises it), built once
-/// into `built`.
-fn expectation_of<'b>(
-    built: &'b mut Vec<(SinkKind, Option<View>, Expectation)>,
-    asked: Option<&Expectation>,
-    sink: SinkKind,
-    view: Option<View>,
-) -> &'b Expectation {
-    let at = match built.iter().position(|(s, v, _)| *s == sink && *v == view) {
-        Some(at) => at,
-        None => {
-            built.push((sink, view, Expectation::for_view(asked, sink, view)));
-            built.len() - 1
-        }
-    };
-    &built[at].2
-}
-
 /// A row's distinct outcome digests: each the 16 hex digits of a 64-bit hash, kept as that
 /// number (a depth-2 row on a long stream has millions, and comparing them as strings was a
 /// tenth of its time); a digest of another form (a shard file written by hand) as its text.
@@ -167,22 +148,6 @@ impl Outcomes {
     }
 }
 
-/// Appends `value` in decimal (what `{}` writes).
-fn push_decimal(out: &mut String, mut value: u64) {
-    // u64::MAX has 20 digits.
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (value % 10) as u8;
-        value /= 10;
-        if value == 0 {
-            break;
-        }
-    }
-    out.push_str(std::str::from_utf8(&digits[at..]).expect("ASCII digits"));
-}
-
 /// The first point that breaks what was asked (or, whatever was asked, where the fault-free
 /// run departs from the model): what `keel sweep` names under its table.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -213,8 +178,8 @@ pub struct SweepTally<'a> {
     line: String,
     model_mismatch: Option<String>,
     violation: Option<Violation>,
-    /// What each sink's view is judged by, built once ([`Expectation::for_view`]).
-    expectations: Vec<(SinkKind, Option<View>, Expectation)>,
+    /// What each view of the sweep's sinks is judged by, built once.
+    expectations: ViewExpectations,
 }
 
 impl<'a> SweepTally<'a> {
@@ -237,7 +202,7 @@ impl<'a> SweepTally<'a> {
             line: String::new(),
             model_mismatch: None,
             violation: None,
-            expectations: Vec::new(),
+            expectations: ViewExpectations::new(asked, &sweep.sinks),
         }
     }
 
@@ -289,7 +254,7 @@ impl<'a> SweepTally<'a> {
                     None => write!(line, "{}", f.fault).expect("to a String"),
                 }
                 line.push('@');
-                push_decimal(line, f.step);
+                line.push_str(Decimal::of(u128::from(f.step)).as_str());
             }
             line.push(' ');
             line.push_str(&record.outcome_digest);
@@ -312,12 +277,7 @@ impl<'a> SweepTally<'a> {
         row.visibility_delay_ms_max = row
             .visibility_delay_ms_max
             .max(record.visibility_delay_ms_max);
-        let broken = if record.broken.is_empty() && record.model_mismatch.is_none() {
-            Vec::new()
-        } else {
-            let built = &mut self.expectations;
-            record.failures_against(expectation_of(built, self.asked, record.sink, record.view))
-        };
+        let broken = record.failures_in(&self.expectations);
         row.failing_points += u64::from(!broken.is_empty());
         if let Some(sums) = &mut self.classed[position] {
             // A class stands for its states; a state drawn where classes are not numbered
@@ -430,15 +390,6 @@ mod tests {
         }
         coverage.finish(&mut row);
         row
-    }
-
-    #[test]
-    fn a_decimal_is_what_the_formatter_writes() {
-        for value in [0, 7, 10, 99, 1_000, 123_456_789, u64::MAX - 1, u64::MAX] {
-            let mut out = String::from("x");
-            push_decimal(&mut out, value);
-            assert_eq!(out, format!("x{value}"));
-        }
     }
 
     #[test]

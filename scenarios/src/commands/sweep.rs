@@ -10,14 +10,12 @@ use super::output::{Output, EXIT_VIOLATION};
 use super::progress::Progress;
 use super::shard::{shard_output, ShardLine};
 use crate::error::KeelError;
-use crate::observation::views_of;
 use crate::parallel::Threads;
 use crate::property::Expectation;
-use crate::runner::View;
 use crate::spec::ScenarioSpec;
 use crate::sweep::{
     first_faults_len, sharing_chunks, PointRecord, PowerLossPoints, SweepPoints, SweepSetup,
-    SweepSpec, POWER_LOSS_STATES_MAX_DEFAULT, REORDER_WINDOW_CHUNKS_PER_JOB,
+    SweepSpec, ViewExpectations, POWER_LOSS_STATES_MAX_DEFAULT, REORDER_WINDOW_CHUNKS_PER_JOB,
 };
 use crate::tally::SweepTally;
 use clap::Args;
@@ -167,24 +165,8 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
     };
     // What each view is judged by, built once: a depth-2 sweep counts millions of points
     // whose views break a property nobody asked for (an append sink's duplicates).
-    let expectations: Vec<(SinkKind, Option<View>, Expectation)> = sweep
-        .sinks
-        .iter()
-        .flat_map(|&sink| views_of(sink).iter().map(move |&view| (sink, view)))
-        .map(|(sink, view)| {
-            let expectation = Expectation::for_view(args.expect.as_ref(), sink, view);
-            (sink, view, expectation)
-        })
-        .collect();
-    let fails = |r: &PointRecord| {
-        let built = expectations
-            .iter()
-            .find(|(sink, view, _)| *sink == r.sink && *view == r.view);
-        match built {
-            Some((_, _, expectation)) => !r.failures_against(expectation).is_empty(),
-            None => !r.failures(args.expect.as_ref()).is_empty(),
-        }
-    };
+    let expectations = ViewExpectations::new(args.expect.as_ref(), &sweep.sinks);
+    let fails = |r: &PointRecord| !r.failures_in(&expectations).is_empty();
     // A chunk's records, a point's after another's (one a view): a bar step a point.
     let on_done = |chunk: &Vec<PointRecord>| {
         for records in chunk.chunk_by(|a, b| a.index == b.index) {

@@ -123,13 +123,7 @@ impl Part {
             stray_files,
             sink_writes,
         } = self;
-        let same_segments = segments.len() == other.segments.len()
-            && segments.iter().zip(&other.segments).all(|pair| match pair {
-                (Segment::Own(x), Segment::Own(y)) => x == y,
-                (Segment::Known(x), Segment::Known(y)) => x == y,
-                _ => false,
-            });
-        same_segments
+        *segments == other.segments
             && Arc::ptr_eq(known, &other.known)
             && *sink == other.sink
             && *key == other.key

@@ -26,7 +26,7 @@ pub struct Splice {
 /// A segment of a splice's middle: records of its own, or a run of the known file's records
 /// (a point's file that holds runs of the fault-free file again, as an append sink's replays
 /// write them, is read and hashed without parsing or hashing those runs again).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Segment {
     Own(Vec<Record>),
     Known(std::ops::Range<usize>),

@@ -67,11 +67,7 @@ impl Later {
         sweep: &SweepSpec,
         offset: u64,
     ) -> (u64, impl Iterator<Item = Aim> + 'a) {
-        let own_len: u64 = self
-            .own
-            .iter()
-            .map(|site| site_points_len(site, kind, sweep))
-            .sum();
+        let own_len = self.own_points_len(kind, sweep);
         match self.fault_free {
             Some(Shifted { from, shift }) if offset >= own_len => {
                 assert_eq!(suffix_lens.len(), sites.len() + 1);
@@ -100,14 +96,18 @@ impl Later {
         sweep: &SweepSpec,
         suffix_lens: &[u64],
     ) -> u64 {
-        let own: u64 = self
-            .own
+        self.own_points_len(kind, sweep)
+            + self
+                .fault_free
+                .map_or(0, |shifted| suffix_lens[shifted.from])
+    }
+
+    /// How many points of `kind` the first fault's own later sites hold.
+    fn own_points_len(&self, kind: FaultKind, sweep: &SweepSpec) -> u64 {
+        self.own
             .iter()
             .map(|site| site_points_len(site, kind, sweep))
-            .sum();
-        own + self
-            .fault_free
-            .map_or(0, |shifted| suffix_lens[shifted.from])
+            .sum()
     }
 }
 
