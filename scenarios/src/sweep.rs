@@ -18,9 +18,13 @@ use std::sync::Arc;
 
 mod class_runs;
 mod converged_pairs;
+mod fingerprint;
+pub use fingerprint::{digest_hash, digest_number, outcome_key, run_term, Folded};
 mod points;
 pub use points::{first_faults_len, points, power_loss_states, Sampled, SweepPoint, SweepPoints};
 mod run;
+#[cfg(test)]
+pub(crate) use run::crash_and_sink_error_sweep;
 pub use run::{
     run_chunk, run_point, sharing_chunks, sweep_forks, LastJudged, SweepSetup,
     REORDER_WINDOW_CHUNKS_PER_JOB, REPLICA_EVENTS_MAX, REPLICA_POINTS_PER_EVENT_MIN,
@@ -253,9 +257,19 @@ pub struct PointRecord {
     /// the fault-free run: see `fork.rs`); the sweep's fingerprint does not hash it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<String>,
+    /// The points after this one, consecutive, that have its outcome and are counted with
+    /// it (a first fault's composed pairs, `sweep/converged_pairs.rs`): the runs of all of
+    /// them, this one first, with their fingerprint terms folded. None: this point alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub span: Option<Folded>,
 }
 
 impl PointRecord {
+    /// The points this record stands for: itself and its span's.
+    pub fn points(&self) -> u64 {
+        self.span.map_or(1, |span| span.runs)
+    }
+
     /// The one command that replays this point and judges its view: made only for a point
     /// a report names (a sweep has millions of points, and formatting a plan for each was a
     /// tenth of a depth-2 sweep's time).

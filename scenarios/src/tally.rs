@@ -8,13 +8,12 @@ use crate::reproduce::with_expect;
 use crate::runner::View;
 use crate::spec::ScenarioSpec;
 use crate::sweep::{
-    ClassedStates, FirstFailure, PointRecord, PowerLossPoints, Sampled, SampledSteps, SweepReport,
-    SweepRow, SweepSpec, ViewExpectations,
+    digest_number, outcome_key, run_term, ClassedStates, FirstFailure, Folded, PointRecord,
+    PowerLossPoints, Sampled, SampledSteps, SweepReport, SweepRow, SweepSpec, ViewExpectations,
 };
-use keel_sim::{Decimal, Fault, FaultKind, FingerprintBuilder};
+use keel_sim::{Fault, FaultKind, Fingerprint};
 use num_bigint::BigUint;
 use std::collections::{BTreeSet, HashSet};
-use std::fmt::Write as _;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
@@ -52,8 +51,10 @@ impl Default for Coverage {
 }
 
 impl Coverage {
-    /// Counts one point of the row, and the sampled steps it opens.
-    fn count(&mut self, opens: &[Sampled]) {
+    /// Counts `points` points of the row (a record and its span), and the sampled steps the
+    /// first opens.
+    fn count(&mut self, opens: &[Sampled], points: u64) {
+        assert!(points >= 1);
         for step in opens {
             self.sampled.steps += 1;
             self.sampled.states = self
@@ -68,10 +69,9 @@ impl Coverage {
             // A step nested in another (depth 2) lies within its points.
             self.drawn_to_come = self.drawn_to_come.max(step.drawn);
         }
-        if self.drawn_to_come > 0 {
-            self.drawn_to_come -= 1;
-            self.sampled.drawn += 1;
-        }
+        let drawn = self.drawn_to_come.min(points);
+        self.drawn_to_come -= drawn;
+        self.sampled.drawn += drawn;
     }
 
     /// Fills in the row's states and sampled steps.
@@ -118,7 +118,8 @@ impl Hasher for SpreadHasher {
 }
 
 impl Outcomes {
-    fn insert(&mut self, digest: &Arc<str>) {
+    /// `digest`, whose [`digest_number`] is `number`.
+    fn insert(&mut self, digest: &Arc<str>, number: Option<u64>) {
         if self
             .last
             .as_ref()
@@ -127,11 +128,7 @@ impl Outcomes {
             return;
         }
         self.last = Some(Arc::clone(digest));
-        // Lower-case hex only, as a `Fingerprint` prints: one text, one number.
-        let hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
-        let hash = (digest.len() == 16 && digest.bytes().all(hex))
-            .then(|| u64::from_str_radix(digest, 16).expect("16 hex digits"));
-        match hash {
+        match number {
             Some(hash) => {
                 self.hashes.insert(hash);
             }
@@ -172,10 +169,10 @@ pub struct SweepTally<'a> {
     /// Per row, with `--power-loss-points classes` on a power-loss row: the crash states its
     /// points stand for.
     classed: Vec<Option<ClassedSums>>,
-    /// Over one line per run ("sink faults digest"), in point order.
-    fingerprint: FingerprintBuilder,
-    /// The line being hashed into `fingerprint`, its buffer kept.
-    line: String,
+    /// Every run's term, in point order (`sweep/fingerprint.rs`).
+    fingerprint: Folded,
+    /// The digest of the last record and its number: records of points judged once share it.
+    digest_last: Option<(Arc<str>, Option<u64>)>,
     model_mismatch: Option<String>,
     violation: Option<Violation>,
     /// What each view of the sweep's sinks is judged by, built once.
@@ -198,8 +195,8 @@ impl<'a> SweepTally<'a> {
             outcomes: Vec::new(),
             coverage: Vec::new(),
             classed: Vec::new(),
-            fingerprint: FingerprintBuilder::default(),
-            line: String::new(),
+            fingerprint: Folded::default(),
+            digest_last: None,
             model_mismatch: None,
             violation: None,
             expectations: ViewExpectations::new(asked, &sweep.sinks),
@@ -233,59 +230,59 @@ impl<'a> SweepTally<'a> {
             self.classed.push(classed.then(ClassedSums::default));
             self.rows.len() - 1
         });
-        let row = &mut self.rows[position];
-        self.outcomes[position].insert(&record.outcome_digest);
-        row.distinct_outcomes = self.outcomes[position].len();
-        self.coverage[position].count(&record.sampled);
-        // One line per run: a transactional point's second view is the same run.
-        if record.view != Some(View::ReadUncommitted) {
-            // "sink fault@step,fault@step digest", written into a buffer kept for the next
-            // line (not through the formatter where it can be helped), then hashed.
-            let line = &mut self.line;
-            line.clear();
-            line.push_str(sink);
-            line.push(' ');
-            for (i, f) in record.faults.iter().enumerate() {
-                if i > 0 {
-                    line.push(',');
-                }
-                match f.fault.fixed_text() {
-                    Some(text) => line.push_str(text),
-                    None => write!(line, "{}", f.fault).expect("to a String"),
-                }
-                line.push('@');
-                line.push_str(Decimal::of(u128::from(f.step)).as_str());
+        let points = record.points();
+        let number = match &self.digest_last {
+            Some((last, number)) if Arc::ptr_eq(last, &record.outcome_digest) => *number,
+            _ => {
+                let number = digest_number(&record.outcome_digest);
+                self.digest_last = Some((Arc::clone(&record.outcome_digest), number));
+                number
             }
-            line.push(' ');
-            line.push_str(&record.outcome_digest);
-            line.push('\n');
-            self.fingerprint.write(line.as_bytes());
+        };
+        let row = &mut self.rows[position];
+        self.outcomes[position].insert(&record.outcome_digest, number);
+        row.distinct_outcomes = self.outcomes[position].len();
+        self.coverage[position].count(&record.sampled, points);
+        // One term per run: a transactional point's second view is the same run.
+        if record.view != Some(View::ReadUncommitted) {
+            match record.span {
+                Some(span) => self.fingerprint.append(span),
+                None => {
+                    let digest = number
+                        .unwrap_or_else(|| Fingerprint::of(record.outcome_digest.as_bytes()).0);
+                    let key = outcome_key(record.sink, digest);
+                    self.fingerprint.push(run_term(key, &record.faults));
+                }
+            }
         }
-        row.points += 1;
-        row.points_with_duplicates += u64::from(record.duplicates > 0);
-        row.duplicates += record.duplicates;
-        row.points_with_loss += u64::from(record.lost > 0);
-        row.lost += record.lost;
-        row.wrong += record.wrong;
-        row.corrupt += record.corrupt;
-        row.points_with_stale_windows += u64::from(record.stale_windows > 0);
-        row.stale_windows += record.stale_windows;
-        row.rolled_back += u64::from(record.rolled_back > 0);
-        row.failed_recoveries += u64::from(record.failed_recovery);
-        row.points_with_dirty_reads += u64::from(record.dirty_reads > 0);
-        row.dirty_reads += record.dirty_reads;
+        // Each of a span's points has the record's outcome.
+        let each = |yes: bool| points * u64::from(yes);
+        row.points += points;
+        row.points_with_duplicates += each(record.duplicates > 0);
+        row.duplicates += points * record.duplicates;
+        row.points_with_loss += each(record.lost > 0);
+        row.lost += points * record.lost;
+        row.wrong += points * record.wrong;
+        row.corrupt += points * record.corrupt;
+        row.points_with_stale_windows += each(record.stale_windows > 0);
+        row.stale_windows += points * record.stale_windows;
+        row.rolled_back += each(record.rolled_back > 0);
+        row.failed_recoveries += each(record.failed_recovery);
+        row.points_with_dirty_reads += each(record.dirty_reads > 0);
+        row.dirty_reads += points * record.dirty_reads;
         row.visibility_delay_ms_max = row
             .visibility_delay_ms_max
             .max(record.visibility_delay_ms_max);
         let broken = record.failures_in(&self.expectations);
-        row.failing_points += u64::from(!broken.is_empty());
+        row.failing_points += each(!broken.is_empty());
         if let Some(sums) = &mut self.classed[position] {
             // A class stands for its states; a state drawn where classes are not numbered
             // stands for itself.
             let states = record
                 .class_states
                 .clone()
-                .unwrap_or_else(|| BigUint::from(1u32));
+                .unwrap_or_else(|| BigUint::from(1u32))
+                * points;
             if record.duplicates > 0 {
                 sums.with_duplicates += &states;
             }
@@ -355,7 +352,7 @@ impl<'a> SweepTally<'a> {
             judged_by: self.asked.map_or("promised".to_string(), Expectation::name),
             model_mismatch: self.model_mismatch,
             rows: self.rows,
-            fingerprint: self.fingerprint.finish().to_string(),
+            fingerprint: self.fingerprint.fingerprint().to_string(),
         };
         (report, self.violation)
     }
@@ -379,6 +376,124 @@ pub fn aggregate(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::property::Property;
+    use crate::sweep::run_term;
+    use keel_engine::SinkKind;
+    use keel_sim::{CrashPoint, PlannedFault};
+
+    /// The record of the pair (crash at 5, crash at `second`) on the append sink, with
+    /// `duplicates` and the digest to match.
+    fn pair(index: u64, second: u64, duplicates: u64) -> PointRecord {
+        let crash = |step| PlannedFault {
+            step,
+            fault: Fault::ProcessCrash {
+                at: CrashPoint::After,
+            },
+        };
+        PointRecord {
+            index,
+            sink: SinkKind::Append,
+            row: Arc::from("process-crash+process-crash"),
+            view: None,
+            class_states: None,
+            dirty_reads: 0,
+            visibility_delay_ms_max: 0,
+            faults: Arc::new([crash(5), crash(second)]),
+            sampled: Vec::new(),
+            duplicates,
+            lost: 0,
+            wrong: 0,
+            corrupt: 0,
+            stale_windows: 0,
+            rolled_back: 0,
+            failed_recovery: false,
+            broken: if duplicates > 0 {
+                Arc::new([Property::NoDuplicates])
+            } else {
+                Arc::new([])
+            },
+            model_mismatch: None,
+            outcome: Arc::from(format!("duplicates={duplicates}")),
+            outcome_digest: Arc::from(format!("{duplicates:016x}")),
+            fingerprint: None,
+            span: None,
+        }
+    }
+
+    /// `records` with each run of consecutive records of one outcome made one record with a
+    /// span, as `sweep/converged_pairs.rs` makes them.
+    fn spanned(records: &[PointRecord]) -> Vec<PointRecord> {
+        let mut out: Vec<PointRecord> = Vec::new();
+        for record in records {
+            match out.last_mut() {
+                Some(last) if last.outcome_digest == record.outcome_digest => {
+                    let key = outcome_key(last.sink, digest_number(&last.outcome_digest).unwrap());
+                    last.span
+                        .get_or_insert_with(|| Folded::of(run_term(key, &last.faults)))
+                        .push(run_term(key, &record.faults));
+                }
+                _ => out.push(record.clone()),
+            }
+        }
+        out
+    }
+
+    /// Records tallied one a point, and the same points as spans, give the same report
+    /// (every count, the distinct outcomes, the first failure and the fingerprint), and the
+    /// exact figures of these points; `expect exactly-once` names the first failing point.
+    #[test]
+    fn a_span_of_points_is_tallied_as_its_points_one_by_one() {
+        let spec = ScenarioSpec::ch04(0);
+        let sweep = crate::sweep::crash_and_sink_error_sweep(2);
+        let duplicates = [0, 0, 2, 2, 2, 0, 1, 1, 0, 0, 0];
+        let records: Vec<PointRecord> = duplicates
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| pair(i as u64, 7 + i as u64, d))
+            .collect();
+        let spans = spanned(&records);
+        assert_eq!(spans.len(), 5);
+        assert_eq!(spans.iter().map(PointRecord::points).sum::<u64>(), 11);
+        let asked = Expectation::parse("exactly-once").unwrap();
+        let one_by_one = {
+            let mut tally = SweepTally::new(&spec, &sweep, Some(&asked));
+            records.iter().for_each(|r| tally.add(r));
+            tally.finish()
+        };
+        let at_once = {
+            let mut tally = SweepTally::new(&spec, &sweep, Some(&asked));
+            spans.iter().for_each(|r| tally.add(r));
+            tally.finish()
+        };
+        assert_eq!(at_once, one_by_one);
+        let (report, violation) = at_once;
+        let row = &report.rows[0];
+        assert_eq!(report.rows.len(), 1);
+        assert_eq!(
+            (
+                row.points,
+                row.points_with_duplicates,
+                row.duplicates,
+                row.failing_points,
+                row.distinct_outcomes
+            ),
+            (11, 5, 8, 5, 3)
+        );
+        let first = row.first_failure.as_ref().expect("a failure");
+        assert_eq!((first.step, first.outcome.as_str()), (5, "duplicates=2"));
+        let third = with_expect(&records[2].reproduce(&spec), Some(&asked));
+        assert_eq!(
+            violation.unwrap().reproduce,
+            third,
+            "the third point's plan"
+        );
+        assert_eq!(first.reproduce, third);
+        // Another order of the same points is another fingerprint.
+        let mut reordered = records.clone();
+        reordered.swap(0, 1);
+        let reordered = aggregate(&spec, &sweep, &reordered, Some(&asked));
+        assert_ne!(reordered.fingerprint, report.fingerprint);
+    }
 
     /// A row of points, each opening the sampled steps given for it.
     fn row_after(points: &[&[Sampled]]) -> SweepRow {
@@ -386,7 +501,7 @@ mod tests {
         let mut row = SweepRow::default();
         for opens in points {
             row.points += 1;
-            coverage.count(opens);
+            coverage.count(opens, 1);
         }
         coverage.finish(&mut row);
         row

@@ -132,19 +132,31 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
             shard,
             total,
         } => {
-            // A transactional point has one record per consumer view, with the same index.
+            // A transactional point has one record per consumer view, with the same index;
+            // a record with a span stands for the points after it too.
             points.sort_by_key(|p| (p.index, p.view));
-            let mut indexes: Vec<u64> = points.iter().map(|p| p.index).collect();
-            indexes.dedup();
-            check_complete(&shards_seen, shard.count, indexes.len() as u64, total)?;
-            if indexes
+            if let Some(record) = points.iter().find(|p| p.span.is_some_and(|s| s.runs < 2)) {
+                return Err(KeelError::usage(format!(
+                    "point {}: a span of fewer than 2 points",
+                    record.index
+                )));
+            }
+            let mut starts: Vec<(u64, u64)> =
+                points.iter().map(|p| (p.index, p.points())).collect();
+            starts.dedup();
+            let held = starts
                 .iter()
-                .enumerate()
-                .any(|(i, &index)| index != i as u64)
-            {
-                return Err(KeelError::usage(
-                    "the shard files' points are not exactly the sweep's points".to_string(),
-                ));
+                .fold(0u64, |sum, (_, n)| sum.saturating_add(*n));
+            check_complete(&shards_seen, shard.count, held, total)?;
+            // The points covered, in order, each once: exactly 0..total.
+            let mut covered = 0u64;
+            for (index, points) in starts {
+                if index != covered {
+                    return Err(KeelError::usage(
+                        "the shard files' points are not exactly the sweep's points".to_string(),
+                    ));
+                }
+                covered = covered.saturating_add(points);
             }
             for (given, option) in [
                 (args.no_shrink, "--no-shrink"),

@@ -60,13 +60,18 @@ impl Progress {
     }
 
     pub(crate) fn done(&self, failed: bool) {
-        self.runs_done.fetch_add(1, Ordering::Relaxed);
+        self.done_many(1, failed);
+    }
+
+    /// `items` finished alike (a sweep record's span of points): all failed, or none.
+    pub(crate) fn done_many(&self, items: u64, failed: bool) {
+        self.runs_done.fetch_add(items, Ordering::Relaxed);
         if let Some(bar) = &self.bar {
             if failed {
-                let failures = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
+                let failures = self.failures.fetch_add(items, Ordering::Relaxed) + items;
                 bar.set_message(failures.to_string());
             }
-            bar.inc(1);
+            bar.inc(items);
         }
     }
 

@@ -167,10 +167,11 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
     // whose views break a property nobody asked for (an append sink's duplicates).
     let expectations = ViewExpectations::new(args.expect.as_ref(), &sweep.sinks);
     let fails = |r: &PointRecord| !r.failures_in(&expectations).is_empty();
-    // A chunk's records, a point's after another's (one a view): a bar step a point.
+    // A chunk's records, a point's after another's (one a view, or one for a span of
+    // points): a bar step a point.
     let on_done = |chunk: &Vec<PointRecord>| {
         for records in chunk.chunk_by(|a, b| a.index == b.index) {
-            progress.done(records.iter().any(fails))
+            progress.done_many(records[0].points(), records.iter().any(fails))
         }
     };
     if let Some(shard) = args.job.shard {

@@ -5,7 +5,7 @@
 //! single-fault runs are kept for every chunk and thread of the sweep ([`ConvergedPairs`]).
 
 use super::run::{push_point_records, LastJudged};
-use super::{PointRecord, SweepPoint};
+use super::{digest_hash, outcome_key, run_term, Folded, PointRecord, SweepPoint};
 use crate::baseline::Baseline;
 use crate::fork::{ConvergedFirst, Forks, SingleFault};
 use crate::observation::Observation;
@@ -108,9 +108,18 @@ type FaultOn = (SinkKind, PlannedFault);
 #[derive(Default)]
 pub(super) struct LastFirst {
     first: Option<(FaultOn, Option<Arc<ConvergedFirst>>)>,
-    /// Which slots the single fault the last pair was composed of is alike with
-    /// ([`Single::alike`]), and the pair's observation.
-    composed: Option<(usize, Rc<Observation>)>,
+    composed: Option<Composed>,
+}
+
+/// The observation the chunk's last composed pair has, and what its points share.
+struct Composed {
+    /// Which slots the single fault it was composed of is alike with ([`Single::alike`]).
+    alike: usize,
+    observation: Rc<Observation>,
+    /// The last point that took it.
+    index: u64,
+    /// The outcome key of its records (`sweep/fingerprint.rs`), once a span needs it.
+    outcome_key: Option<u64>,
 }
 
 impl ConvergedPairs {
@@ -188,10 +197,15 @@ impl ConvergedPairs {
             Single { fault, alike }
         });
         let observation = match &last.composed {
-            Some((alike, observation)) if *alike == single.alike => Rc::clone(observation),
+            Some(composed) if composed.alike == single.alike => Rc::clone(&composed.observation),
             _ => {
                 let made = Rc::new(forks.compose_after_converged(converged, &single.fault)?);
-                last.composed = Some((single.alike, Rc::clone(&made)));
+                last.composed = Some(Composed {
+                    alike: single.alike,
+                    observation: Rc::clone(&made),
+                    index,
+                    outcome_key: None,
+                });
                 made
             }
         };
@@ -201,6 +215,27 @@ impl ConvergedPairs {
             let ran = forks.run_point(&plan, true, None);
             assert_eq!(ran.observation, observation, "{:?}", point.faults);
         }
+        let composed = last.composed.as_mut().expect("set above");
+        // The point before took the same observation: if its record is `out`'s last, it
+        // is this point's but for the faults, and stands for this point too.
+        let before = out
+            .last_mut()
+            .filter(|r| composed.index + 1 == index && r.index + r.points() == index);
+        if let Some(record) = before {
+            assert!(record.view.is_none(), "a file sink's one view");
+            if point.sampled.is_empty() && *record.row == *point.row {
+                let key = *composed.outcome_key.get_or_insert_with(|| {
+                    outcome_key(record.sink, digest_hash(&record.outcome_digest))
+                });
+                let span = record
+                    .span
+                    .get_or_insert_with(|| Folded::of(run_term(key, &record.faults)));
+                span.push(run_term(key, &point.faults));
+                composed.index = index;
+                return Some(());
+            }
+        }
+        composed.index = index;
         let run = (observation, None, None);
         push_point_records(baseline, index, point, run, judged, out);
         Some(())

@@ -353,6 +353,7 @@ pub(super) fn push_point_records(
             outcome: Arc::clone(summary),
             outcome_digest: Arc::clone(digest),
             fingerprint: fingerprint.map(|f| f.to_string()),
+            span: None,
         });
     out.extend(records);
 }
@@ -401,7 +402,7 @@ fn outcome_digest(
 /// For tests: a sweep of process crashes and sink errors on the append and the idempotent
 /// sink at `depth`.
 #[cfg(test)]
-pub(super) fn crash_and_sink_error_sweep(depth: u8) -> SweepSpec {
+pub(crate) fn crash_and_sink_error_sweep(depth: u8) -> SweepSpec {
     use super::{PowerLossPoints, POWER_LOSS_STATES_MAX_DEFAULT};
     SweepSpec {
         sinks: vec![SinkKind::Append, SinkKind::Idempotent],
@@ -444,7 +445,8 @@ mod tests {
             assert!(points.len() > 3 * SHARING_CHUNK_POINTS);
             for chunk in sharing_chunks(0..points.len()).into_iter().take(3) {
                 let records = setup.run_chunk(&points, chunk.clone());
-                assert_eq!(records.len() as u64, chunk.end - chunk.start);
+                let points_recorded: u64 = records.iter().map(PointRecord::points).sum();
+                assert_eq!(points_recorded, chunk.end - chunk.start);
                 assert_eq!(replica.run_chunk(&points, chunk), records);
             }
         }
