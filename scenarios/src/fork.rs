@@ -406,6 +406,23 @@ impl Forks {
         converge: bool,
         shared: Option<&SharedFutures>,
     ) -> PointRun {
+        self.run_point_noting(plan, converge, shared, false)
+    }
+
+    /// A depth-2 sweep's first fault under `plan`, run as [`Forks::run_point`] runs it
+    /// alone, noting where it converged whether its whole disk was alike with the fault-free
+    /// run's through any power loss ([`ConvergedAt::disk_alike`]).
+    pub fn run_first_fault(&self, plan: &FaultPlan) -> PointRun {
+        self.run_point_noting(plan, true, None, true)
+    }
+
+    fn run_point_noting(
+        &self,
+        plan: &FaultPlan,
+        converge: bool,
+        shared: Option<&SharedFutures>,
+        note_disk: bool,
+    ) -> PointRun {
         let spec = RunSpec {
             plan: plan.clone(),
             ..self.spec.clone()
@@ -539,7 +556,13 @@ impl Forks {
                     (None, Some(boundary)) => {
                         Some(ConvergedAt::of(&paused, &boundary.paused, &boundary.facts))
                     }
-                    (None, None) => Some(self.converged_at_snapshot(&paused)),
+                    (None, None) => {
+                        let mut at = self.converged_at_snapshot(&paused);
+                        if note_disk {
+                            at.disk_alike = Some(self.disk_alike_at_snapshot(&paused));
+                        }
+                        Some(at)
+                    }
                 };
                 PointRun {
                     observation: Rc::new(self.observe(

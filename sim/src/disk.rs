@@ -724,6 +724,76 @@ impl Disk {
             })
     }
 
+    /// Whether the two disks go on alike through any operations and any fault, a power loss
+    /// included: the same files under the same names, in the process's view and in the
+    /// durable directory; each file with the same durable and current bytes, pending
+    /// operations, unpersisted ranges and size in doubt; the same namespace operations
+    /// pending, in the same order; and the files in the same order. Inode numbers are
+    /// matched by rank, not compared: a run that made and removed more files than another
+    /// numbers the same files higher, and a number decides nothing but the files' order
+    /// (a power loss numbers its crash states over files in inode order, `power_loss.rs`;
+    /// a new file takes a number above every kept one on both disks).
+    /// A depth-2 sweep composes a second power loss from the fault-free run's only where the
+    /// first fault's disk is alike with it so.
+    pub fn alike_through_power_loss(&self, other: &Disk) -> bool {
+        let same_shape = self.sector_size_bytes == other.sector_size_bytes
+            && self.model == other.model
+            && self.read_only == other.read_only
+            && self.io_error_armed == other.io_error_armed
+            && self.inodes.len() == other.inodes.len()
+            && self.names.len() == other.names.len()
+            && self.durable_names.len() == other.durable_names.len()
+            && self.pending_dir_logged == other.pending_dir_logged;
+        if !same_shape {
+            return false;
+        }
+        assert_eq!(self.pending_dir.len(), self.pending_dir_logged.len());
+        assert_eq!(other.pending_dir.len(), other.pending_dir_logged.len());
+        // The other disk's inode of the same rank.
+        let rank: BTreeMap<InodeId, InodeId> = self
+            .inodes
+            .keys()
+            .copied()
+            .zip(other.inodes.keys().copied())
+            .collect();
+        let same = |a: InodeId, b: InodeId| rank.get(&a) == Some(&b);
+        let same_names = |a: &BTreeMap<String, InodeId>, b: &BTreeMap<String, InodeId>| {
+            a.iter()
+                .zip(b.iter())
+                .all(|((a_name, a), (b_name, b))| a_name == b_name && same(*a, *b))
+        };
+        let same_op = |a: &DirOp, b: &DirOp| match (a, b) {
+            (DirOp::Create { name, inode }, DirOp::Create { name: n, inode: i })
+            | (DirOp::Unlink { name, inode }, DirOp::Unlink { name: n, inode: i }) => {
+                name == n && same(*inode, *i)
+            }
+            (
+                DirOp::Rename { from, to, inode },
+                DirOp::Rename {
+                    from: f,
+                    to: t,
+                    inode: i,
+                },
+            ) => from == f && to == t && same(*inode, *i),
+            _ => false,
+        };
+        same_names(&self.names, &other.names)
+            && same_names(&self.durable_names, &other.durable_names)
+            && self
+                .pending_dir
+                .iter()
+                .zip(&other.pending_dir)
+                .all(|(a, b)| same_op(a, b))
+            // From the newest, where two runs' disks differ if they do.
+            && (Arc::ptr_eq(&self.inodes, &other.inodes)
+                || self
+                    .inodes
+                    .values()
+                    .rev()
+                    .zip(other.inodes.values().rev())
+                    .all(|(a, b)| a == b))
+    }
+
     /// Whether every operation so far is durable: a power loss now would change nothing.
     pub fn is_all_durable(&self) -> bool {
         self.pending_dir.is_empty()

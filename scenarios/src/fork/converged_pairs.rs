@@ -1,4 +1,5 @@
-//! A second process crash, sink error or lost ack after the first fault's run converged:
+//! A second process crash, sink error, lost ack or power loss after the first fault's run
+//! converged:
 //! the depth-2 point's observation composed from two single-fault observations, without
 //! running the pair (step 2 of figure 3b's plan in the README).
 //!
@@ -18,12 +19,19 @@
 //!   it in place (its wait no step), reading only what converging compared (the idempotent
 //!   sink's file; the append connector reads none), and the clock only to time the retry
 //!   (records name no time unless keys are processing time, and then converging compared
-//!   the clocks).
+//!   the clocks);
+//! - a power loss, where F's whole disk at b, what is durable and what is pending included,
+//!   is alike with the fault-free run's (`Disk::alike_through_power_loss`: the same files
+//!   under the same names, in the same order, inode numbers matched by rank; noted by
+//!   `Forks::run_first_fault`): from b on the two disks take the same operations, so at S
+//!   they have the same crash states, numbered alike, and each leaves the same disk but
+//!   for inode numbers, which nothing reads but to order files.
 //!
 //! Not so a disk error (a failed fsync leaves the pending bytes unpersisted: what is durable
 //! matters), a sink outage (its retries meet the event arrivals on the clock, which
 //! converging does not compare under event-index keys), a zombie (it wakes on the clock) or
-//! a power loss (what is durable, and the append file's offsets, decide its crash states).
+//! a power loss where the disks differ (what is durable, and the append file's offsets,
+//! decide its crash states).
 //!
 //! So the pair's sink file is F's file up to b, then what S' appended after b; in records
 //! (the append and the idempotent sink alike, whose file at b is the fault-free file): F's
@@ -171,6 +179,12 @@ impl ConvergedFirst {
     /// the boundary it converged at), if `step` is after it.
     pub fn fault_free_step(&self, step: u64) -> Option<u64> {
         (step > self.at.run_steps).then(|| step - self.at.run_steps + self.at.fault_free_steps)
+    }
+
+    /// Whether its whole disk was alike with the fault-free run's where it converged, so
+    /// that a power loss after that is the fault-free run's too (see the module's argument).
+    pub fn disk_alike(&self) -> bool {
+        self.at.disk_alike == Some(true)
     }
 }
 

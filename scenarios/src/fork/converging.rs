@@ -34,6 +34,11 @@ pub struct ConvergedAt {
     pub fault_free_steps: u64,
     /// The fault-free run's sink file's length there.
     pub fault_free_sink_len_bytes: usize,
+    /// Whether the run's whole disk there, what is durable and pending included, was alike
+    /// with the fault-free run's through any power loss ([`Disk::alike_through_power_loss`]),
+    /// so that a power loss later in the run is the fault-free run's, shifted. None: not
+    /// compared (only [`Forks::run_first_fault`] compares).
+    pub disk_alike: Option<bool>,
 }
 
 impl ConvergedAt {
@@ -44,6 +49,7 @@ impl ConvergedAt {
             run_steps: paused.world.steps_taken(),
             fault_free_steps: fault_free.world.steps_taken(),
             fault_free_sink_len_bytes: facts.sink_len_bytes,
+            disk_alike: None,
         }
     }
 }
@@ -158,6 +164,19 @@ impl Forks {
             }
             Driven::Restarting(_) => unreachable!("never told to stop at a restart"),
         }
+    }
+
+    /// Whether the run `paused` shows, converged at a snapshot, has the snapshot's whole
+    /// disk, alike through any power loss.
+    pub(super) fn disk_alike_at_snapshot(&self, paused: &Paused) -> bool {
+        let at = (paused.index / self.every_events) as usize;
+        let fault_free = &self.snapshots[at];
+        assert_eq!(fault_free.index, paused.index, "at a snapshot");
+        paused
+            .world
+            .env()
+            .disk
+            .alike_through_power_loss(&fault_free.world.env().disk)
     }
 
     /// Where the run `paused` shows converged, at a snapshot.

@@ -13,7 +13,7 @@ use keel_engine::SinkKind;
 use keel_sim::{CrashPoint, Fault, FaultKind, FaultPlan, PlannedFault};
 use std::collections::BTreeMap;
 use std::rc::Rc;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 /// The most first faults whose runs [`ConvergedPairs`] keeps at once: a chunk's points share
 /// one or two first faults, and a thread runs one chunk at a time.
@@ -38,7 +38,14 @@ pub struct ConvergedPairs {
     /// Per sink, at depth 2 only: slot `step * slots.per_step + slots.of(fault)`.
     singles: BTreeMap<SinkKind, Vec<OnceLock<Single>>>,
     slots: Slots,
+    /// Per sink, at depth 2 with power losses aimed: each step's power losses (a crash point
+    /// and state each) on the fault-free run, run once a sweep. A step has a few (as many as
+    /// `--power-loss-states-max` a crash point), so a small map under a lock of its own.
+    power_losses: BTreeMap<SinkKind, Vec<PowerLossesAt>>,
 }
+
+/// A step's power losses on the fault-free run, as pairs take them.
+type PowerLossesAt = Mutex<BTreeMap<Fault, Arc<SingleFault>>>;
 
 /// A single fault's run in its slot, and which slots compose the same pairs.
 struct Single {
@@ -131,6 +138,17 @@ impl ConvergedPairs {
         kinds: &[FaultKind],
     ) -> ConvergedPairs {
         let slots = Slots::of_kinds(kinds);
+        let power_losses = if depth == 2 && kinds.contains(&FaultKind::PowerLoss) {
+            baselines
+                .iter()
+                .map(|(&sink, baseline)| {
+                    let steps = baseline.sites.len();
+                    (sink, (0..steps).map(|_| Mutex::default()).collect())
+                })
+                .collect()
+        } else {
+            BTreeMap::new()
+        };
         let singles = if depth == 2 {
             baselines
                 .iter()
@@ -146,6 +164,7 @@ impl ConvergedPairs {
             firsts: RwLock::default(),
             singles,
             slots,
+            power_losses,
         }
     }
 
@@ -165,7 +184,6 @@ impl ConvergedPairs {
         let [first, second] = &*point.faults else {
             return None;
         };
-        let slot = self.slots.of(second.fault)?;
         // A class point stands for several states, counted on its record: it runs.
         if matches!(first.fault, Fault::PowerLossClass { .. }) {
             return None;
@@ -176,6 +194,17 @@ impl ConvergedPairs {
             last.composed = None;
         }
         let converged = last.first.as_ref().and_then(|(_, c)| c.as_ref())?;
+        if matches!(second.fault, Fault::PowerLoss { .. }) {
+            return self.power_loss_records_of(
+                baseline,
+                forks,
+                converged,
+                (index, point),
+                judged,
+                out,
+            );
+        }
+        let slot = self.slots.of(second.fault)?;
         let step = converged.fault_free_step(second.step)?;
         let slot = step as usize * self.slots.per_step + slot;
         let singles = self.singles.get(&point.sink)?;
@@ -241,6 +270,62 @@ impl ConvergedPairs {
         Some(())
     }
 
+    /// [`ConvergedPairs::records_of`] for a pair whose second fault is a power loss (a
+    /// crash state, not a class): composed only where the first fault's whole disk was alike
+    /// with the fault-free run's where it converged (`fork/converged_pairs.rs`).
+    fn power_loss_records_of(
+        &self,
+        baseline: &Baseline,
+        forks: &Forks,
+        converged: &ConvergedFirst,
+        (index, point): (u64, &SweepPoint),
+        judged: &mut LastJudged,
+        out: &mut Vec<PointRecord>,
+    ) -> Option<()> {
+        let [_, second] = &*point.faults else {
+            unreachable!("a pair");
+        };
+        assert!(matches!(second.fault, Fault::PowerLoss { .. }));
+        if !converged.disk_alike() {
+            return None;
+        }
+        let step = converged.fault_free_step(second.step)?;
+        let at_step = self.power_losses.get(&point.sink)?.get(step as usize)?;
+        let kept = at_step
+            .lock()
+            .expect("not poisoned")
+            .get(&second.fault)
+            .cloned();
+        let single = kept.unwrap_or_else(|| {
+            let single = PlannedFault {
+                step,
+                fault: second.fault,
+            };
+            let plan = FaultPlan::new([single]).expect("one fault");
+            let made =
+                Arc::new(forks.single_fault(&forks.run_point(&plan, true, None).observation));
+            // Another thread may have run it meanwhile: the same run, either kept.
+            let mut at_step = at_step.lock().expect("not poisoned");
+            Arc::clone(at_step.entry(second.fault).or_insert(made))
+        });
+        let observation = Rc::new(forks.compose_after_converged(converged, &single)?);
+        #[cfg(debug_assertions)]
+        if index % CHECKED_EVERY == 0 {
+            let plan = FaultPlan::new(point.faults.iter().copied()).expect("distinct steps");
+            let ran = forks.run_point(&plan, true, None);
+            assert_eq!(ran.observation, observation, "{:?}", point.faults);
+        }
+        push_point_records(
+            baseline,
+            index,
+            point,
+            (observation, None, None),
+            judged,
+            out,
+        );
+        Some(())
+    }
+
     /// The run of `first` on its sink, if it converged on the fault-free run and its pairs
     /// can be composed from it.
     fn first(&self, forks: &Forks, key: FaultOn) -> Option<Arc<ConvergedFirst>> {
@@ -249,7 +334,7 @@ impl ConvergedPairs {
         }
         let plan = FaultPlan::new([key.1]).expect("one fault");
         let converged = forks
-            .converged_first(&forks.run_point(&plan, true, None))
+            .converged_first(&forks.run_first_fault(&plan))
             .map(Arc::new);
         let mut firsts = self.firsts.write().expect("not poisoned");
         if firsts.len() == FIRSTS_MAX {
@@ -269,19 +354,16 @@ mod tests {
     use crate::sweep::SweepPoints;
     use keel_sim::FaultKind;
 
-    /// Every pair of ch04's depth-2 sweep (process crashes, sink errors and lost acks) that is
+    /// Runs every point of ch04's sweep `sweep` (depth 2), and checks that each pair
     /// composed has the records of its run from scratch (`--naive`'s), but for the trace
-    /// fingerprint only a run to the end has: 4,020 of them. The pairs that run are those
-    /// whose second fault comes before their first fault's run converged.
-    #[test]
-    fn a_composed_pair_has_the_records_of_its_run_from_scratch() {
+    /// fingerprint only a run to the end has. Returns, per row, the pairs composed of all
+    /// its pairs.
+    fn check(sweep: &crate::sweep::SweepSpec) -> Vec<String> {
         let spec = ScenarioSpec::ch04(0);
         let events: Arc<[keel_engine::Event]> = Scenario::by_name("ch04").unwrap().events().into();
-        let mut sweep = crash_and_sink_error_sweep(2);
-        sweep.faults.push(FaultKind::AckLost);
-        let setup = SweepSetup::new(&spec, Arc::clone(&events), &sweep, false).unwrap();
+        let setup = SweepSetup::new(&spec, Arc::clone(&events), sweep, false).unwrap();
         let forks = setup.forks.as_ref().expect("forked");
-        let points = SweepPoints::new(&spec, &sweep, &setup.baselines, Some(forks));
+        let points = SweepPoints::new(&spec, sweep, &setup.baselines, Some(forks));
         let pairs = ConvergedPairs::new(&setup.baselines, sweep.depth, &sweep.faults);
         let (mut judged, mut last) = (LastJudged::default(), LastFirst::default());
         // Per row: the pairs composed, of all its pairs.
@@ -314,10 +396,20 @@ mod tests {
             }
             assert_eq!(records, naive, "{:?}", point.faults);
         }
-        let composed: Vec<_> = composed
+        composed
             .into_iter()
             .map(|((sink, row), (n, of))| format!("{sink:?} {row} {n} of {of}"))
-            .collect();
+            .collect()
+    }
+
+    /// Every pair of ch04's depth-2 sweep (process crashes, sink errors and lost acks) that is
+    /// composed has the records of its run from scratch: 4,020 of them. The pairs that run
+    /// are those whose second fault comes before their first fault's run converged.
+    #[test]
+    fn a_composed_pair_has_the_records_of_its_run_from_scratch() {
+        let mut sweep = crash_and_sink_error_sweep(2);
+        sweep.faults.push(FaultKind::AckLost);
+        let composed = check(&sweep);
         assert_eq!(
             composed,
             [
@@ -339,6 +431,32 @@ mod tests {
                 "Idempotent sink-error+ack-lost 6 of 10",
                 "Idempotent sink-error+process-crash 48 of 56",
                 "Idempotent sink-error+sink-error 6 of 10",
+            ]
+        );
+    }
+
+    /// With power losses (two crash states a step and crash point at most): a second power
+    /// loss is composed only after a first fault whose whole disk was alike with the
+    /// fault-free run's where it converged, and each such pair has the records of its run
+    /// from scratch. On the append sink a first fault whose replay wrote lines again leaves
+    /// them in the file, so its disk is alike only where it replayed none.
+    #[test]
+    fn a_composed_second_power_loss_has_the_records_of_its_run_from_scratch() {
+        let mut sweep = crash_and_sink_error_sweep(2);
+        sweep.faults = vec![FaultKind::ProcessCrash, FaultKind::PowerLoss];
+        sweep.power_loss_states_max = 2;
+        let composed = check(&sweep);
+        assert_eq!(
+            composed,
+            [
+                "Append power-loss+power-loss 3162 of 6210",
+                "Append power-loss+process-crash 2382 of 3580",
+                "Append process-crash+power-loss 2066 of 4062",
+                "Append process-crash+process-crash 1582 of 2269",
+                "Idempotent power-loss+power-loss 3260 of 6210",
+                "Idempotent power-loss+process-crash 2301 of 3580",
+                "Idempotent process-crash+power-loss 2213 of 4062",
+                "Idempotent process-crash+process-crash 1526 of 2269",
             ]
         );
     }

@@ -256,3 +256,89 @@ fn removed_files_are_collected_once_durably_gone() {
     disk.fsync_dir().unwrap();
     assert!(disk.inodes.is_empty());
 }
+
+/// Disks alike through a power loss have the same files in the same order, durable and
+/// pending alike, whatever their inode numbers: every crash state of one is the other's,
+/// state for state. A byte only the durable disk holds, a pending rename, or two files in
+/// the other order tell them apart.
+#[test]
+fn disks_alike_through_power_loss_match_files_by_rank_not_by_number() {
+    // "ckpt" durable; "sink" written past its last fsync; a rename pending.
+    let build = |extra_files: usize| {
+        let mut disk = Disk::with_model(4, FsModel::Posix);
+        for i in 0..extra_files {
+            let name = format!("tmp-{i}");
+            disk.create(&name).unwrap();
+            disk.remove(&name).unwrap();
+        }
+        disk.create("ckpt").unwrap();
+        disk.append("ckpt", b"state-1").unwrap();
+        disk.fsync("ckpt").unwrap();
+        disk.create("sink").unwrap();
+        disk.append("sink", b"line-1\n").unwrap();
+        disk.fsync("sink").unwrap();
+        disk.fsync_dir().unwrap();
+        disk.append("sink", b"line-2\n").unwrap();
+        disk.create("ckpt.tmp").unwrap();
+        disk.append("ckpt.tmp", b"state-2").unwrap();
+        disk.rename("ckpt.tmp", "ckpt").unwrap();
+        disk
+    };
+    let (plain, renumbered) = (build(0), build(3));
+    assert_ne!(plain, renumbered, "other inode numbers");
+    assert!(plain.alike_through_power_loss(&renumbered));
+    assert!(renumbered.alike_through_power_loss(&plain));
+    assert!(plain.alike_through_power_loss(&plain.clone()));
+    // State for state, the same disks after the power loss.
+    let states = plain.power_loss_states().count().unwrap();
+    assert_eq!(renumbered.power_loss_states().count(), Some(states));
+    assert!(states > 1);
+    for state in 0..states {
+        let (mut a, mut b) = (plain.clone(), renumbered.clone());
+        a.power_loss(state);
+        b.power_loss(state);
+        assert!(a.alike_through_power_loss(&b), "state {state}");
+        for name in a.list() {
+            assert_eq!(
+                a.read(&name).unwrap(),
+                b.read(&name).unwrap(),
+                "{state} {name}"
+            );
+        }
+        assert_eq!(a.list(), b.list(), "state {state}");
+    }
+    // The same view, but what is durable differs: "sink" synced once more.
+    let mut synced = plain.clone();
+    synced.fsync("sink").unwrap();
+    assert!(synced.same_view_as(&plain));
+    assert!(!synced.alike_through_power_loss(&plain));
+    // The rename made durable.
+    let mut dir_synced = plain.clone();
+    dir_synced.fsync_dir().unwrap();
+    assert!(!dir_synced.alike_through_power_loss(&plain));
+    // A byte.
+    let mut byte = renumbered.clone();
+    byte.write("sink", 0, b"L").unwrap();
+    assert!(!byte.alike_through_power_loss(&plain));
+    // The same names and bytes, the files made in the other order: "sink" before "ckpt".
+    let mut swapped = Disk::with_model(4, FsModel::Posix);
+    swapped.create("sink").unwrap();
+    swapped.append("sink", b"line-1\n").unwrap();
+    swapped.fsync("sink").unwrap();
+    swapped.create("ckpt").unwrap();
+    swapped.append("ckpt", b"state-1").unwrap();
+    swapped.fsync("ckpt").unwrap();
+    swapped.fsync_dir().unwrap();
+    swapped.append("sink", b"line-2\n").unwrap();
+    swapped.create("ckpt.tmp").unwrap();
+    swapped.append("ckpt.tmp", b"state-2").unwrap();
+    swapped.rename("ckpt.tmp", "ckpt").unwrap();
+    assert!(swapped.same_view_as(&plain));
+    assert!(!swapped.alike_through_power_loss(&plain));
+    // Another profile.
+    let mut btrfs = Disk::with_model(4, FsModel::Btrfs);
+    btrfs.create("x").unwrap();
+    let mut posix = Disk::with_model(4, FsModel::Posix);
+    posix.create("x").unwrap();
+    assert!(!btrfs.alike_through_power_loss(&posix));
+}
