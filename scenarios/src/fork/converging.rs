@@ -128,8 +128,11 @@ impl Forks {
 
     /// The run under `plan` (recording crash-state counts if asked), from the snapshot before
     /// its first fault, stopped at the first snapshot where it converges on the fault-free run
-    /// ([`Forks::converges`]), else run to its end: what a depth-2 sweep counts a first
-    /// fault's second faults on (after the boundary, they are the fault-free run's, shifted).
+    /// ([`Forks::converges`]; recording, only where its whole disk is alike with the
+    /// fault-free run's through any power loss too, since a step's crash-state count and
+    /// unpersisted bytes depend on it), else run to its end: what a depth-2 sweep counts a
+    /// first fault's second faults on (after the boundary, they are the fault-free run's,
+    /// shifted).
     pub fn run_until_converged(
         &self,
         plan: &FaultPlan,
@@ -147,7 +150,8 @@ impl Forks {
             };
             let made = OnceCell::new();
             let compared = || made.get_or_init(|| comparable(&between, sink)).as_ref();
-            if self.converges(&between, compared) {
+            let alike = || !record_crash_states || self.disk_alike_between(&between);
+            if self.converges(&between, compared) && alike() {
                 Control::Stop
             } else {
                 Control::Continue
@@ -169,14 +173,20 @@ impl Forks {
     /// Whether the run `paused` shows, converged at a snapshot, has the snapshot's whole
     /// disk, alike through any power loss.
     pub(super) fn disk_alike_at_snapshot(&self, paused: &Paused) -> bool {
-        let at = (paused.index / self.every_events) as usize;
-        let fault_free = &self.snapshots[at];
-        assert_eq!(fault_free.index, paused.index, "at a snapshot");
-        paused
-            .world
-            .env()
-            .disk
-            .alike_through_power_loss(&fault_free.world.env().disk)
+        self.disk_alike_at(paused.index, &paused.world.env().disk)
+    }
+
+    /// [`Forks::disk_alike_at_snapshot`] for the run `between` shows, converged there.
+    fn disk_alike_between(&self, between: &Between) -> bool {
+        self.disk_alike_at(between.index, &between.world.env().disk)
+    }
+
+    /// Whether `disk`, at the snapshot boundary `index`, is the snapshot's disk, alike
+    /// through any power loss.
+    fn disk_alike_at(&self, index: u64, disk: &Disk) -> bool {
+        let fault_free = &self.snapshots[(index / self.every_events) as usize];
+        assert_eq!(fault_free.index, index, "at a snapshot");
+        disk.alike_through_power_loss(&fault_free.world.env().disk)
     }
 
     /// Where the run `paused` shows converged, at a snapshot.

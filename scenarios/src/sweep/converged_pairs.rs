@@ -13,6 +13,7 @@ use keel_engine::SinkKind;
 use keel_sim::{CrashPoint, Fault, FaultKind, FaultPlan, PlannedFault};
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 /// The most first faults whose runs [`ConvergedPairs`] keeps at once: a chunk's points share
@@ -22,6 +23,12 @@ const FIRSTS_MAX: usize = 64;
 /// How far back a filled slot looks for the nearest filled one to be alike with: past the
 /// steps where its kind applies to nothing (those slots stay empty).
 const ALIKE_LOOKBACK_SLOTS: usize = 16;
+
+/// The most single power losses [`ConvergedPairs`] keeps, over its sinks: a sampled step's
+/// states are drawn anew for each first fault, so a sweep can meet as many as it has pairs.
+/// About 500 bytes each: 32 MB. Beyond it a single power loss runs for its pair and is not
+/// kept (which are kept depends on thread timing; what a pair observes does not).
+const POWER_LOSSES_KEPT_MAX: usize = 1 << 16;
 
 /// Debug builds run every this many composed pairs and compare (the module's claim, checked).
 #[cfg(debug_assertions)]
@@ -42,6 +49,8 @@ pub struct ConvergedPairs {
     /// and state each) on the fault-free run, run once a sweep. A step has a few (as many as
     /// `--power-loss-states-max` a crash point), so a small map under a lock of its own.
     power_losses: BTreeMap<SinkKind, Vec<PowerLossesAt>>,
+    /// How many `power_losses` holds, up to [`POWER_LOSSES_KEPT_MAX`].
+    power_losses_kept: AtomicUsize,
 }
 
 /// A step's power losses on the fault-free run, as pairs take them.
@@ -165,6 +174,7 @@ impl ConvergedPairs {
             singles,
             slots,
             power_losses,
+            power_losses_kept: AtomicUsize::new(0),
         }
     }
 
@@ -304,7 +314,17 @@ impl ConvergedPairs {
             let plan = FaultPlan::new([single]).expect("one fault");
             let made =
                 Arc::new(forks.single_fault(&forks.run_point(&plan, true, None).observation));
-            // Another thread may have run it meanwhile: the same run, either kept.
+            let room = self
+                .power_losses_kept
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |kept| {
+                    (kept < POWER_LOSSES_KEPT_MAX).then_some(kept + 1)
+                })
+                .is_ok();
+            if !room {
+                return made;
+            }
+            // Another thread may have run it meanwhile: the same run, either kept (and the
+            // count then one too high, which only keeps fewer).
             let mut at_step = at_step.lock().expect("not poisoned");
             Arc::clone(at_step.entry(second.fault).or_insert(made))
         });

@@ -1,6 +1,7 @@
 //! A depth-2 sweep's later sites: where the second faults after a first fault go, found by
-//! running the first fault once, up to where it converges when the sweep counts no crash
-//! states, and from there read off the fault-free run's sites, shifted.
+//! running the first fault once, up to where it converges (where the sweep counts crash
+//! states, only where its whole disk is also alike with the fault-free run's through any
+//! power loss), and from there read off the fault-free run's sites, shifted.
 
 use super::site_points_len;
 use crate::baseline::{Baseline, CrashStates};
@@ -123,28 +124,29 @@ pub(super) fn suffix_lens(sites: &SiteAims, kind: FaultKind, sweep: &SweepSpec) 
 
 /// How a depth-2 sweep runs a first fault to find its later sites: recording crash-state
 /// counts (and with them the bytes a failed fsync left unpersisted at each step, where a page
-/// eviction applies), and whether it may stop where it converges.
+/// eviction applies), and so stopping only where it converges with its whole disk alike
+/// with the fault-free run's.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct LaterRun {
     record: bool,
-    converge: bool,
 }
 
 impl LaterRun {
-    /// A power loss's count at a step depends on what is durable, which converging does not
-    /// compare: a sweep that aims power losses runs every first fault to its end.
+    /// A power loss's count at a step depends on what is durable, and a page eviction's on
+    /// what a failed fsync left unpersisted, which converging does not compare: a sweep that
+    /// aims either stops a first fault's run only where its whole disk is alike too
+    /// (`Disk::alike_through_power_loss`), else runs it to its end.
     pub(super) fn of(sweep: &SweepSpec) -> LaterRun {
         let counted = sweep.crash_states() != CrashStates::NotCounted;
         LaterRun {
             record: counted || sweep.faults.contains(&FaultKind::PageEviction),
-            converge: !counted,
         }
     }
 }
 
 /// The sites of the run `first` changes, after its step: where its second faults go. With
-/// `forks` and `how.converge`, the run stops where it converges on the fault-free run, and
-/// the rest are the fault-free run's sites, shifted.
+/// `forks`, the run stops where it converges on the fault-free run (with its disk alike,
+/// given `how.record`), and the rest are the fault-free run's sites, shifted.
 pub(super) fn later_sites(
     baseline: &Baseline,
     forks: Option<&Forks>,
@@ -156,7 +158,7 @@ pub(super) fn later_sites(
         aims.aims().filter(|site| site.step > first.step).collect()
     };
     let ran = match forks {
-        Some(forks) if how.converge => match forks.run_until_converged(&plan, how.record) {
+        Some(forks) => match forks.run_until_converged(&plan, how.record) {
             UntilConverged::Converged { world, at } => {
                 let from = baseline.sites.first_at_or_after(at.fault_free_steps);
                 let shift = at.run_steps as i64 - at.fault_free_steps as i64;
@@ -167,7 +169,6 @@ pub(super) fn later_sites(
             }
             UntilConverged::Ended(result) => *result,
         },
-        Some(forks) => forks.run(&plan, how.record),
         None if how.record => run_recording_crash_states(&RunSpec {
             plan,
             ..baseline.spec.clone()
