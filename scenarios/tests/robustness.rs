@@ -248,6 +248,28 @@ fn merge_rejects_shard_lines_no_run_writes() {
         )
     );
 
+    // A record standing for more points than a chunk holds (its counts would be multiplied
+    // past what a run can count), or for fewer than two.
+    for runs in [1u64, 1025, u64::MAX] {
+        let mut lines = sweep_shard();
+        lines[1]["span"] = serde_json::json!({"terms": 7, "runs": runs});
+        let path = write_lines("long-span.jsonl", &lines);
+        assert_eq!(
+            usage_error(&["merge", &path]),
+            format!(
+                "{path}: line 2: not what keel writes: a span of {runs} points (it has 2 to 1024)"
+            )
+        );
+    }
+    // A span that covers the points after it: they are then given twice.
+    let mut lines = sweep_shard();
+    lines[1]["span"] = serde_json::json!({"terms": 7, "runs": 2});
+    let path = write_lines("overlapping-span.jsonl", &lines);
+    assert_eq!(
+        usage_error(&["merge", &path]),
+        "the shard files hold 5 results, the run has 4"
+    );
+
     // An exploration header whose seed range is backwards, or bigger than its rows: merge
     // would underflow, or enumerate 2^64 seeds.
     let mut lines = explore_shard();

@@ -135,12 +135,6 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
             // A transactional point has one record per consumer view, with the same index;
             // a record with a span stands for the points after it too.
             points.sort_by_key(|p| (p.index, p.view));
-            if let Some(record) = points.iter().find(|p| p.span.is_some_and(|s| s.runs < 2)) {
-                return Err(KeelError::usage(format!(
-                    "point {}: a span of fewer than 2 points",
-                    record.index
-                )));
-            }
             let mut starts: Vec<(u64, u64)> =
                 points.iter().map(|p| (p.index, p.points())).collect();
             starts.dedup();

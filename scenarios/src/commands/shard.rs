@@ -5,7 +5,7 @@ use crate::error::KeelError;
 use crate::explore::{ExploreRow, ExploreSpec};
 use crate::fidelity::PointComparison;
 use crate::spec::ScenarioSpec;
-use crate::sweep::{PointRecord, SweepSpec};
+use crate::sweep::{PointRecord, SweepSpec, SHARING_CHUNK_POINTS};
 use keel_engine::SinkKind;
 use keel_sim::world::STEPS_MAX;
 use keel_sim::Fault;
@@ -122,6 +122,15 @@ impl ShardLine {
                         "a sweep point with {} faults (it has 1 or 2)",
                         point.faults.len()
                     ));
+                }
+                // A span lies within one chunk of points (`SHARING_CHUNK_POINTS`).
+                if let Some(span) = point.span {
+                    if !(2..=SHARING_CHUNK_POINTS).contains(&span.runs) {
+                        return Err(format!(
+                            "a span of {} points (it has 2 to {SHARING_CHUNK_POINTS})",
+                            span.runs
+                        ));
+                    }
                 }
                 vec![
                     ("duplicates", point.duplicates),
