@@ -129,13 +129,33 @@ pub(super) struct LastFirst {
 
 /// The observation the chunk's last composed pair has, and what its points share.
 struct Composed {
-    /// Which slots the single fault it was composed of is alike with ([`Single::alike`]).
-    alike: usize,
+    /// The single fault it was composed of.
+    alike: Alike,
     observation: Rc<Observation>,
     /// The last point that took it.
     index: u64,
     /// The outcome key of its records (`sweep/fingerprint.rs`), once a span needs it.
     outcome_key: Option<u64>,
+}
+
+/// A single fault a pair was composed of, as a later pair with the same first fault knows
+/// it composes the same observation.
+enum Alike {
+    /// Which slots a process crash, sink error or lost ack is alike with ([`Single::alike`]).
+    Slot(usize),
+    /// A power loss, compared with the next pair's ([`SingleFault::same_as`]): consecutive
+    /// crash states of one step often leave the same disk behind.
+    PowerLoss(Arc<SingleFault>),
+}
+
+impl Alike {
+    fn composes_as(&self, other: &Alike) -> bool {
+        match (self, other) {
+            (Alike::Slot(a), Alike::Slot(b)) => a == b,
+            (Alike::PowerLoss(a), Alike::PowerLoss(b)) => Arc::ptr_eq(a, b) || a.same_as(b),
+            _ => false,
+        }
+    }
 }
 
 impl ConvergedPairs {
@@ -203,17 +223,43 @@ impl ConvergedPairs {
             last.first = Some((key, self.first(forks, key)));
             last.composed = None;
         }
-        let converged = last.first.as_ref().and_then(|(_, c)| c.as_ref())?;
-        if matches!(second.fault, Fault::PowerLoss { .. }) {
-            return self.power_loss_records_of(
-                baseline,
-                forks,
-                converged,
-                (index, point),
-                judged,
-                out,
-            );
-        }
+        // Taken out of `last` while its pairs are composed, which sets `last.composed`, and
+        // put back (not cloned: an `Arc` count every thread would write for every pair).
+        let first_run = last.first.take();
+        let records = first_run
+            .as_ref()
+            .and_then(|(_, converged)| converged.as_deref())
+            .and_then(|converged| {
+                let on = OnSink { baseline, forks };
+                let pair = Pair {
+                    index,
+                    point,
+                    converged,
+                };
+                if matches!(second.fault, Fault::PowerLoss { .. }) {
+                    self.power_loss_records_of(on, pair, last, judged, out)
+                } else {
+                    self.slot_records_of(on, pair, last, judged, out)
+                }
+            });
+        last.first = first_run;
+        records
+    }
+
+    /// [`ConvergedPairs::records_of`] for a pair whose second fault is a process crash, a
+    /// sink error or a lost ack, after the first fault's run `converged`.
+    fn slot_records_of(
+        &self,
+        on: OnSink,
+        pair: Pair,
+        last: &mut LastFirst,
+        judged: &mut LastJudged,
+        out: &mut Vec<PointRecord>,
+    ) -> Option<()> {
+        let (forks, converged, point) = (on.forks, pair.converged, pair.point);
+        let [_, second] = &*point.faults else {
+            unreachable!("a pair");
+        };
         let slot = self.slots.of(second.fault)?;
         let step = converged.fault_free_step(second.step)?;
         let slot = step as usize * self.slots.per_step + slot;
@@ -235,49 +281,8 @@ impl ConvergedPairs {
             };
             Single { fault, alike }
         });
-        let observation = match &last.composed {
-            Some(composed) if composed.alike == single.alike => Rc::clone(&composed.observation),
-            _ => {
-                let made = Rc::new(forks.compose_after_converged(converged, &single.fault)?);
-                last.composed = Some(Composed {
-                    alike: single.alike,
-                    observation: Rc::clone(&made),
-                    index,
-                    outcome_key: None,
-                });
-                made
-            }
-        };
-        #[cfg(debug_assertions)]
-        if index % CHECKED_EVERY == 0 {
-            let plan = FaultPlan::new(point.faults.iter().copied()).expect("distinct steps");
-            let ran = forks.run_point(&plan, true, None);
-            assert_eq!(ran.observation, observation, "{:?}", point.faults);
-        }
-        let composed = last.composed.as_mut().expect("set above");
-        // The point before took the same observation: if its record is `out`'s last, it
-        // is this point's but for the faults, and stands for this point too.
-        let before = out
-            .last_mut()
-            .filter(|r| composed.index + 1 == index && r.index + r.points() == index);
-        if let Some(record) = before {
-            assert!(record.view.is_none(), "a file sink's one view");
-            if point.sampled.is_empty() && *record.row == *point.row {
-                let key = *composed.outcome_key.get_or_insert_with(|| {
-                    outcome_key(record.sink, digest_hash(&record.outcome_digest))
-                });
-                let span = record
-                    .span
-                    .get_or_insert_with(|| Folded::of(run_term(key, &record.faults)));
-                span.push(run_term(key, &point.faults));
-                composed.index = index;
-                return Some(());
-            }
-        }
-        composed.index = index;
-        let run = (observation, None, None);
-        push_point_records(baseline, index, point, run, judged, out);
-        Some(())
+        let alike = Alike::Slot(single.alike);
+        on.push_composed(pair, &single.fault, alike, last, judged, out)
     }
 
     /// [`ConvergedPairs::records_of`] for a pair whose second fault is a power loss (a
@@ -285,13 +290,13 @@ impl ConvergedPairs {
     /// with the fault-free run's where it converged (`fork/converged_pairs.rs`).
     fn power_loss_records_of(
         &self,
-        baseline: &Baseline,
-        forks: &Forks,
-        converged: &ConvergedFirst,
-        (index, point): (u64, &SweepPoint),
+        on: OnSink,
+        pair: Pair,
+        last: &mut LastFirst,
         judged: &mut LastJudged,
         out: &mut Vec<PointRecord>,
     ) -> Option<()> {
+        let (forks, converged, point) = (on.forks, pair.converged, pair.point);
         let [_, second] = &*point.faults else {
             unreachable!("a pair");
         };
@@ -328,22 +333,8 @@ impl ConvergedPairs {
             let mut at_step = at_step.lock().expect("not poisoned");
             Arc::clone(at_step.entry(second.fault).or_insert(made))
         });
-        let observation = Rc::new(forks.compose_after_converged(converged, &single)?);
-        #[cfg(debug_assertions)]
-        if index % CHECKED_EVERY == 0 {
-            let plan = FaultPlan::new(point.faults.iter().copied()).expect("distinct steps");
-            let ran = forks.run_point(&plan, true, None);
-            assert_eq!(ran.observation, observation, "{:?}", point.faults);
-        }
-        push_point_records(
-            baseline,
-            index,
-            point,
-            (observation, None, None),
-            judged,
-            out,
-        );
-        Some(())
+        let alike = Alike::PowerLoss(Arc::clone(&single));
+        on.push_composed(pair, &single, alike, last, judged, out)
     }
 
     /// The run of `first` on its sink, if it converged on the fault-free run and its pairs
@@ -362,6 +353,95 @@ impl ConvergedPairs {
         }
         firsts.insert(key, converged.clone());
         converged
+    }
+}
+
+/// The sink a chunk's pairs are on: its fault-free run and its forks.
+#[derive(Clone, Copy)]
+struct OnSink<'a> {
+    baseline: &'a Baseline,
+    forks: &'a Forks,
+}
+
+/// A pair to compose: its point (and number), and its first fault's run, converged.
+#[derive(Clone, Copy)]
+struct Pair<'a> {
+    index: u64,
+    point: &'a SweepPoint,
+    converged: &'a ConvergedFirst,
+}
+
+impl OnSink<'_> {
+    /// Pushes the records of `pair`, composed of its first fault's run and the single fault
+    /// `single` (`alike` says which), onto `out`; None where a piece is not there. A pair
+    /// whose single fault composes as the last pair's takes its observation (judged once), and
+    /// where that pair was the point just before, whose record is `out`'s last, the record
+    /// stands for this point too (a span) instead of a record of its own.
+    fn push_composed(
+        &self,
+        Pair {
+            index,
+            point,
+            converged,
+        }: Pair,
+        single: &SingleFault,
+        alike: Alike,
+        last: &mut LastFirst,
+        judged: &mut LastJudged,
+        out: &mut Vec<PointRecord>,
+    ) -> Option<()> {
+        let (baseline, forks) = (self.baseline, self.forks);
+        let observation = match &last.composed {
+            Some(composed) if composed.alike.composes_as(&alike) => {
+                Rc::clone(&composed.observation)
+            }
+            _ => {
+                let made = Rc::new(forks.compose_after_converged(converged, single)?);
+                last.composed = Some(Composed {
+                    alike,
+                    observation: Rc::clone(&made),
+                    index,
+                    outcome_key: None,
+                });
+                made
+            }
+        };
+        #[cfg(debug_assertions)]
+        if index % CHECKED_EVERY == 0 {
+            let plan = FaultPlan::new(point.faults.iter().copied()).expect("distinct steps");
+            let ran = forks.run_point(&plan, true, None);
+            assert_eq!(ran.observation, observation, "{:?}", point.faults);
+        }
+        let composed = last.composed.as_mut().expect("set above");
+        // The point before took the same observation: if its record is `out`'s last, it is this
+        // point's but for the faults, and stands for this point too.
+        let before = out
+            .last_mut()
+            .filter(|r| composed.index + 1 == index && r.index + r.points() == index);
+        if let Some(record) = before {
+            assert!(record.view.is_none(), "a file sink's one view");
+            if point.sampled.is_empty() && *record.row == *point.row {
+                let key = *composed.outcome_key.get_or_insert_with(|| {
+                    outcome_key(record.sink, digest_hash(&record.outcome_digest))
+                });
+                let span = record
+                    .span
+                    .get_or_insert_with(|| Folded::of(run_term(key, &record.faults)));
+                span.push(run_term(key, &point.faults));
+                composed.index = index;
+                return Some(());
+            }
+        }
+        composed.index = index;
+        push_point_records(
+            baseline,
+            index,
+            point,
+            (observation, None, None),
+            judged,
+            out,
+        );
+        Some(())
     }
 }
 
