@@ -234,6 +234,7 @@ impl ConvergedPairs {
                 let pair = Pair {
                     index,
                     point,
+                    second: *second,
                     converged,
                 };
                 if matches!(second.fault, Fault::PowerLoss { .. }) {
@@ -256,21 +257,13 @@ impl ConvergedPairs {
         judged: &mut LastJudged,
         out: &mut Vec<PointRecord>,
     ) -> Option<()> {
-        let (forks, converged, point) = (on.forks, pair.converged, pair.point);
-        let [_, second] = &*point.faults else {
-            unreachable!("a pair");
-        };
+        let (forks, converged, point, second) = (on.forks, pair.converged, pair.point, pair.second);
         let slot = self.slots.of(second.fault)?;
         let step = converged.fault_free_step(second.step)?;
         let slot = step as usize * self.slots.per_step + slot;
         let singles = self.singles.get(&point.sink)?;
         let single = singles.get(slot)?.get_or_init(|| {
-            let single = PlannedFault {
-                step,
-                fault: second.fault,
-            };
-            let plan = FaultPlan::new([single]).expect("one fault");
-            let fault = forks.single_fault(&forks.run_point(&plan, true, None).observation);
+            let fault = single_run(forks, step, second.fault);
             // Whether another thread filled the slot before is a matter of timing: it moves
             // which pairs share an observation, never what a pair observes.
             let nearest = slot.saturating_sub(ALIKE_LOOKBACK_SLOTS)..slot;
@@ -296,10 +289,7 @@ impl ConvergedPairs {
         judged: &mut LastJudged,
         out: &mut Vec<PointRecord>,
     ) -> Option<()> {
-        let (forks, converged, point) = (on.forks, pair.converged, pair.point);
-        let [_, second] = &*point.faults else {
-            unreachable!("a pair");
-        };
+        let (forks, converged, point, second) = (on.forks, pair.converged, pair.point, pair.second);
         assert!(matches!(second.fault, Fault::PowerLoss { .. }));
         if !converged.disk_alike() {
             return None;
@@ -312,13 +302,7 @@ impl ConvergedPairs {
             .get(&second.fault)
             .cloned();
         let single = kept.unwrap_or_else(|| {
-            let single = PlannedFault {
-                step,
-                fault: second.fault,
-            };
-            let plan = FaultPlan::new([single]).expect("one fault");
-            let made =
-                Arc::new(forks.single_fault(&forks.run_point(&plan, true, None).observation));
+            let made = Arc::new(single_run(forks, step, second.fault));
             let room = self
                 .power_losses_kept
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |kept| {
@@ -363,12 +347,20 @@ struct OnSink<'a> {
     forks: &'a Forks,
 }
 
-/// A pair to compose: its point (and number), and its first fault's run, converged.
+/// A pair to compose: its point (and number), its second fault, and its first fault's run,
+/// converged.
 #[derive(Clone, Copy)]
 struct Pair<'a> {
     index: u64,
     point: &'a SweepPoint,
+    second: PlannedFault,
     converged: &'a ConvergedFirst,
+}
+
+/// The single fault `fault` at `step` of the fault-free run, as pairs take it.
+fn single_run(forks: &Forks, step: u64, fault: Fault) -> SingleFault {
+    let plan = FaultPlan::new([PlannedFault { step, fault }]).expect("one fault");
+    forks.single_fault(&forks.run_point(&plan, true, None).observation)
 }
 
 impl OnSink<'_> {
@@ -383,6 +375,7 @@ impl OnSink<'_> {
             index,
             point,
             converged,
+            ..
         }: Pair,
         single: &SingleFault,
         alike: Alike,
