@@ -369,18 +369,6 @@ impl Forks {
         Some(snapshot.with_world(snapshot.world.fork(plan.clone(), record_crash_states)))
     }
 
-    /// The run under `plan` to its end, from the snapshot before its first fault (or from
-    /// scratch when there is none), recording crash-state counts if asked.
-    pub fn run(&self, plan: &FaultPlan, record_crash_states: bool) -> RunResult {
-        let Some(paused) = self.fork(plan, record_crash_states) else {
-            return self.run_from_scratch(plan, record_crash_states);
-        };
-        match resume(&self.spec, paused, &mut |_| Control::Continue) {
-            Driven::Finished(result) => *result,
-            Driven::Stopped(_) | Driven::Restarting(_) => unreachable!("never told to stop"),
-        }
-    }
-
     /// The run under `plan` from event 0 to its end, recording crash-state counts if asked:
     /// a plan whose first fault comes before the first snapshot.
     fn run_from_scratch(&self, plan: &FaultPlan, record_crash_states: bool) -> RunResult {

@@ -8,10 +8,11 @@ use crate::reproduce::with_expect;
 use crate::runner::View;
 use crate::spec::ScenarioSpec;
 use crate::sweep::{
-    digest_number, outcome_key, run_term, ClassedStates, FirstFailure, Folded, PointRecord,
-    PowerLossPoints, Sampled, SampledSteps, SweepReport, SweepRow, SweepSpec, ViewExpectations,
+    digest_hash, digest_number, outcome_key, run_term, ClassedStates, FirstFailure, Folded,
+    PointRecord, PowerLossPoints, Sampled, SampledSteps, SweepReport, SweepRow, SweepSpec,
+    ViewExpectations,
 };
-use keel_sim::{Fault, FaultKind, Fingerprint};
+use keel_sim::{Fault, FaultKind};
 use num_bigint::BigUint;
 use std::collections::{BTreeSet, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -248,8 +249,7 @@ impl<'a> SweepTally<'a> {
             match record.span {
                 Some(span) => self.fingerprint.append(span),
                 None => {
-                    let digest = number
-                        .unwrap_or_else(|| Fingerprint::of(record.outcome_digest.as_bytes()).0);
+                    let digest = number.unwrap_or_else(|| digest_hash(&record.outcome_digest));
                     let key = outcome_key(record.sink, digest);
                     self.fingerprint.push(run_term(key, &record.faults));
                 }

@@ -199,8 +199,9 @@ impl ConvergedPairs {
     }
 
     /// Pushes the records of `point` (and its number) composed onto `out`, if it is a pair of
-    /// a first fault whose run converged and a process crash, a sink error or a lost ack
-    /// after that (None: it is not; `out` is left as it was).
+    /// a first fault whose run converged and a process crash, a sink error, a lost ack, or
+    /// (the disks alike there) a power loss after that (None: it is not; `out` is left as
+    /// it was).
     /// `last`: the chunk's last first fault.
     pub(super) fn records_of(
         &self,
@@ -328,9 +329,13 @@ impl ConvergedPairs {
             return kept.clone();
         }
         let plan = FaultPlan::new([key.1]).expect("one fault");
-        let converged = forks
-            .converged_first(&forks.run_first_fault(&plan))
-            .map(Arc::new);
+        // The disks are compared only where a power loss can come second.
+        let run = if self.power_losses.is_empty() {
+            forks.run_point(&plan, true, None)
+        } else {
+            forks.run_first_fault(&plan)
+        };
+        let converged = forks.converged_first(&run).map(Arc::new);
         let mut firsts = self.firsts.write().expect("not poisoned");
         if firsts.len() == FIRSTS_MAX {
             firsts.clear();
