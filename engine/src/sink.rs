@@ -311,6 +311,10 @@ pub fn crash_readers(sink: SinkKind, protocol: CheckpointProtocol) -> CrashReade
     CrashReaders {
         line_files: line_read_files(sink, protocol),
         unread_suffixes: vec![TEMP_SUFFIX.to_string()],
+        // Split where a fault follows the power loss: the caller asks (`Fault::PowerLossClass`
+        // with `by_tail`, `CrashCounts::TailClasses`). Tail repair truncates and syncs only
+        // where bytes follow the whole lines ([`SinkConnector::open`]).
+        split_tails: false,
     }
 }
 

@@ -7,7 +7,7 @@ use crate::sites::{site_aims, SiteAims};
 use crate::spec::ScenarioSpec;
 use crate::verdict::Reference;
 use keel_engine::{Event, SinkKind};
-use keel_sim::FaultPlan;
+use keel_sim::{CrashCounts, FaultPlan};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -30,7 +30,22 @@ pub enum CrashStates {
     Counted,
     /// The classes of them (`--power-loss-points classes`).
     Classes,
+    /// The classes split by tail (`--power-loss-points classes` at depth 2, where a fault
+    /// follows a power loss: `keel_sim::CrashCounts::TailClasses`).
+    TailClasses,
     NotCounted,
+}
+
+impl CrashStates {
+    /// What a run records to count them (None: nothing).
+    pub fn counts(self) -> Option<CrashCounts> {
+        match self {
+            CrashStates::Counted => Some(CrashCounts::States),
+            CrashStates::Classes => Some(CrashCounts::Classes),
+            CrashStates::TailClasses => Some(CrashCounts::TailClasses),
+            CrashStates::NotCounted => None,
+        }
+    }
 }
 
 impl Baseline {
@@ -47,10 +62,9 @@ impl Baseline {
         reference: &mut Option<Reference>,
     ) -> Baseline {
         let counted = crash_states != CrashStates::NotCounted;
-        let fault_free = if counted {
-            run_recording_crash_counts(&spec, crash_states == CrashStates::Classes)
-        } else {
-            run(&spec)
+        let fault_free = match crash_states.counts() {
+            Some(counts) => run_recording_crash_counts(&spec, counts),
+            None => run(&spec),
         };
         let sites = site_aims(&fault_free, counted);
         let mut reference = reference

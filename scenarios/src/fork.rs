@@ -54,7 +54,7 @@ use crate::observation::{
     documented_sink_file, stray_files_of, FinalState, KnownSink, Observation, RestartSteps,
 };
 use crate::runner::{
-    resume, run, run_between, run_between_with, run_recording_crash_states, Control, Driven,
+    resume, run, run_between, run_between_with, run_recording_crash_counts, Control, Driven,
     IncarnationEnd, Moment, Outcome, Paused, RunResult, RunSpec,
 };
 use ahead::AheadBoundary;
@@ -65,7 +65,7 @@ use keel_engine::{
     ChainMemo, CheckpointMemo, EngineCaches, IncarnationStats, KnownSinkFile, OperatorState,
     Record, SinkKind, SINK_WRITE_OP,
 };
-use keel_sim::{Contents, Disk, FaultPlan, Fingerprint};
+use keel_sim::{Contents, CrashCounts, Disk, FaultPlan, Fingerprint};
 use restart::{RestartCandidate, RestartClass};
 pub use shared::SharedFutures;
 use shared::{After, Candidate, Class};
@@ -363,23 +363,26 @@ impl Forks {
 
     /// A fork of the fault-free run at the latest snapshot before `plan`'s first fault, under
     /// `plan` (None: the plan starts before the first snapshot).
-    pub fn fork(&self, plan: &FaultPlan, record_crash_states: bool) -> Option<Paused> {
+    pub fn fork(&self, plan: &FaultPlan, record: Option<CrashCounts>) -> Option<Paused> {
         let first = plan.iter().next().map(|f| f.step)?;
         let snapshot = self.before(first)?;
-        Some(snapshot.with_world(snapshot.world.fork(plan.clone(), record_crash_states)))
+        let mut world = snapshot.world.fork(plan.clone(), record.is_some());
+        if let Some(counts) = record {
+            world.record_crash_states(counts);
+        }
+        Some(snapshot.with_world(world))
     }
 
     /// The run under `plan` from event 0 to its end, recording crash-state counts if asked:
     /// a plan whose first fault comes before the first snapshot.
-    fn run_from_scratch(&self, plan: &FaultPlan, record_crash_states: bool) -> RunResult {
+    fn run_from_scratch(&self, plan: &FaultPlan, record: Option<CrashCounts>) -> RunResult {
         let spec = RunSpec {
             plan: plan.clone(),
             ..self.spec.clone()
         };
-        if record_crash_states {
-            run_recording_crash_states(&spec)
-        } else {
-            run(&spec)
+        match record {
+            Some(counts) => run_recording_crash_counts(&spec, counts),
+            None => run(&spec),
         }
     }
 
@@ -429,7 +432,7 @@ impl Forks {
         });
         // None: the fault comes before the first snapshot (during the first recovery), and
         // the run starts from scratch, still stopping where it converges.
-        let mut paused = from_cursor.or_else(|| self.fork(plan, false));
+        let mut paused = from_cursor.or_else(|| self.fork(plan, None));
         // Single-fault points at one step reach it with the same disk, forked from the same
         // fault-free run: their power-loss classes are worked out once.
         if let (Some(paused), Some(shared), [only]) =

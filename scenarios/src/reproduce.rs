@@ -25,11 +25,18 @@ pub fn reproduce_point(prefix: &str, sink: SinkKind, planned: &PlannedFault) -> 
             }
             command.push_str(&format!(" --crash-state {state}"))
         }
-        Fault::PowerLossClass { at, class } => {
+        Fault::PowerLossClass {
+            at,
+            class,
+            by_tail: false,
+        } => {
             if at == CrashPoint::Before {
                 command.push_str(" --at before");
             }
             command.push_str(&format!(" --crash-state-class {class}"))
+        }
+        Fault::PowerLossClass { by_tail: true, .. } => {
+            unreachable!("a class split by tail is replayed from a plan file")
         }
         Fault::SinkUnavailable { duration_ms } => {
             command.push_str(&format!(" --outage-ms {duration_ms}"))
@@ -49,7 +56,13 @@ pub fn replay_plan_command(
     plan: &FaultPlan,
 ) -> String {
     let faults = plan.faults();
+    // `keel run` numbers classes unsplit: a class split by tail goes through a plan file.
+    let split = |f: &PlannedFault| matches!(f.fault, Fault::PowerLossClass { by_tail: true, .. });
     if let ([only], None) = (faults.as_slice(), plan.kill_time_ms()) {
+        if split(only) {
+            let json = SavedPlan::of(spec, sink, view, plan).to_json_line();
+            return format!("echo '{json}' > plan.json && keel replay --plan plan.json");
+        }
         let view_option = view.map_or(String::new(), |v| format!(" --view {}", v.name()));
         return reproduce_point(&spec.command("run"), sink, only) + &view_option;
     }

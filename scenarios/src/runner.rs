@@ -7,7 +7,7 @@ use keel_engine::{
     OperatorState,
 };
 use keel_sim::disk::FsModel;
-use keel_sim::{Crash, CrashKind, Disk, Env, FaultPlan, TxLog, World};
+use keel_sim::{Crash, CrashCounts, CrashKind, Disk, Env, FaultPlan, TxLog, World};
 use std::sync::Arc;
 
 /// More restarts than this means recovery loops: an outcome, not a hang.
@@ -157,14 +157,14 @@ pub fn run(spec: &RunSpec) -> RunResult {
 
 /// Runs `spec`, recording how many power-loss crash states each step leaves.
 pub fn run_recording_crash_states(spec: &RunSpec) -> RunResult {
-    run_recording_crash_counts(spec, false)
+    run_recording_crash_counts(spec, CrashCounts::States)
 }
 
-/// Runs `spec`, recording how many power-loss crash states, or with `classes` how many
-/// classes of them (`keel_sim::disk::PowerLossClasses`), each step leaves.
-pub fn run_recording_crash_counts(spec: &RunSpec, classes: bool) -> RunResult {
+/// Runs `spec`, recording how many power-loss crash states, or classes of them
+/// (`keel_sim::disk::PowerLossClasses`), each step leaves, as `counts` says.
+pub fn run_recording_crash_counts(spec: &RunSpec, counts: CrashCounts) -> RunResult {
     let mut world = new_world(spec, spec.plan.clone());
-    world.record_crash_states(classes);
+    world.record_crash_states(counts);
     run_world(spec, world)
 }
 

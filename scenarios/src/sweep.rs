@@ -166,8 +166,10 @@ pub enum PowerLossPoints {
     States,
     /// One class of crash states a point (`keel_sim::disk::PowerLossClasses`: the states a
     /// reader of the sink file's whole lines cannot tell apart lead to the same run), run in
-    /// its first state and counted for all of its states. Depth 1 only: the states of a class
-    /// leave the disk alike for what the engine reads, not for a second fault.
+    /// its first state and counted for all of its states. At depth 2 the classes are split
+    /// by tail (`keel_sim::disk::CrashReaders::split_tails`): tail repair cuts and syncs only
+    /// where bytes follow the kept lines, so a class's states run alike only once it is split
+    /// that way, and a second fault then finds the same steps in every state of a class.
     Classes,
 }
 
@@ -178,7 +180,8 @@ impl SweepSpec {
         if self.faults.contains(&FaultKind::PowerLoss) {
             match self.power_loss_points {
                 PowerLossPoints::States => CrashStates::Counted,
-                PowerLossPoints::Classes => CrashStates::Classes,
+                PowerLossPoints::Classes if self.depth == 1 => CrashStates::Classes,
+                PowerLossPoints::Classes => CrashStates::TailClasses,
             }
         } else {
             CrashStates::NotCounted

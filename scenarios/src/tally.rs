@@ -227,7 +227,10 @@ impl<'a> SweepTally<'a> {
             self.outcomes.push(Outcomes::default());
             self.coverage.push(Coverage::default());
             let classed = self.sweep.power_loss_points == PowerLossPoints::Classes
-                && record.faults.first().map(|f| f.fault.kind()) == Some(FaultKind::PowerLoss);
+                && record
+                    .faults
+                    .iter()
+                    .any(|f| f.fault.kind() == FaultKind::PowerLoss);
             self.classed.push(classed.then(ClassedSums::default));
             self.rows.len() - 1
         });

@@ -60,7 +60,14 @@ pub enum Fault {
     /// A power loss resolved to the representative of class `class` of the step's crash
     /// states (see `disk::power_loss::classes`): every state of the class leads to the same
     /// run, given what the system reads after a power loss ([`crate::World::read_after_power_loss`]).
-    PowerLossClass { at: CrashPoint, class: u64 },
+    /// With `by_tail`, the classes are split by tail (`CrashReaders::split_tails`): every
+    /// state of the class also leads to the same steps, so a later fault lands alike in all.
+    PowerLossClass {
+        at: CrashPoint,
+        class: u64,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        by_tail: bool,
+    },
     /// The step's disk operation fails with EIO; a failed fsync leaves the bytes it should
     /// have written unpersisted (read from the page cache, not on disk).
     DiskError,
@@ -121,7 +128,16 @@ impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Fault::PowerLoss { at, state } => write!(f, "power-loss {at} state {state}"),
-            Fault::PowerLossClass { at, class } => write!(f, "power-loss {at} class {class}"),
+            Fault::PowerLossClass {
+                at,
+                class,
+                by_tail: false,
+            } => write!(f, "power-loss {at} class {class}"),
+            Fault::PowerLossClass {
+                at,
+                class,
+                by_tail: true,
+            } => write!(f, "power-loss {at} tail-class {class}"),
             Fault::SinkUnavailable { duration_ms } => {
                 write!(f, "sink-unavailable {duration_ms}ms")
             }

@@ -27,5 +27,6 @@ pub use txlog::{
     ResumeOutcome, TxLog, TxnStatus,
 };
 pub use world::{
-    ClassesAt, ClassesMemo, Crash, CrashKind, Env, RequestError, Resume, Site, World, WrappedState,
+    ClassesAt, ClassesMemo, Crash, CrashCounts, CrashKind, Env, RequestError, Resume, Site, World,
+    WrappedState,
 };

@@ -49,6 +49,18 @@ pub struct ClassesAt {
     pub durable: Arc<DurableIdentity>,
 }
 
+/// What a run records of each step's power-loss crash states ([`World::record_crash_states`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CrashCounts {
+    /// How many crash states.
+    States,
+    /// How many classes of them, by what the system reads.
+    Classes,
+    /// How many classes split by tail (`CrashReaders::split_tails`): what a sweep's first
+    /// faults are where a second fault follows.
+    TailClasses,
+}
+
 /// How the process died.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CrashKind {
@@ -182,9 +194,9 @@ pub struct World<S = Disk> {
     /// Whether the plan's kill by the clock has happened (it happens once).
     kill_done: bool,
     /// When recording: the number of power-loss crash states after each step's effect (with
-    /// `count_classes`, of classes of them: None where they are not numbered).
+    /// `counted_as`, of classes of them: None where they are not numbered).
     crash_state_counts: Option<Vec<Option<u64>>>,
-    count_classes: bool,
+    counted_as: CrashCounts,
     /// What the system under test reads of its files after a power loss (see
     /// `disk::power_loss::classes`): the caller's claims, by which crash states fall into
     /// classes. The default claims nothing, and a class is a state.
@@ -253,7 +265,7 @@ impl<S: Storage> World<S> {
             trace: Trace::default(),
             kill_done: false,
             crash_state_counts: None,
-            count_classes: false,
+            counted_as: CrashCounts::States,
             crash_readers: Arc::default(),
             class_states: None,
             classes_memo: None,
@@ -315,7 +327,7 @@ impl<S: Storage> World<S> {
         let mut world = self.clone();
         world.plan = plan;
         world.crash_state_counts = record_crash_states.then(Vec::new);
-        world.count_classes = false;
+        world.counted_as = CrashCounts::States;
         world
     }
 

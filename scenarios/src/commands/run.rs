@@ -174,7 +174,11 @@ fn run_fault(args: &RunArgs) -> Option<CrashRequest> {
     let fault = match kind {
         FaultArg::ProcessCrash => Fault::ProcessCrash { at },
         FaultArg::PowerLoss => match args.crash_state_class {
-            Some(class) => Fault::PowerLossClass { at, class },
+            Some(class) => Fault::PowerLossClass {
+                at,
+                class,
+                by_tail: false,
+            },
             None => Fault::PowerLoss {
                 at,
                 state: args.crash_state.unwrap_or(0),
@@ -214,7 +218,7 @@ fn reproduce_command(spec: &ScenarioSpec, args: &RunArgs) -> String {
                 Fault::PowerLoss { at, state } => {
                     command.push_str(&format!(" --at {at} --crash-state {state}"))
                 }
-                Fault::PowerLossClass { at, class } => {
+                Fault::PowerLossClass { at, class, .. } => {
                     command.push_str(&format!(" --at {at} --crash-state-class {class}"))
                 }
                 Fault::SinkUnavailable { duration_ms } => {

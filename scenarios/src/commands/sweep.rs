@@ -66,8 +66,10 @@ pub struct SweepArgs {
 
     /// What a power-loss point is. `classes` runs one crash state a class of those that
     /// recovery cannot tell apart (the same whole lines of the sink file kept, every other
-    /// choice alike) and counts the row's crash states exactly, however many (depth 1
-    /// only)
+    /// choice alike) and counts the row's crash states exactly, however many. At depth 2
+    /// a class is also split by whether bytes follow the kept lines (recovery cuts and
+    /// syncs them away: steps a second fault can land on), and a pair counts the product
+    /// of its two classes' states
     #[arg(long, value_enum, value_name = "P", default_value_t = PowerLossPointsArg::States)]
     pub power_loss_points: PowerLossPointsArg,
 
@@ -125,11 +127,6 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
         power_loss_states_max: args.power_loss_states_max,
         power_loss_points: args.power_loss_points.into(),
     };
-    if sweep.power_loss_points == PowerLossPoints::Classes && sweep.depth > 1 {
-        return Err(KeelError::usage(
-            "--power-loss-points classes needs --depth 1: the states of a class leave the disk alike for what recovery reads, not for what a second fault finds",
-        ));
-    }
     let events: Arc<[Event]> = events.into();
     let setup = SweepSetup::new(&spec, Arc::clone(&events), &sweep, args.naive)?;
     // Counted, not listed: each chunk draws its points when it runs. At depth 2 counting

@@ -8,7 +8,7 @@ use super::shared::{Boundary, Class, Surroundings};
 use super::{Facts, Forks, SharedFutures};
 use crate::runner::{resume, Between, Control, Driven, Moment, Paused, RunResult};
 use keel_engine::{KeyScheme, SinkKind};
-use keel_sim::{Contents, Disk, DiskError, FaultPlan};
+use keel_sim::{Contents, CrashCounts, Disk, DiskError, FaultPlan};
 use std::cell::OnceCell;
 use std::rc::Rc;
 
@@ -136,12 +136,10 @@ impl Forks {
     pub fn run_until_converged(
         &self,
         plan: &FaultPlan,
-        record_crash_states: bool,
+        record: Option<CrashCounts>,
     ) -> UntilConverged {
-        let Some(paused) = self.fork(plan, record_crash_states) else {
-            return UntilConverged::Ended(Box::new(
-                self.run_from_scratch(plan, record_crash_states),
-            ));
+        let Some(paused) = self.fork(plan, record) else {
+            return UntilConverged::Ended(Box::new(self.run_from_scratch(plan, record)));
         };
         let sink = self.spec.config.sink;
         let driven = resume(&self.spec, paused, &mut |moment| {
@@ -150,7 +148,7 @@ impl Forks {
             };
             let made = OnceCell::new();
             let compared = || made.get_or_init(|| comparable(&between, sink)).as_ref();
-            let alike = || !record_crash_states || self.disk_alike_between(&between);
+            let alike = || record.is_none() || self.disk_alike_between(&between);
             if self.converges(&between, compared) && alike() {
                 Control::Stop
             } else {

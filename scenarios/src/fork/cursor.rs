@@ -54,7 +54,7 @@ impl Forks {
             let head_plan = FaultPlan::new(head.iter().copied()).expect("distinct steps");
             *cursor = Some(FirstFaults {
                 faults: head.to_vec(),
-                at: self.fork(&head_plan, false)?,
+                at: self.fork(&head_plan, None)?,
                 ahead: None,
                 ended: false,
             });

@@ -118,7 +118,12 @@ fn key(baseline: &Baseline, point: &SweepPoint, shared: &SharedFutures) -> Optio
     let [only] = &*point.faults else {
         return None;
     };
-    let Fault::PowerLossClass { at, class } = only.fault else {
+    let Fault::PowerLossClass {
+        at,
+        class,
+        by_tail: false,
+    } = only.fault
+    else {
         return None;
     };
     let memo = shared.classes_memo.lock().expect("no panic while held");

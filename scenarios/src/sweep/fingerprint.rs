@@ -68,7 +68,16 @@ fn fault_key(planned: &PlannedFault) -> u64 {
     let (kind, at, number) = match planned.fault {
         Fault::ProcessCrash { at: a } => (1, at(a), 0),
         Fault::PowerLoss { at: a, state } => (2, at(a), state),
-        Fault::PowerLossClass { at: a, class } => (3, at(a), class),
+        Fault::PowerLossClass {
+            at: a,
+            class,
+            by_tail: false,
+        } => (3, at(a), class),
+        Fault::PowerLossClass {
+            at: a,
+            class,
+            by_tail: true,
+        } => (10, at(a), class),
         Fault::DiskError => (4, 0, 0),
         Fault::SinkError => (5, 0, 0),
         Fault::AckLost => (6, 0, 0),

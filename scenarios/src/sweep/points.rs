@@ -136,6 +136,8 @@ fn site_points(
                         .map(|class| Fault::PowerLossClass {
                             at: CrashPoint::After,
                             class,
+                            // A fault follows it, or is it (`PowerLossPoints::Classes`).
+                            by_tail: sweep.depth > 1,
                         })
                         .collect(),
                     Some(classes),

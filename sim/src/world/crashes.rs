@@ -43,18 +43,19 @@ impl<S: Storage> World<S> {
     }
 
     /// The crash states the class of the planned power-loss class stands for, once it
-    /// resolved (None before, or where it ran as a state).
+    /// resolved (None before, or where it ran as a state); with two, the product of theirs
+    /// (the pairs of states the run stands for).
     pub fn class_states(&self) -> Option<&num_bigint::BigUint> {
         self.class_states.as_ref()
     }
 
     /// Records, after each step's effect, how many crash states a power loss there could
-    /// leave the disk in (a sweep reads them off the fault-free run); with `classes`, how
-    /// many classes of them by what the system reads ([`World::read_after_power_loss`]; None where
-    /// they are not numbered).
-    pub fn record_crash_states(&mut self, classes: bool) {
+    /// leave the disk in (a sweep reads them off the fault-free run), or how many classes of
+    /// them by what the system reads ([`World::read_after_power_loss`]; None where they are
+    /// not numbered), as `counts` says.
+    pub fn record_crash_states(&mut self, counts: CrashCounts) {
         self.crash_state_counts = Some(Vec::new());
-        self.count_classes = classes;
+        self.counted_as = counts;
     }
 
     /// Per step: the number of power-loss crash states after its effect (`None`: more than
@@ -76,10 +77,15 @@ impl<S: Storage> World<S> {
             counts.resize(step as usize, None);
             self.unpersisted_counts.resize(step as usize, 0);
             let disk = self.env.disk.simulated().expect(SIMULATION_ONLY);
-            counts.push(if self.count_classes {
-                disk.power_loss_classes(&self.crash_readers).count()
-            } else {
-                disk.power_loss_states().count()
+            counts.push(match self.counted_as {
+                CrashCounts::States => disk.power_loss_states().count(),
+                CrashCounts::Classes => disk.power_loss_classes(&self.crash_readers).count(),
+                CrashCounts::TailClasses => disk
+                    .power_loss_classes(&CrashReaders {
+                        split_tails: true,
+                        ..(*self.crash_readers).clone()
+                    })
+                    .count(),
             });
             self.unpersisted_counts.push(disk.unpersisted_bytes());
         }
@@ -176,16 +182,24 @@ impl<S: Storage> World<S> {
             Some(Fault::PowerLossClass {
                 at: planned,
                 class: planned_class,
+                by_tail,
             }) if planned == at => {
                 // As a state does, a class number beyond the step's count wraps (a plan file
                 // is checked against `wrapped_states` instead); where the step's classes are
                 // not numbered, the number runs as a drawn state.
-                let readers = Arc::clone(&self.crash_readers);
+                let readers = if by_tail {
+                    Arc::new(CrashReaders {
+                        split_tails: true,
+                        ..(*self.crash_readers).clone()
+                    })
+                } else {
+                    Arc::clone(&self.crash_readers)
+                };
                 let memo = self.classes_memo.clone();
                 let disk = self.env.disk.simulated_mut().expect(SIMULATION_ONLY);
                 // The classes are worked out once a step where the caller shares a memo
                 // between runs that reach it with the same disk, else once here.
-                let key = step * 2 + u64::from(at == CrashPoint::After);
+                let key = (step * 2 + u64::from(at == CrashPoint::After)) * 2 + u64::from(by_tail);
                 let classes = match &memo {
                     Some((memo, claimed)) if *claimed == step => {
                         let mut memo = memo.lock().expect("no panic while held");
@@ -220,7 +234,7 @@ impl<S: Storage> World<S> {
                         let outcome = disk
                             .power_loss_class_of(&classes, class)
                             .expect("a class below the count");
-                        (outcome, Fault::PowerLossClass { at, class })
+                        (outcome, Fault::PowerLossClass { at, class, by_tail })
                     }
                     None => {
                         let outcome = disk.power_loss_wrapping(planned_class);
@@ -237,7 +251,13 @@ impl<S: Storage> World<S> {
                     });
                     self.trace.restate_fault(step, Some(ran));
                 }
-                self.class_states = outcome.class.as_ref().map(|class| class.states.clone());
+                // A run of two class faults stands for every pair of their states.
+                if let Some(class) = &outcome.class {
+                    self.class_states = Some(match self.class_states.take() {
+                        Some(before) => before * &class.states,
+                        None => class.states.clone(),
+                    });
+                }
                 let kind = match ran {
                     Fault::PowerLossClass { class, .. } => CrashKind::PowerLoss {
                         state: class,

@@ -4,12 +4,12 @@
 //! power loss), and from there read off the fault-free run's sites, shifted.
 
 use super::site_points_len;
-use crate::baseline::{Baseline, CrashStates};
+use crate::baseline::Baseline;
 use crate::fork::{Forks, UntilConverged};
-use crate::runner::{run, run_recording_crash_states, RunSpec};
+use crate::runner::{run, run_recording_crash_counts, RunSpec};
 use crate::sites::{site_aims, site_aims_of_world, Aim, SiteAims};
 use crate::sweep::SweepSpec;
-use keel_sim::{FaultKind, FaultPlan, PlannedFault};
+use keel_sim::{CrashCounts, FaultKind, FaultPlan, PlannedFault};
 
 /// The sites of the run a first fault changed, after its step: its own, then, where the run
 /// converged on the fault-free run, the fault-free run's from there on, shifted.
@@ -128,7 +128,8 @@ pub(super) fn suffix_lens(sites: &SiteAims, kind: FaultKind, sweep: &SweepSpec) 
 /// with the fault-free run's.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct LaterRun {
-    record: bool,
+    /// What the run records of each step's crash states (None: nothing).
+    record: Option<CrashCounts>,
 }
 
 impl LaterRun {
@@ -137,10 +138,12 @@ impl LaterRun {
     /// aims either stops a first fault's run only where its whole disk is alike too
     /// (`Disk::alike_through_power_loss`), else runs it to its end.
     pub(super) fn of(sweep: &SweepSpec) -> LaterRun {
-        let counted = sweep.crash_states() != CrashStates::NotCounted;
-        LaterRun {
-            record: counted || sweep.faults.contains(&FaultKind::PageEviction),
-        }
+        let record = match sweep.crash_states().counts() {
+            Some(counts) => Some(counts),
+            None if sweep.faults.contains(&FaultKind::PageEviction) => Some(CrashCounts::States),
+            None => None,
+        };
+        LaterRun { record }
     }
 }
 
@@ -163,23 +166,28 @@ pub(super) fn later_sites(
                 let from = baseline.sites.first_at_or_after(at.fault_free_steps);
                 let shift = at.run_steps as i64 - at.fault_free_steps as i64;
                 return Later {
-                    own: own(site_aims_of_world(&world, how.record)),
+                    own: own(site_aims_of_world(&world, how.record.is_some())),
                     fault_free: Some(Shifted { from, shift }),
                 };
             }
             UntilConverged::Ended(result) => *result,
         },
-        None if how.record => run_recording_crash_states(&RunSpec {
-            plan,
-            ..baseline.spec.clone()
-        }),
-        None => run(&RunSpec {
-            plan,
-            ..baseline.spec.clone()
-        }),
+        None => match how.record {
+            Some(counts) => run_recording_crash_counts(
+                &RunSpec {
+                    plan,
+                    ..baseline.spec.clone()
+                },
+                counts,
+            ),
+            None => run(&RunSpec {
+                plan,
+                ..baseline.spec.clone()
+            }),
+        },
     };
     Later {
-        own: own(site_aims(&ran, how.record)),
+        own: own(site_aims(&ran, how.record.is_some())),
         fault_free: None,
     }
 }

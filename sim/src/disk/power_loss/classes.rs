@@ -36,6 +36,20 @@
 //! [`BigUint`] where they pass 2^64 (three fates a sector piece: 3^200 states is a sink
 //! file with 100 KB pending).
 //!
+//! Split by length (`CrashReaders::split_tails`). A reader that cuts a torn tail away
+//! does it in steps (it writes the file back as it read it, truncates, syncs), and only
+//! where bytes follow the whole lines it keeps: states of one class that come back with
+//! different lengths reach the same disk once the cut is durable, but by steps that differ
+//! (none, where the file ends at the kept lines) or that leave a later power loss different
+//! pieces to choose from (the write-back of a longer file). So a fault that follows the
+//! power loss lands alike in every state of a class only where the class is also split by
+//! the length the file comes back with. A state's length is the process's length if its
+//! size is kept, else the end of the last piece that survived in part or whole after its
+//! first piece not kept (`B` if none did). The states of an entry with a given length are
+//! counted piece by piece: the last surviving piece `q` (kept, or torn) with every piece
+//! between `p` and `q` at any fate and every one after `q` lost, the size lost; or the size
+//! kept, with every later piece at any fate; the stale choice at either digit.
+//!
 //! The numbering. The other choices (every file not collapsed, the directory) are
 //! enumerated as they are for states, and are the least significant part of a class
 //! number; each collapsed file's class index follows, in inode order. A class resolves to
@@ -75,6 +89,9 @@ struct LineClass {
     kept_len_bytes: u64,
     /// Its entries: indices into the file's entries (see [`LineFile::entry`]).
     entries: std::ops::Range<usize>,
+    /// Split by length: the length the file comes back with in every state of it, and
+    /// how many states those are (None: not split, every state of the entries).
+    split: Option<(u64, BigUint)>,
 }
 
 /// A collapsed line-read file: its choices' positions and its classes, in offset order.
@@ -88,6 +105,17 @@ struct LineFile {
     radices: Vec<u8>,
     /// The product of the size and stale choices' radices.
     extra_states: u64,
+    /// The index in `positions` of the size choice, if the file has one.
+    size_at: Option<usize>,
+    /// The stale choice's radix (1 without one).
+    stale_radix: u64,
+    /// Per entry, its `B`: the first byte past the durable length that is not the
+    /// process's (the file's length where every later choice is at 0).
+    entry_ends_bytes: Vec<u64>,
+    /// Each piece's offset and length, in offset order.
+    piece_bounds: Vec<(u64, u64)>,
+    /// The length the process wrote the file to.
+    current_len_bytes: u64,
     /// Per piece `p`, the pieces of radix 3 and of radix 2 after it.
     later_threes: Vec<u32>,
     later_twos: Vec<u32>,
@@ -140,11 +168,75 @@ impl LineFile {
     /// works out for every class at once; debug builds check one against the other).
     fn class_states_by_entries(&self, index: usize) -> BigUint {
         let class = &self.classes[index];
-        class
+        let all: BigUint = class
             .entries
             .clone()
             .map(|e| self.entry_states(self.entry(e).0))
-            .sum()
+            .sum();
+        self.of_split(class, all)
+    }
+
+    /// Of `all`, the states of `class`'s entries, those it holds.
+    fn of_split(&self, class: &LineClass, all: BigUint) -> BigUint {
+        match &class.split {
+            None => all,
+            Some((_, states)) => states.clone(),
+        }
+    }
+
+    /// The lengths the states of entry `e` come back with, and how many states each (see
+    /// the module header), in length order.
+    fn entry_lengths(&self, e: usize) -> BTreeMap<u64, BigUint> {
+        let (p, _) = self.entry(e);
+        let pieces = self.radices.len();
+        let mut lengths: BTreeMap<u64, BigUint> = BTreeMap::new();
+        if p == pieces {
+            lengths.insert(self.current_len_bytes, BigUint::from(self.extra_states));
+            return lengths;
+        }
+        let stale = self.stale_radix;
+        // The size lost: the last surviving later piece ends the file, or `B` with none.
+        *lengths.entry(self.entry_ends_bytes[e]).or_default() += stale;
+        let mut between = BigUint::from(stale);
+        for q in p + 1..pieces {
+            let (offset_bytes, len_bytes) = self.piece_bounds[q];
+            if self.radices[q] == 3 {
+                *lengths.entry(offset_bytes + len_bytes / 2).or_default() += &between;
+            }
+            *lengths.entry(offset_bytes + len_bytes).or_default() += &between;
+            between *= u32::from(self.radices[q]);
+        }
+        // The size kept: the process's length, whatever the later pieces did.
+        if self.size_at.is_some() {
+            *lengths.entry(self.current_len_bytes).or_default() += between;
+        }
+        debug_assert_eq!(
+            lengths.values().sum::<BigUint>(),
+            self.entry_states(p),
+            "entry {e}"
+        );
+        lengths
+    }
+
+    /// The length the state with `digits`, whose entry is `entry`, comes back with.
+    fn length_of(&self, digits: &[u64], entry: usize) -> u64 {
+        let (p, _) = self.entry(entry);
+        let pieces = self.radices.len();
+        let size_kept = self.size_at.is_some_and(|i| digits[self.positions[i]] == 1);
+        if p == pieces || size_kept {
+            return self.current_len_bytes;
+        }
+        (p + 1..pieces)
+            .rev()
+            .find_map(|q| {
+                let (offset_bytes, len_bytes) = self.piece_bounds[q];
+                match digits[self.positions[q]] {
+                    0 => None,
+                    d if d + 1 == u64::from(self.radices[q]) => Some(offset_bytes + len_bytes),
+                    _ => Some(offset_bytes + len_bytes / 2),
+                }
+            })
+            .unwrap_or(self.entry_ends_bytes[entry])
     }
 
     /// Every class's states, in one pass: the states of the entries whose first piece not
@@ -170,11 +262,12 @@ impl LineFile {
             self.classes
                 .iter()
                 .map(|class| {
-                    class
+                    let all = class
                         .entries
                         .clone()
                         .map(|e| &piece_states[entry_pieces[e]])
-                        .sum()
+                        .sum();
+                    self.of_split(class, all)
                 })
                 .collect()
         })
@@ -200,13 +293,100 @@ impl LineFile {
             self.classes[index].entries.contains(&entry),
             "entry {entry}"
         );
-        index
+        // Split by length, a class's parts follow one another in length order.
+        match &self.classes[index].split {
+            None => index,
+            Some(_) => {
+                let len_bytes = self.length_of(digits, entry);
+                let part = self.classes[index..]
+                    .iter()
+                    .position(|class| class.split.as_ref().map(|s| s.0) == Some(len_bytes))
+                    .expect("a part for every length");
+                assert_eq!(
+                    self.classes[index + part].entries,
+                    self.classes[index].entries
+                );
+                index + part
+            }
+        }
+    }
+
+    /// Splits every class by the length its states come back with (see the module header).
+    fn split_by_length(&mut self) {
+        let classes = std::mem::take(&mut self.classes);
+        for class in classes {
+            let mut lengths: BTreeMap<u64, BigUint> = BTreeMap::new();
+            for e in class.entries.clone() {
+                for (len_bytes, states) in self.entry_lengths(e) {
+                    *lengths.entry(len_bytes).or_default() += states;
+                }
+            }
+            for (len_bytes, states) in lengths {
+                self.classes.push(LineClass {
+                    split: Some((len_bytes, states)),
+                    ..class.clone()
+                });
+            }
+        }
     }
 
     /// The representative digits of class `index`, one for each of `positions`: its first
     /// entry's pieces before `p` kept, `p` at its fate, every later choice at 0.
+    ///
+    ///
+    /// A part split by length takes the first of its entries that has states of that
+    /// length, with the later choice that gives it: the last surviving piece, or the size.
     fn representative(&self, index: usize) -> Vec<u64> {
-        let (p, fate) = self.entry(self.classes[index].entries.start);
+        let class = &self.classes[index];
+        let Some((len_bytes, _)) = class.split else {
+            return self.entry_representative(class.entries.start);
+        };
+        let e = class
+            .entries
+            .clone()
+            .find(|&e| self.entry_lengths(e).contains_key(&len_bytes))
+            .expect("a part has states");
+        let mut digits = self.entry_representative(e);
+        let (p, _) = self.entry(e);
+        let pieces = self.radices.len();
+        if p == pieces || len_bytes == self.entry_ends_bytes[e] {
+            return digits;
+        }
+        let later = (p + 1..pieces).find_map(|q| {
+            let (offset_bytes, piece_len_bytes) = self.piece_bounds[q];
+            if offset_bytes + piece_len_bytes == len_bytes {
+                Some((q, u64::from(self.radices[q]) - 1))
+            } else if self.radices[q] == 3 && offset_bytes + piece_len_bytes / 2 == len_bytes {
+                Some((q, 1))
+            } else {
+                None
+            }
+        });
+        match (later, self.size_at) {
+            (Some((q, digit)), _) => digits[q] = digit,
+            (None, Some(i)) => {
+                assert_eq!(len_bytes, self.current_len_bytes);
+                digits[i] = 1;
+            }
+            (None, None) => unreachable!("a length a state of the entry has"),
+        }
+        debug_assert_eq!(self.length_of_file_digits(&digits, e), len_bytes);
+        digits
+    }
+
+    /// [`LineFile::length_of`] of digits one a position of this file (a representative's).
+    fn length_of_file_digits(&self, file_digits: &[u64], entry: usize) -> u64 {
+        let mut digits = vec![0; self.positions.iter().max().map_or(0, |&m| m + 1)];
+        for (&at, &digit) in self.positions.iter().zip(file_digits) {
+            digits[at] = digit;
+        }
+        self.length_of(&digits, entry)
+    }
+
+    /// The representative digits of entry `entry`: its pieces before `p` kept, `p` at its
+    /// fate, every later choice at 0.
+    fn entry_representative(&self, entry: usize) -> Vec<u64> {
+        let (p, fate) = self.entry(entry);
         let mut digits: Vec<u64> = self
             .radices
             .iter()
@@ -293,6 +473,10 @@ impl PowerLossClasses {
     /// same disk.
     pub fn boots_into(&self, class: u64) -> Option<(u64, Vec<u64>)> {
         if self.read_only
+            || self
+                .files
+                .iter()
+                .any(|file| file.classes.iter().any(|class| class.split.is_some()))
             || !self
                 .rest
                 .iter()
@@ -447,6 +631,12 @@ pub struct CrashReaders {
     pub line_files: Vec<String>,
     /// The unread files: those whose name ends with one of these.
     pub unread_suffixes: Vec<String>,
+    /// Whether each class of a line-read file is split by the length the file comes back
+    /// with, and unread files are not collapsed: a reader that cuts a torn tail away (or
+    /// a process that writes an unread file's name again) takes steps, and leaves a later
+    /// power loss choices, that depend on them (see the module header). A fault after the
+    /// power loss then finds the same steps and choices in every state of a class.
+    pub split_tails: bool,
 }
 
 impl CrashReaders {
@@ -483,7 +673,7 @@ impl Disk {
             if files.iter().any(|file: &LineFile| file.name == *name) {
                 continue;
             }
-            let file = self.line_file(name, inode, &choices);
+            let file = self.line_file(name, inode, &choices, readers.split_tails);
             for &at in &file.positions {
                 assert!(!collapsed[at], "a choice belongs to one file");
                 collapsed[at] = true;
@@ -491,7 +681,7 @@ impl Disk {
             files.push(file);
         }
         let mut unread = Vec::new();
-        if !readers.unread_suffixes.is_empty() {
+        if !readers.unread_suffixes.is_empty() && !readers.split_tails {
             for &inode in self.inodes.keys() {
                 if !self.only_unread_names_reach(inode, readers) {
                     continue;
@@ -654,7 +844,13 @@ impl Disk {
     }
 
     /// The classes of the appended-only file `inode` (see the module header).
-    fn line_file(&self, name: &str, inode: InodeId, choices: &[Choice]) -> LineFile {
+    fn line_file(
+        &self,
+        name: &str,
+        inode: InodeId,
+        choices: &[Choice],
+        split_tails: bool,
+    ) -> LineFile {
         let file = &self.inodes[&inode];
         // (position, offset, length, radix, op index) of each piece, in numbering (= offset)
         // order.
@@ -744,6 +940,15 @@ impl Disk {
             later_twos[p] = later_twos[p + 1] + u32::from(next == 2);
         }
         let extra_states: u64 = extras.iter().map(|&at| choices[at].radix()).product();
+        let size_at = extras
+            .iter()
+            .position(|&at| matches!(choices[at], Choice::Size { .. }))
+            .map(|i| pieces.len() + i);
+        let stale_radix: u64 = extras
+            .iter()
+            .filter(|&&at| matches!(choices[at], Choice::Stale { .. }))
+            .map(|&at| choices[at].radix())
+            .product();
         let positions: Vec<usize> = pieces
             .iter()
             .map(|piece| piece.0)
@@ -753,8 +958,10 @@ impl Disk {
         // The entries in offset order: the first byte not kept only grows, so entries that
         // keep the same lines are neighbours.
         let mut classes: Vec<LineClass> = Vec::new();
+        let mut entry_ends_bytes = Vec::with_capacity(2 * pieces.len() + 1);
         let mut entry = 0;
-        let mut add = |kept_len_bytes: u64| {
+        let mut add = |kept_len_bytes: u64, end_bytes: u64| {
+            entry_ends_bytes.push(end_bytes);
             match classes.last_mut() {
                 Some(class) if class.kept_len_bytes == kept_len_bytes => {
                     class.entries.end = entry + 1;
@@ -766,28 +973,42 @@ impl Disk {
                     classes.push(LineClass {
                         kept_len_bytes,
                         entries: entry..entry + 1,
+                        split: None,
                     });
                 }
             }
             entry += 1;
         };
         for &(_, offset_bytes, len_bytes, radix, op_index) in &pieces {
-            add(whole_lines_at(op_index, offset_bytes));
+            add(whole_lines_at(op_index, offset_bytes), offset_bytes);
             if radix == 3 {
-                add(whole_lines_at(op_index, offset_bytes + len_bytes / 2));
+                let torn_end_bytes = offset_bytes + len_bytes / 2;
+                add(whole_lines_at(op_index, torn_end_bytes), torn_end_bytes);
             }
         }
-        add(all_lines_end_bytes);
-        LineFile {
+        let current_len_bytes = pieces
+            .last()
+            .map_or(durable_len_bytes as u64, |piece| piece.1 + piece.2);
+        add(all_lines_end_bytes, current_len_bytes);
+        let mut file = LineFile {
             name: name.to_string(),
             positions,
             radices,
             extra_states,
+            size_at,
+            stale_radix,
+            entry_ends_bytes,
+            piece_bounds: pieces.iter().map(|piece| (piece.1, piece.2)).collect(),
+            current_len_bytes,
             later_threes,
             later_twos,
             classes,
             class_states_memo: OnceLock::new(),
+        };
+        if split_tails {
+            file.split_by_length();
         }
+        file
     }
 }
 

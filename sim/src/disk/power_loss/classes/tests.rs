@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 /// What a reader sees of a disk after a power loss: every file whole, but a collapsed
 /// line-read file only as the whole lines of its prefix that are the process's bytes
-/// (`before` holds them).
-type ReaderView = BTreeMap<String, Vec<u8>>;
+/// (`before` holds them) and, split by length, the length it comes back with (0 if not).
+type ReaderView = BTreeMap<String, (Vec<u8>, usize)>;
 
 fn reader_view(
     after: &Disk,
@@ -22,10 +22,10 @@ fn reader_view(
         .map(|name| {
             let contents = after.read(&name).expect("listed");
             if readers.is_unread(&name) {
-                return (name, b"(unread)".to_vec());
+                return (name, (b"(unread)".to_vec(), 0));
             }
             if !collapsed.contains(&name) {
-                return (name, contents);
+                return (name, (contents, 0));
             }
             let process = before.read(&name).expect("a collapsed file is named");
             let intact = contents
@@ -37,13 +37,19 @@ fn reader_view(
                 .iter()
                 .rposition(|&b| b == b'\n')
                 .map_or(0, |at| at + 1);
-            (name, contents[..lines].to_vec())
+            let len_bytes = if readers.split_tails {
+                contents.len()
+            } else {
+                0
+            };
+            (name, (contents[..lines].to_vec(), len_bytes))
         })
         .collect()
 }
 
 /// Checks the classes of `disk` with `line_files` against every one of its states: the
-/// same states a view, class by class and state by state. Returns the number of classes.
+/// same states a view, class by class and state by state, and so again split by tail.
+/// Returns the number of classes (not split).
 fn check(disk: &Disk, line_files: &[&str]) -> u64 {
     check_with(disk, line_files, &[])
 }
@@ -54,7 +60,23 @@ fn check_with(disk: &Disk, line_files: &[&str], unread_suffixes: &[&str]) -> u64
     let readers = CrashReaders {
         line_files: line_files.iter().map(|s| s.to_string()).collect(),
         unread_suffixes: unread_suffixes.iter().map(|s| s.to_string()).collect(),
+        split_tails: false,
     };
+    let split = check_readers(
+        disk,
+        &CrashReaders {
+            split_tails: true,
+            ..readers.clone()
+        },
+    );
+    let count = check_readers(disk, &readers);
+    assert!(split >= count, "a split class is one or more");
+    count
+}
+
+/// [`check_with`] for one set of readers.
+fn check_readers(disk: &Disk, readers: &CrashReaders) -> u64 {
+    let readers = readers.clone();
     let classes = disk.power_loss_classes(&readers);
     let collapsed: Vec<String> = readers
         .line_files
@@ -118,6 +140,7 @@ fn lines(name: &str) -> CrashReaders {
     CrashReaders {
         line_files: vec![name.to_string()],
         unread_suffixes: Vec::new(),
+        split_tails: false,
     }
 }
 
@@ -148,6 +171,40 @@ fn a_log_of_appends_has_a_class_for_each_line_its_reader_can_keep() {
     assert_eq!(kept, expected);
     assert_eq!(classes.count(), Some(3));
     assert_eq!(check(&disk, &["log"]), 3);
+
+    // Split by the length the log comes back with. "x\n" (entries: piece 0 lost, torn)
+    // comes back at 2 or 3 bytes with nothing after, at 6 or 8 with piece 1 torn or kept
+    // and piece 2 lost, at 10 with piece 2 torn (piece 1 any of 3), and at 12 with piece 2
+    // kept or the size kept (3 + 9 a entry); "x\nab\n" likewise from 5; every state that
+    // keeps everything comes back at 12.
+    let split = disk.power_loss_classes(&CrashReaders {
+        split_tails: true,
+        ..lines("log")
+    });
+    let parts: Vec<(u64, BigUint)> = [
+        (2, 1u32),
+        (2, 1),
+        (2, 2),
+        (2, 2),
+        (2, 6),
+        (2, 24),
+        (5, 1),
+        (5, 1),
+        (5, 1),
+        (5, 3),
+        (5, 10),
+        (12, 2),
+    ]
+    .into_iter()
+    .map(|(len, states)| (len, BigUint::from(states)))
+    .collect();
+    assert_eq!(split.line_classes("log").expect("collapsed"), parts);
+    assert_eq!(split.count(), Some(12));
+    assert_eq!(
+        split.boots_into(0),
+        None,
+        "split classes boot into no shared disk"
+    );
 }
 
 #[test]
@@ -275,6 +332,7 @@ fn an_unread_temporary_file_is_one_class_unless_a_rename_may_put_it_under_a_read
         let readers = CrashReaders {
             line_files: vec!["log".to_string()],
             unread_suffixes: vec![".tmp".to_string()],
+            split_tails: false,
         };
         assert_eq!(disk.power_loss_classes(&readers).unread_collapsed(), 1);
         // The log's 3 classes, the directory's 2 outcomes (create kept or not).
