@@ -364,7 +364,10 @@ impl SinkConnector {
     /// With `rewrite`, the same step writes the file back as it read it: a clean page a
     /// failed fsync left unpersisted is dirty again, so the next sync writes it or fails.
     /// With `tail_repair`, a tail
-    /// that is not whole records (a torn append) is truncated away and the cut made durable.
+    /// that is not whole records (a torn append) is truncated away and the cut made durable,
+    /// and the write-back writes only the whole records it keeps: what a later power loss
+    /// can find pending then depends on the lines kept, not on how long the torn tail was
+    /// (the simulated disk's classes split by tail count on it: `crash_readers`).
     /// With `known`, the lines the file shares with it are neither read again nor indexed
     /// again (a cache: see `known_sink.rs`).
     pub fn open<S: Storage>(
@@ -375,15 +378,21 @@ impl SinkConnector {
         known: Option<&Arc<KnownSinkFile>>,
     ) -> Result<SinkConnector, SinkError> {
         let file = kind.file_name().to_string();
-        let (created, contents) = world
+        let (created, contents, readable_len_bytes) = world
             .effect("sink.open", file.clone(), |env| {
                 let created = !env.disk.exists(&file);
                 env.disk.open_or_create(&file)?;
                 let contents = env.disk.read_shared(&file)?;
-                if rewrite && !contents.is_empty() {
-                    env.disk.write_back(&file)?;
+                let readable = readable_len_bytes(&contents, known.map(Arc::as_ref));
+                let kept_len_bytes = if tail_repair {
+                    readable
+                } else {
+                    contents.len()
+                };
+                if rewrite && kept_len_bytes > 0 {
+                    env.disk.write_back(&file, kept_len_bytes as u64)?;
                 }
-                Ok((created, contents))
+                Ok((created, contents, readable))
             })?
             .map_err(|e: DiskError| SinkError::Fatal(format!("sink open: {e}")))?;
         if created {
@@ -392,7 +401,6 @@ impl SinkConnector {
                 .effect("disk.fsync-dir", ".", |env| env.disk.fsync_dir())?
                 .map_err(|e| SinkError::Fatal(format!("sink open: {e}")))?;
         }
-        let readable_len_bytes = readable_len_bytes(&contents, known.map(Arc::as_ref));
         if readable_len_bytes < contents.len() {
             let dropped = contents.len() - readable_len_bytes;
             if tail_repair {

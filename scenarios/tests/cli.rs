@@ -676,7 +676,8 @@ fn bench_sweeps_the_fault_kinds_it_is_given() {
 /// `--sweep-scenario` times `keel sweep` of the scenario itself, and `--sweep-depth` reaches
 /// every child sweep: ch04 has 2,269 process-crash pairs a sink at depth 2 (what `keel sweep
 /// --depth 2 --faults process-crash` counts), 60 generated events 18,930 in all, and each
-/// naive sweep prints the same report. Classes need depth 1, as in `keel sweep`.
+/// naive sweep prints the same report. Classes at depth 2 pair process crashes and power
+/// losses only, as in `keel sweep`.
 #[test]
 fn bench_sweeps_the_scenario_itself_and_at_depth_2() {
     let lines = bench_sweep_lines(
@@ -697,10 +698,12 @@ fn bench_sweeps_the_scenario_itself_and_at_depth_2() {
             "60",
             "--sweep-depth",
             "2",
+            "--sweep-faults",
+            "process-crash,sink-error",
             "--sweep-power-loss-points",
             "classes",
         ],
-        &["--sweep-depth 1"],
+        &["pairs process-crash and power-loss only, not sink-error"],
     );
     check_rejected(&["bench", "--sweep-depth", "3"], &["--sweep-depth"]);
 }

@@ -228,6 +228,20 @@ fn a_failing_class_replays_alone() {
         format!("{error:?}").contains("--crash-state-class 999999 does not exist at step"),
         "{error:?}"
     );
+
+    // At depth 2, classes pair with process crashes and power losses only.
+    let mut depth_two = args.clone();
+    depth_two.extend(strings(&["--depth", "2", "--faults", "disk-error"]));
+    let error = execute(
+        &Cli::try_parse_from(std::iter::once("keel".to_string()).chain(depth_two)).unwrap(),
+    )
+    .unwrap_err();
+    assert!(
+        format!("{error:?}").contains(
+            "--power-loss-points classes at --depth 2 pairs process-crash and power-loss only, not disk-error"
+        ),
+        "{error:?}"
+    );
 }
 
 #[test]

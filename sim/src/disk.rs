@@ -392,11 +392,13 @@ impl Disk {
         Ok(())
     }
 
-    /// Writes the file's bytes back over themselves, as a process writes back what it read:
-    /// the same as `write(name, 0, <its bytes>)`, every byte dirty again, but the pending
-    /// write shares the file's chunks instead of copying them.
-    pub fn write_back(&mut self, name: &str) -> Result<(), DiskError> {
+    /// Writes the file's first `len_bytes` back over themselves, as a process writes back
+    /// what it read and keeps: the same as `write(name, 0, <those bytes>)`, every one of them
+    /// dirty again, but the pending write shares the file's chunks instead of copying them.
+    pub fn write_back(&mut self, name: &str, len_bytes: u64) -> Result<(), DiskError> {
         let current = self.inode(name)?.current.clone();
+        assert!(len_bytes <= current.len() as u64, "a prefix of the file");
+        let current = current.prefix(len_bytes as usize);
         self.injected("write", name)?;
         self.inode_mut(name)?.apply(DataOp::Write {
             offset_bytes: 0,

@@ -21,9 +21,9 @@ pub trait Storage {
     fn write(&mut self, name: &str, offset_bytes: u64, bytes: &[u8]) -> Result<(), DiskError>;
     /// Appends `bytes` at the end of the file.
     fn append(&mut self, name: &str, bytes: &[u8]) -> Result<(), DiskError>;
-    /// Writes the file's bytes back over themselves (a write at 0 of what a read returns):
-    /// every byte of it dirty again, whatever the page cache held.
-    fn write_back(&mut self, name: &str) -> Result<(), DiskError>;
+    /// Writes the file's first `len_bytes` back over themselves (a write at 0 of what a read
+    /// returns, cut there): every byte of them dirty again, whatever the page cache held.
+    fn write_back(&mut self, name: &str, len_bytes: u64) -> Result<(), DiskError>;
     /// Sets the file's length, dropping or zero-filling its tail.
     fn truncate(&mut self, name: &str, len_bytes: u64) -> Result<(), DiskError>;
     /// The file's contents as the process sees them.
@@ -79,8 +79,8 @@ impl Storage for Disk {
         Disk::append(self, name, bytes)
     }
     #[inline]
-    fn write_back(&mut self, name: &str) -> Result<(), DiskError> {
-        Disk::write_back(self, name)
+    fn write_back(&mut self, name: &str, len_bytes: u64) -> Result<(), DiskError> {
+        Disk::write_back(self, name, len_bytes)
     }
     #[inline]
     fn truncate(&mut self, name: &str, len_bytes: u64) -> Result<(), DiskError> {

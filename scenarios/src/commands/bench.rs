@@ -24,7 +24,7 @@ use crate::runner::run;
 use crate::spec::ScenarioSpec;
 use clap::Args;
 use keel_engine::SinkKind;
-use keel_sim::PlannedFault;
+use keel_sim::{FaultKind, PlannedFault};
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -130,11 +130,12 @@ pub struct BenchJobArgs {
 /// whole runs from outside, never inside one.
 pub(crate) fn cmd_bench(args: &BenchArgs) -> Result<Output, KeelError> {
     super::args::reject_seed_for_seed_range(&args.scenario.given, args.scenario.seed, "bench")?;
-    if args.sweep_power_loss_points != PowerLossPointsArg::States && args.sweep_depth > 1 {
-        return Err(KeelError::usage(
-            "keel bench --sweep-power-loss-points classes needs --sweep-depth 1, as keel sweep's --power-loss-points classes needs --depth 1",
-        ));
-    }
+    let sweep_faults: Vec<FaultKind> = args.sweep_faults.iter().map(|&f| f.into()).collect();
+    super::sweep::check_classes_pair(
+        args.sweep_power_loss_points.into(),
+        args.sweep_depth,
+        &sweep_faults,
+    )?;
     let (spec, events) = prepare(&args.scenario)?;
     let real_sink = args
         .sinks

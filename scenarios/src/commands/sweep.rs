@@ -115,6 +115,28 @@ impl From<PowerLossPointsArg> for PowerLossPoints {
     }
 }
 
+/// At depth 2, power-loss classes pair with process crashes and power losses only: the
+/// states of a class (split by tail) run alike when the next fault restarts the process,
+/// not when a disk or sink fault ends or bends recovery's cut of the torn bytes they
+/// differ in.
+pub(crate) fn check_classes_pair(
+    points: PowerLossPoints,
+    depth: u8,
+    faults: &[FaultKind],
+) -> Result<(), KeelError> {
+    let other = faults
+        .iter()
+        .find(|kind| !matches!(kind, FaultKind::ProcessCrash | FaultKind::PowerLoss));
+    match other {
+        Some(other) if points == PowerLossPoints::Classes && depth > 1 => {
+            Err(KeelError::usage(format!(
+                "--power-loss-points classes at --depth 2 pairs process-crash and power-loss only, not {other}: a class's states differ in torn bytes that recovery cuts away, and a {other} during that cut would see them"
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
 pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
     check_outage_ms(&args.scenario.given, &args.faults)?;
     let (spec, events) = prepare(&args.scenario)?;
@@ -127,6 +149,7 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
         power_loss_states_max: args.power_loss_states_max,
         power_loss_points: args.power_loss_points.into(),
     };
+    check_classes_pair(sweep.power_loss_points, sweep.depth, &sweep.faults)?;
     let events: Arc<[Event]> = events.into();
     let setup = SweepSetup::new(&spec, Arc::clone(&events), &sweep, args.naive)?;
     // Counted, not listed: each chunk draws its points when it runs. At depth 2 counting

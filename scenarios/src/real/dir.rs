@@ -153,8 +153,9 @@ impl Storage for RealDir {
         Ok(bytes)
     }
 
-    fn write_back(&mut self, name: &str) -> Result<(), DiskError> {
-        let bytes = self.read(name)?;
+    fn write_back(&mut self, name: &str, len_bytes: u64) -> Result<(), DiskError> {
+        let mut bytes = self.read(name)?;
+        bytes.truncate(usize::try_from(len_bytes).expect("a file's length fits"));
         self.write(name, 0, &bytes)
     }
 

@@ -547,11 +547,11 @@ mod tests {
         assert_eq!(
             composed,
             [
-                "Append power-loss+power-loss 3162 of 6210",
+                "Append power-loss+power-loss 3162 of 6208",
                 "Append power-loss+process-crash 2382 of 3580",
                 "Append process-crash+power-loss 2066 of 4062",
                 "Append process-crash+process-crash 1582 of 2269",
-                "Idempotent power-loss+power-loss 3260 of 6210",
+                "Idempotent power-loss+power-loss 3260 of 6208",
                 "Idempotent power-loss+process-crash 2301 of 3580",
                 "Idempotent process-crash+power-loss 2213 of 4062",
                 "Idempotent process-crash+process-crash 1526 of 2269",

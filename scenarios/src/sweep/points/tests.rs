@@ -160,7 +160,7 @@ fn a_chunk_draws_the_points_one_pass_over_the_sweep_lists() {
             2,
             2
         ),
-        (40_692, 12_324)
+        (40_686, 12_312)
     );
     assert_eq!(
         check(

@@ -36,19 +36,22 @@
 //! [`BigUint`] where they pass 2^64 (three fates a sector piece: 3^200 states is a sink
 //! file with 100 KB pending).
 //!
-//! Split by length (`CrashReaders::split_tails`). A reader that cuts a torn tail away
-//! does it in steps (it writes the file back as it read it, truncates, syncs), and only
-//! where bytes follow the whole lines it keeps: states of one class that come back with
-//! different lengths reach the same disk once the cut is durable, but by steps that differ
-//! (none, where the file ends at the kept lines) or that leave a later power loss different
-//! pieces to choose from (the write-back of a longer file). So a fault that follows the
-//! power loss lands alike in every state of a class only where the class is also split by
-//! the length the file comes back with. A state's length is the process's length if its
-//! size is kept, else the end of the last piece that survived in part or whole after its
-//! first piece not kept (`B` if none did). The states of an entry with a given length are
-//! counted piece by piece: the last surviving piece `q` (kept, or torn) with every piece
-//! between `p` and `q` at any fate and every one after `q` lost, the size lost; or the size
-//! kept, with every later piece at any fate; the stale choice at either digit.
+//! Split by tail (`CrashReaders::split_tails`). A reader that cuts a torn tail away does it
+//! in steps of its own (a truncate, an fsync), and only where bytes follow the whole lines
+//! it keeps: the states of one class that end at those lines and the states with more run
+//! the same once the cut is durable, but by different steps, so a fault after the power
+//! loss lands differently in them. Split, each class becomes up to two: its *clean* states
+//! and its *torn* ones. A state's length is the process's length if its size is kept, else
+//! the end of the last piece that survived in part or whole after its first piece not kept
+//! (`B` if none did); it is clean where that length is the end of the kept lines. The
+//! states of an entry with a given length are counted piece by piece: the last surviving
+//! piece `q` (kept, or torn) with every piece between `p` and `q` at any fate and every one
+//! after `q` lost, the size lost; or the size kept, with every later piece at any fate; the
+//! stale choice at either digit. The caller claims more: that nothing else it does depends
+//! on how long a torn tail was (the engine writes back only the lines it keeps, so what a
+//! later power loss finds pending is the same), and that no unread file's bytes matter (a
+//! file written again under the same name lands on them: split, unread files are not
+//! collapsed).
 //!
 //! The numbering. The other choices (every file not collapsed, the directory) are
 //! enumerated as they are for states, and are the least significant part of a class
@@ -89,9 +92,9 @@ struct LineClass {
     kept_len_bytes: u64,
     /// Its entries: indices into the file's entries (see [`LineFile::entry`]).
     entries: std::ops::Range<usize>,
-    /// Split by length: the length the file comes back with in every state of it, and
-    /// how many states those are (None: not split, every state of the entries).
-    split: Option<(u64, BigUint)>,
+    /// Split by tail: whether its states come back with bytes after the kept lines (torn),
+    /// and how many states those are (None: not split, every state of the entries).
+    split: Option<(bool, BigUint)>,
 }
 
 /// A collapsed line-read file: its choices' positions and its classes, in offset order.
@@ -293,37 +296,36 @@ impl LineFile {
             self.classes[index].entries.contains(&entry),
             "entry {entry}"
         );
-        // Split by length, a class's parts follow one another in length order.
-        match &self.classes[index].split {
+        // Split by tail, a class's clean part comes before its torn part.
+        let class = &self.classes[index];
+        match &class.split {
             None => index,
             Some(_) => {
-                let len_bytes = self.length_of(digits, entry);
+                let torn = self.length_of(digits, entry) != class.kept_len_bytes;
                 let part = self.classes[index..]
                     .iter()
-                    .position(|class| class.split.as_ref().map(|s| s.0) == Some(len_bytes))
-                    .expect("a part for every length");
-                assert_eq!(
-                    self.classes[index + part].entries,
-                    self.classes[index].entries
-                );
+                    .position(|class| class.split.as_ref().map(|s| s.0) == Some(torn))
+                    .expect("a part holds every state");
+                assert_eq!(self.classes[index + part].entries, class.entries);
                 index + part
             }
         }
     }
 
-    /// Splits every class by the length its states come back with (see the module header).
-    fn split_by_length(&mut self) {
+    /// Splits every class into its clean and its torn states, each part kept where it
+    /// holds a state (see the module header).
+    fn split_by_tail(&mut self) {
         let classes = std::mem::take(&mut self.classes);
         for class in classes {
-            let mut lengths: BTreeMap<u64, BigUint> = BTreeMap::new();
+            let mut parts: BTreeMap<bool, BigUint> = BTreeMap::new();
             for e in class.entries.clone() {
                 for (len_bytes, states) in self.entry_lengths(e) {
-                    *lengths.entry(len_bytes).or_default() += states;
+                    *parts.entry(len_bytes != class.kept_len_bytes).or_default() += states;
                 }
             }
-            for (len_bytes, states) in lengths {
+            for (torn, states) in parts {
                 self.classes.push(LineClass {
-                    split: Some((len_bytes, states)),
+                    split: Some((torn, states)),
                     ..class.clone()
                 });
             }
@@ -334,17 +336,23 @@ impl LineFile {
     /// entry's pieces before `p` kept, `p` at its fate, every later choice at 0.
     ///
     ///
-    /// A part split by length takes the first of its entries that has states of that
-    /// length, with the later choice that gives it: the last surviving piece, or the size.
+    /// A part split by tail takes the first of its entries with a state of its tail, at
+    /// the shortest length of it, with the later choice that gives that length: the last
+    /// surviving piece, or the size.
     fn representative(&self, index: usize) -> Vec<u64> {
         let class = &self.classes[index];
-        let Some((len_bytes, _)) = class.split else {
+        let Some((torn, _)) = class.split else {
             return self.entry_representative(class.entries.start);
         };
-        let e = class
+        let (e, len_bytes) = class
             .entries
             .clone()
-            .find(|&e| self.entry_lengths(e).contains_key(&len_bytes))
+            .find_map(|e| {
+                self.entry_lengths(e)
+                    .into_keys()
+                    .find(|&len_bytes| (len_bytes != class.kept_len_bytes) == torn)
+                    .map(|len_bytes| (e, len_bytes))
+            })
             .expect("a part has states");
         let mut digits = self.entry_representative(e);
         let (p, _) = self.entry(e);
@@ -631,11 +639,11 @@ pub struct CrashReaders {
     pub line_files: Vec<String>,
     /// The unread files: those whose name ends with one of these.
     pub unread_suffixes: Vec<String>,
-    /// Whether each class of a line-read file is split by the length the file comes back
-    /// with, and unread files are not collapsed: a reader that cuts a torn tail away (or
-    /// a process that writes an unread file's name again) takes steps, and leaves a later
-    /// power loss choices, that depend on them (see the module header). A fault after the
-    /// power loss then finds the same steps and choices in every state of a class.
+    /// Whether each class of a line-read file is split by tail (whether bytes follow the
+    /// kept lines), and unread files are not collapsed: a reader that cuts a torn tail away
+    /// takes steps to do it, and a process that writes an unread file's name again lands on
+    /// its bytes (see the module header). A fault after the power loss then finds the same
+    /// steps and choices in every state of a class.
     pub split_tails: bool,
 }
 
@@ -1006,7 +1014,7 @@ impl Disk {
             class_states_memo: OnceLock::new(),
         };
         if split_tails {
-            file.split_by_length();
+            file.split_by_tail();
         }
         file
     }

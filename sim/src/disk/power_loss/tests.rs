@@ -573,7 +573,8 @@ fn a_write_back_is_a_write_of_the_bytes_read() {
         }
         disk.append("f", &[b'q'; 3_000]).unwrap();
         let mut shared = disk.clone();
-        shared.write_back("f").unwrap();
+        let len_bytes = shared.read("f").unwrap().len() as u64;
+        shared.write_back("f", len_bytes).unwrap();
         let mut own = disk.clone();
         let read = own.read("f").unwrap();
         own.write("f", 0, &read).unwrap();
