@@ -73,7 +73,7 @@ fn fault_key(planned: &PlannedFault) -> u64 {
             class,
             by_tail: false,
         } => (3, at(a), class),
-        // A class split by length (depth 2) numbers other classes: a code of its own.
+        // A class split by tail (depth 2) numbers other classes: a code of its own.
         Fault::PowerLossClass {
             at: a,
             class,
