@@ -559,10 +559,17 @@ fn rolled_back(incarnations: &[Incarnation]) -> u64 {
         if i > 0 && stats.resume_decided && stats.resume_from_index < newest_committed {
             rolled_back += 1;
         }
-        let committed = stats.last_committed.as_ref().map_or(0, |c| c.index);
-        newest_committed = newest_committed.max(committed).max(stats.resume_from_index);
+        newest_committed = newest_committed_after(newest_committed, stats);
     }
     rolled_back
+}
+
+/// The newest checkpoint (by event index) an incarnation with `stats` committed or resumed
+/// from, or `newest` of those before it if that is newer: what a later restart's roll-back
+/// is judged against ([`Observation::rolled_back`]).
+pub fn newest_committed_after(newest: u64, stats: &keel_engine::IncarnationStats) -> u64 {
+    let committed = stats.last_committed.as_ref().map_or(0, |c| c.index);
+    newest.max(committed).max(stats.resume_from_index)
 }
 
 /// A consumer's lines, read one at a time: the whole records, and how many lines are not one.

@@ -27,6 +27,20 @@
 //!   they have the same crash states, numbered alike, and each leaves the same disk but
 //!   for inode numbers, which nothing reads but to order files.
 //!
+//! A class of power-loss states (split by tail, as at depth 2), first or second, is its
+//! first state's run, and stands for its states by the class claim
+//! (`keel_sim::disk::power_loss::classes`): the argument holds for that run as for any
+//! state's, and the disks alike at S number S's classes alike, so the pair is the pair of
+//! the two classes, standing for the product of their states (the world counts a run of
+//! two class faults so).
+//!
+//! Only where F's history is the fault-free run's in what judges a later restart: the
+//! newest checkpoint committed or resumed from over all its incarnations
+//! ([`ConvergedAt::newest_committed_alike`]). A power loss can undo a commit (under
+//! `no-dir-fsync`, say), and F's run converges before it commits that checkpoint again; a
+//! second crash then restores a checkpoint older than that commit, a roll-back in the pair
+//! and not in S' (found by the debug check below on an incremental `no-dir-fsync` sweep).
+//!
 //! Not so a disk error (a failed fsync leaves the pending bytes unpersisted: what is durable
 //! matters), a sink outage (its retries meet the event arrivals on the clock, which
 //! converging does not compare under event-index keys), a zombie (it wakes on the clock) or
@@ -53,6 +67,7 @@ use crate::observation::{
 };
 use crate::runner::View;
 use keel_engine::{KeyScheme, SinkKind};
+use num_bigint::BigUint;
 use std::sync::Arc;
 
 /// What a pair takes of one of the runs it is composed of: its records as segments of the
@@ -152,24 +167,42 @@ impl Part {
 #[derive(Clone, Debug)]
 pub struct ConvergedFirst {
     at: ConvergedAt,
+    /// How many crash states it stands for, if it is a class of them (its run's
+    /// [`PointRun::class_states`]).
+    class_states: Option<BigUint>,
     /// How many records the fault-free file holds before the boundary.
     at_records: usize,
     /// Its records before the boundary, and the rest of its observation.
     part: Part,
 }
 
-/// A single fault's point on the fault-free run, as pairs take it (None: it cannot be
-/// composed: a recovery that failed, a view not held as a splice).
+/// A single fault's point on the fault-free run, as pairs take it (`part` None: it cannot
+/// be composed: a recovery that failed, a view not held as a splice).
 #[derive(Clone, Debug)]
-pub struct SingleFault(Option<Part>);
+pub struct SingleFault {
+    part: Option<Part>,
+    /// How many crash states it stands for, if it is a class of them.
+    class_states: Option<BigUint>,
+}
 
 impl SingleFault {
     /// Whether a pair composed of `self` is the pair composed of `other` with the same first
     /// fault: both held alike ([`Part::same_as`]).
     pub fn same_as(&self, other: &SingleFault) -> bool {
-        match (&self.0, &other.0) {
+        match (&self.part, &other.part) {
             (Some(x), Some(y)) => x.same_as(y),
             _ => false,
+        }
+    }
+
+    /// How many pairs of crash states a pair of `first` and `self` stands for, where either
+    /// is a class (None: both are one state each): the product, as the world counts a run
+    /// of two class faults.
+    pub fn class_states_after(&self, first: &ConvergedFirst) -> Option<BigUint> {
+        match (&first.class_states, &self.class_states) {
+            (Some(a), Some(b)) => Some(a * b),
+            (Some(a), None) | (None, Some(a)) => Some(a.clone()),
+            (None, None) => None,
         }
     }
 }
@@ -194,6 +227,14 @@ impl Forks {
     /// ending with the fault-free records from the boundary on ([`Part::of`] for the rest).
     pub fn converged_first(&self, run: &PointRun) -> Option<ConvergedFirst> {
         let at = run.converged_at?;
+        // A later restart is judged a roll-back against the newest checkpoint committed over
+        // the run's history, which converging does not compare: where a first fault's
+        // history holds a newer one than the fault-free run's (a power loss undid a commit
+        // the run has not made again), a second crash's restart is a roll-back in the pair
+        // and not in its single-fault run.
+        if !at.newest_committed_alike {
+            return None;
+        }
         let known = self.known.as_ref().filter(|_| self.shareable())?;
         let at_records = known.records_before_byte(at.fault_free_sink_len_bytes)?;
         let mut part = Part::of(&run.observation)?;
@@ -201,16 +242,17 @@ impl Forks {
         drop_known_from(&mut part.segments, at_records, known_len)?;
         Some(ConvergedFirst {
             at,
+            class_states: run.class_states.clone(),
             at_records,
             part,
         })
     }
 
-    /// A single fault's point `observation`, as pairs take it: with the fault-free
-    /// run's final windows where its own are equal to them (a sweep compares and hashes a
-    /// shared map of windows once: `verdict::Reference` remembers a few).
-    pub fn single_fault(&self, observation: &Observation) -> SingleFault {
-        let mut part = Part::of(observation);
+    /// A single fault's point `run`, as pairs take it: with the fault-free run's final
+    /// windows where its own are equal to them (a sweep compares and hashes a shared map of
+    /// windows once: `verdict::Reference` remembers a few).
+    pub fn single_fault(&self, run: &PointRun) -> SingleFault {
+        let mut part = Part::of(&run.observation);
         if let Some(part) = &mut part {
             let fault_free = &self.end.final_state.windows;
             if !Arc::ptr_eq(&part.final_windows, fault_free) && *part.final_windows == **fault_free
@@ -218,7 +260,10 @@ impl Forks {
                 part.final_windows = Arc::clone(fault_free);
             }
         }
-        SingleFault(part)
+        SingleFault {
+            part,
+            class_states: run.class_states.clone(),
+        }
     }
 
     /// The observation of the pair of `first` and a second fault after its boundary whose
@@ -229,7 +274,7 @@ impl Forks {
         first: &ConvergedFirst,
         second: &SingleFault,
     ) -> Option<Observation> {
-        let (one, two) = (&first.part, second.0.as_ref()?);
+        let (one, two) = (&first.part, second.part.as_ref()?);
         if !Arc::ptr_eq(&one.known, &two.known) {
             return None;
         }

@@ -6,6 +6,7 @@
 use super::ahead::AheadBoundary;
 use super::shared::{Boundary, Class, Surroundings};
 use super::{Facts, Forks, SharedFutures};
+use crate::observation::newest_committed_after;
 use crate::runner::{resume, Between, Control, Driven, Moment, Paused, RunResult};
 use keel_engine::{KeyScheme, SinkKind};
 use keel_sim::{Contents, CrashCounts, Disk, DiskError, FaultPlan};
@@ -39,6 +40,10 @@ pub struct ConvergedAt {
     /// so that a power loss later in the run is the fault-free run's, shifted. None: not
     /// compared (only [`Forks::run_first_fault`] compares).
     pub disk_alike: Option<bool>,
+    /// Whether the newest checkpoint the run committed or resumed from, over all its
+    /// incarnations, is the fault-free run's there: a later restart is a roll-back in one
+    /// run exactly where it is in the other (what a pair's second crash is judged against).
+    pub newest_committed_alike: bool,
 }
 
 impl ConvergedAt {
@@ -50,8 +55,17 @@ impl ConvergedAt {
             fault_free_steps: fault_free.world.steps_taken(),
             fault_free_sink_len_bytes: facts.sink_len_bytes,
             disk_alike: None,
+            newest_committed_alike: newest_committed(paused) == newest_committed(fault_free),
         }
     }
+}
+
+/// The newest checkpoint the run `paused` shows committed or resumed from, over its ended
+/// incarnations and its live one so far.
+fn newest_committed(paused: &Paused) -> u64 {
+    let ended = paused.incarnations.iter().map(|i| &i.stats);
+    let newest = ended.fold(0, newest_committed_after);
+    newest_committed_after(newest, paused.engine.stats())
 }
 
 impl Forks {

@@ -1,7 +1,8 @@
-//! Depth-2 points whose second fault is a process crash, a sink error or a lost ack after
-//! their first fault's run converged take their observation composed from two single-fault
-//! runs
-//! (`fork/converged_pairs.rs` states why that is the pair's) instead of running. The
+//! Depth-2 points whose second fault is a process crash, a sink error, a lost ack or (the
+//! disks alike) a power loss after their first fault's run converged take their observation
+//! composed from two single-fault runs (`fork/converged_pairs.rs` states why that is the
+//! pair's) instead of running; a power loss, first or second, may be a class of crash
+//! states, and the pair's record then counts the product of its classes' states. The
 //! single-fault runs are kept for every chunk and thread of the sweep ([`ConvergedPairs`]).
 
 use super::run::{push_point_records, LastJudged};
@@ -215,10 +216,6 @@ impl ConvergedPairs {
         let [first, second] = &*point.faults else {
             return None;
         };
-        // A class point stands for several states, counted on its record: it runs.
-        if matches!(first.fault, Fault::PowerLossClass { .. }) {
-            return None;
-        }
         let key = (point.sink, *first);
         if last.first.as_ref().map(|(last_key, _)| *last_key) != Some(key) {
             last.first = Some((key, self.first(forks, key)));
@@ -238,7 +235,10 @@ impl ConvergedPairs {
                     second: *second,
                     converged,
                 };
-                if matches!(second.fault, Fault::PowerLoss { .. }) {
+                if matches!(
+                    second.fault,
+                    Fault::PowerLoss { .. } | Fault::PowerLossClass { .. }
+                ) {
                     self.power_loss_records_of(on, pair, last, judged, out)
                 } else {
                     self.slot_records_of(on, pair, last, judged, out)
@@ -280,8 +280,8 @@ impl ConvergedPairs {
     }
 
     /// [`ConvergedPairs::records_of`] for a pair whose second fault is a power loss (a
-    /// crash state, not a class): composed only where the first fault's whole disk was alike
-    /// with the fault-free run's where it converged (`fork/converged_pairs.rs`).
+    /// crash state or a class of them): composed only where the first fault's whole disk was
+    /// alike with the fault-free run's where it converged (`fork/converged_pairs.rs`).
     fn power_loss_records_of(
         &self,
         on: OnSink,
@@ -291,7 +291,10 @@ impl ConvergedPairs {
         out: &mut Vec<PointRecord>,
     ) -> Option<()> {
         let (forks, converged, point, second) = (on.forks, pair.converged, pair.point, pair.second);
-        assert!(matches!(second.fault, Fault::PowerLoss { .. }));
+        assert!(matches!(
+            second.fault,
+            Fault::PowerLoss { .. } | Fault::PowerLossClass { .. }
+        ));
         if !converged.disk_alike() {
             return None;
         }
@@ -365,7 +368,7 @@ struct Pair<'a> {
 /// The single fault `fault` at `step` of the fault-free run, as pairs take it.
 fn single_run(forks: &Forks, step: u64, fault: Fault) -> SingleFault {
     let plan = FaultPlan::new([PlannedFault { step, fault }]).expect("one fault");
-    forks.single_fault(&forks.run_point(&plan, true, None).observation)
+    forks.single_fault(&forks.run_point(&plan, true, None))
 }
 
 impl OnSink<'_> {
@@ -389,6 +392,8 @@ impl OnSink<'_> {
         out: &mut Vec<PointRecord>,
     ) -> Option<()> {
         let (baseline, forks) = (self.baseline, self.forks);
+        // Where either fault is a class, the pair stands for the product of their states.
+        let class_states = single.class_states_after(converged);
         let observation = match &last.composed {
             Some(composed) if composed.alike.composes_as(&alike) => {
                 Rc::clone(&composed.observation)
@@ -409,6 +414,7 @@ impl OnSink<'_> {
             let plan = FaultPlan::new(point.faults.iter().copied()).expect("distinct steps");
             let ran = forks.run_point(&plan, true, None);
             assert_eq!(ran.observation, observation, "{:?}", point.faults);
+            assert_eq!(ran.class_states, class_states, "{:?}", point.faults);
         }
         let composed = last.composed.as_mut().expect("set above");
         // The point before took the same observation: if its record is `out`'s last, it is this
@@ -418,7 +424,10 @@ impl OnSink<'_> {
             .filter(|r| composed.index + 1 == index && r.index + r.points() == index);
         if let Some(record) = before {
             assert!(record.view.is_none(), "a file sink's one view");
-            if point.sampled.is_empty() && *record.row == *point.row {
+            if point.sampled.is_empty()
+                && *record.row == *point.row
+                && record.class_states == class_states
+            {
                 let key = *composed.outcome_key.get_or_insert_with(|| {
                     outcome_key(record.sink, digest_hash(&record.outcome_digest))
                 });
@@ -435,7 +444,7 @@ impl OnSink<'_> {
             baseline,
             index,
             point,
-            (observation, None, None),
+            (observation, None, class_states),
             judged,
             out,
         );
@@ -554,6 +563,31 @@ mod tests {
                 "Idempotent power-loss+power-loss 3260 of 6208",
                 "Idempotent power-loss+process-crash 2301 of 3580",
                 "Idempotent process-crash+power-loss 2213 of 4062",
+                "Idempotent process-crash+process-crash 1526 of 2269",
+            ]
+        );
+    }
+
+    /// With power-loss classes (split by tail, as at depth 2): a pair whose first fault, or
+    /// whose second power loss, is a class is composed as a pair of states is, and its
+    /// records (the states it stands for, the product of its classes', included) are those
+    /// of its run from scratch.
+    #[test]
+    fn a_composed_pair_of_classes_has_the_records_of_its_run_from_scratch() {
+        let mut sweep = crash_and_sink_error_sweep(2);
+        sweep.faults = vec![FaultKind::ProcessCrash, FaultKind::PowerLoss];
+        sweep.power_loss_points = crate::sweep::PowerLossPoints::Classes;
+        let composed = check(&sweep);
+        assert_eq!(
+            composed,
+            [
+                "Append power-loss+power-loss 13208 of 75912",
+                "Append power-loss+process-crash 4071 of 6722",
+                "Append process-crash+power-loss 5375 of 69776",
+                "Append process-crash+process-crash 1582 of 2269",
+                "Idempotent power-loss+power-loss 14459 of 49896",
+                "Idempotent power-loss+process-crash 3916 of 6722",
+                "Idempotent process-crash+power-loss 5792 of 20132",
                 "Idempotent process-crash+process-crash 1526 of 2269",
             ]
         );
