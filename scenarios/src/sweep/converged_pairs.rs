@@ -47,7 +47,7 @@ pub struct ConvergedPairs {
     singles: BTreeMap<SinkKind, Vec<OnceLock<Single>>>,
     slots: Slots,
     /// Per sink, at depth 2 with power losses aimed: each step's power losses (a crash point
-    /// and state each) on the fault-free run, run once a sweep. A step has a few (as many as
+    /// and a state or a class each) on the fault-free run, run once a sweep. A step has a few (as many as
     /// `--power-loss-states-max` a crash point), so a small map under a lock of its own.
     power_losses: BTreeMap<SinkKind, Vec<PowerLossesAt>>,
     /// How many `power_losses` holds, up to [`POWER_LOSSES_KEPT_MAX`].
