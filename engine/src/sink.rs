@@ -360,9 +360,12 @@ pub struct SinkConnector {
 }
 
 impl SinkConnector {
-    /// Opens the sink (one step), creating its file (and syncing the directory) if needed.
+    /// Opens the sink (one step), creating its file if needed, and syncs the directory.
     /// With `rewrite`, the same step writes the file back as it read it: a clean page a
-    /// failed fsync left unpersisted is dirty again, so the next sync writes it or fails.
+    /// failed fsync left unpersisted is dirty again, and a file found is synced before the
+    /// sink takes a record (a step of its own), so what recovery builds on is durable, as a
+    /// restored checkpoint is (and a later power loss finds only the new process's appends
+    /// pending, which the simulated disk's power-loss classes count on).
     /// With `tail_repair`, a tail
     /// that is not whole records (a torn append) is truncated away and the cut made durable,
     /// and the write-back writes only the whole records it keeps: what a later power loss
@@ -378,9 +381,9 @@ impl SinkConnector {
         known: Option<&Arc<KnownSinkFile>>,
     ) -> Result<SinkConnector, SinkError> {
         let file = kind.file_name().to_string();
-        let (created, contents, readable_len_bytes) = world
+        let (contents, readable_len_bytes, found) = world
             .effect("sink.open", file.clone(), |env| {
-                let created = !env.disk.exists(&file);
+                let found = env.disk.exists(&file);
                 env.disk.open_or_create(&file)?;
                 let contents = env.disk.read_shared(&file)?;
                 let readable = readable_len_bytes(&contents, known.map(Arc::as_ref));
@@ -392,15 +395,13 @@ impl SinkConnector {
                 if rewrite && kept_len_bytes > 0 {
                     env.disk.write_back(&file, kept_len_bytes as u64)?;
                 }
-                Ok((created, contents, readable))
+                Ok((contents, readable, found))
             })?
             .map_err(|e: DiskError| SinkError::Fatal(format!("sink open: {e}")))?;
-        if created {
-            // A new file's name is durable only once its directory is synced.
-            world
-                .effect("disk.fsync-dir", ".", |env| env.disk.fsync_dir())?
-                .map_err(|e| SinkError::Fatal(format!("sink open: {e}")))?;
-        }
+        // Whether an fsync must follow, and what a failed one failed at. A file found is
+        // synced whatever it holds, so the steps of a recovery do not depend on the sink's
+        // bytes (sweeps share a recovery between points whose disks differ only there).
+        let mut sync = (rewrite && found).then_some("sink open");
         if readable_len_bytes < contents.len() {
             let dropped = contents.len() - readable_len_bytes;
             if tail_repair {
@@ -412,15 +413,26 @@ impl SinkConnector {
                         env.disk.truncate(&file, readable_len_bytes as u64)
                     })?
                     .map_err(|e| SinkError::Fatal(format!("sink repair: {e}")))?;
-                world
-                    .effect("disk.fsync", file.clone(), |env| env.disk.fsync(&file))?
-                    .map_err(|e| SinkError::Fatal(format!("sink repair: {e}")))?;
+                sync = Some("sink repair");
             } else {
                 world.note(format!(
                     "sink {file}: {dropped} unreadable bytes at the end left in place"
                 ));
             }
         }
+        if let Some(context) = sync {
+            // One fsync makes the cut and the written-back lines durable together.
+            world
+                .effect("disk.fsync", file.clone(), |env| env.disk.fsync(&file))?
+                .map_err(|e| SinkError::Fatal(format!("{context}: {e}")))?;
+        }
+        // A file's name is durable only once its directory is synced: a new file's, and a
+        // file a restart finds, which the process before may have created and died before
+        // it synced the directory (recovery cannot tell, and the file it builds on would
+        // vanish in a power loss; and a later power loss would find its name pending).
+        world
+            .effect("disk.fsync-dir", ".", |env| env.disk.fsync_dir())?
+            .map_err(|e| SinkError::Fatal(format!("sink open: {e}")))?;
         Ok(SinkConnector {
             kind,
             file,

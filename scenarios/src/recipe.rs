@@ -34,7 +34,10 @@
 //!   `disk.fsync` (not under `no-fsync-rename` or `size-only`) and `disk.fsync-dir .` (not
 //!   under `no-dir-fsync`), and only where both made it durable, `disk.remove` of every older
 //!   one, oldest first; under `in-place`, `disk.read state.json` if it exists;
-//! - `sink.open <file>`, then `disk.fsync-dir .` if the sink did not exist yet.
+//! - `sink.open <file>`; if the sink existed, its `disk.fsync` (the file written back over
+//!   itself made durable; not under `trust-page-cache-after-eio`, which writes nothing
+//!   back); then `disk.fsync-dir .`, whether the sink existed or not (the process before
+//!   may have created it and died before it synced the directory).
 
 use crate::model::ModelMismatch;
 use keel_engine::{CheckpointProtocol, EngineConfig, KeyScheme, Record, SinkKind};
@@ -67,6 +70,8 @@ struct Recipe {
     fsync_dir: bool,
     delete_before_rename: bool,
     sink_sync_first: bool,
+    /// Recovery writes a sink file it finds back over itself and syncs it.
+    sink_rewrite: bool,
 }
 
 impl Recipe {
@@ -78,6 +83,7 @@ impl Recipe {
             fsync_dir: !matches!(protocol, P::InPlace | P::NoDirFsync),
             delete_before_rename: protocol == P::DeleteThenRename,
             sink_sync_first: protocol != P::CheckpointBeforeSinkSync,
+            sink_rewrite: protocol != P::TrustPageCacheAfterEio,
         }
     }
 }
@@ -306,9 +312,10 @@ pub fn recovery_steps(
         }
     }
     steps.push(step("sink.open", sink_file));
-    if !found.sink {
-        steps.push(step("disk.fsync-dir", "."));
+    if found.sink && recipe.sink_rewrite {
+        steps.push(step("disk.fsync", sink_file));
     }
+    steps.push(step("disk.fsync-dir", "."));
     steps
 }
 
@@ -535,7 +542,9 @@ mod tests {
                 "disk.fsync state-16.json",
                 "disk.fsync-dir .",
                 "disk.remove state-8.json",
-                "sink.open sink-append.jsonl"
+                "sink.open sink-append.jsonl",
+                "disk.fsync sink-append.jsonl",
+                "disk.fsync-dir ."
             ]
         );
         // Without the data fsync the restored checkpoint may not be durable: keep the older.
@@ -549,7 +558,9 @@ mod tests {
                 "disk.list .",
                 "disk.read state-16.json",
                 "disk.fsync-dir .",
-                "sink.open sink-idempotent.jsonl"
+                "sink.open sink-idempotent.jsonl",
+                "disk.fsync sink-idempotent.jsonl",
+                "disk.fsync-dir ."
             ]
         );
         assert_eq!(
@@ -573,7 +584,23 @@ mod tests {
             [
                 "disk.list .",
                 "disk.read state.json",
-                "sink.open sink-append.jsonl"
+                "sink.open sink-append.jsonl",
+                "disk.fsync sink-append.jsonl",
+                "disk.fsync-dir ."
+            ]
+        );
+        // Trusting the page cache writes nothing back, so it has nothing to sync but the
+        // directory.
+        assert_eq!(
+            names(&recovery_steps(
+                P::TrustPageCacheAfterEio,
+                SinkKind::Append,
+                &found(&[], None, true)
+            )),
+            [
+                "disk.list .",
+                "sink.open sink-append.jsonl",
+                "disk.fsync-dir ."
             ]
         );
     }

@@ -136,7 +136,7 @@ fn the_chapters_crash_after_event_14_for_real_append_sink() {
     assert_eq!(report["crash"]["written"], 1);
     assert_eq!(report["crash"]["checkpoint"]["index"], 8);
     assert_eq!(report["recovery"]["resume_from_index"], 8);
-    assert_eq!(report["fingerprint"], "8c5181a916ed86b9");
+    assert_eq!(report["fingerprint"], "8d77a5541506de54");
     assert_eq!(run["children"], killed_then_completed());
     assert_eq!(
         run["directory"],
@@ -323,8 +323,8 @@ fn a_crash_before_the_step_for_real_is_the_simulated_one() {
     // is the rename of checkpoint 16: before it, recovery goes back to checkpoint 8; after
     // it, recovery restores checkpoint 16 and removes the subsumed checkpoint 8.
     for (step, before, after) in [
-        ("23", ("43fc71d750edc407", 0), ("d962508b05f3ebab", 1)),
-        ("30", ("afc48aa9b2152d93", 1), ("4d64cddfef4e2921", 0)),
+        ("23", ("728706de3b939f4c", 0), ("b1fcf20445a93550", 1)),
+        ("30", ("5b5b99a4c4c36ba6", 1), ("2526dbd56a0bec3c", 0)),
     ] {
         let mut figures = Vec::new();
         for at in ["before", "after"] {
@@ -680,7 +680,7 @@ fn real_pacing_waits_on_the_wall_clock_and_changes_no_figure() {
     let trace = unpaced["trace"].as_array().unwrap();
     assert_eq!(
         trace.last().unwrap(),
-        "step 72 t=145ms p1 disk.fsync sink-append.jsonl"
+        "step 74 t=145ms p1 disk.fsync sink-append.jsonl"
     );
     assert!(trace.contains(&serde_json::json!("restart t=125ms p1")));
     assert_eq!(unpaced["tally"]["duplicates"], 1);
@@ -727,7 +727,7 @@ fn the_chapters_kill_after_2600_ms_paced_for_real() {
             .unwrap()
             .as_str()
             .unwrap()
-            .starts_with("step 64 t=8700ms p1 "),
+            .starts_with("step 66 t=8700ms p1 "),
         "{paced}"
     );
     assert!(reproduce.ends_with(" --real-pacing --pacing-scale 0.05"));

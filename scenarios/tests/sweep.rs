@@ -268,10 +268,10 @@ fn trusting_the_page_cache_after_a_failed_fsync_loses_records() {
         &["--faults", "disk-error,page-eviction", "--depth", "2"],
     );
     for (sink, fault, points) in [
-        ("append", "disk-error+disk-error", 356),
-        ("append", "disk-error+page-eviction", 48),
-        ("idempotent", "disk-error+disk-error", 356),
-        ("idempotent", "disk-error+page-eviction", 48),
+        ("append", "disk-error+disk-error", 400),
+        ("append", "disk-error+page-eviction", 54),
+        ("idempotent", "disk-error+disk-error", 400),
+        ("idempotent", "disk-error+page-eviction", 54),
     ] {
         let r = row(&safe, sink, fault);
         assert_eq!(n(&r["points"]), points, "{sink} / {fault}");

@@ -205,42 +205,60 @@ fn a_zombie_producer_is_fenced() {
 
 /// A power loss that strikes while the zombie writes takes the machine down, and with it the
 /// zombie's replacement: the replacement used to go on with a sink index of records the power
-/// loss had torn away, and left a corrupt record in the sink (explore, seed 16360).
+/// loss had torn away, and left a corrupt record in the sink (explore, seed 16360). That
+/// seed's power loss now lands on the replacement's sync of the sink it found, two steps
+/// before the zombie wakes, so the plan is written out: the zombie cut off at its write of
+/// 25:20 (step 51), and the power loss after its retry (step 59), on the append sink in the
+/// state that keeps the retry torn (sector 0 to 43 bytes) and the file's new size; the
+/// idempotent sink skips the retry (it has the key), so its power loss finds nothing pending.
 #[test]
 fn a_power_loss_during_a_zombie_write_takes_its_replacement_down_too() {
-    let replay = |seed: &str, sink: &str| {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("zombie-power-loss");
+    std::fs::create_dir_all(&dir).unwrap();
+    let replay = |sink: &str, state: u64| {
+        let plan = dir.join(format!("{sink}.json"));
+        let faults = format!(
+            r#"{{"faults":[{{"step":51,"fault":{{"kind":"zombie"}}}},{{"step":59,"fault":{{"kind":"power-loss","at":"after","state":{state}}}}}]}}"#
+        );
+        std::fs::write(&plan, faults).unwrap();
         json(&[
             "replay",
             "--scenario",
             "ch04",
-            "--seed",
-            seed,
+            "--plan",
+            plan.to_str().unwrap(),
             "--sink",
             sink,
-            "--faults",
-            ALL_KINDS,
         ])
     };
-    for sink in ["append", "idempotent"] {
-        let report = replay("16360", sink);
+    for (sink, state, power_loss) in [
+        (
+            "append",
+            4,
+            "state 4/6: sink-append.jsonl: 1/1 writes kept (sector 0 torn to 43 bytes), size kept",
+        ),
+        ("idempotent", 0, "state 0/1: nothing pending"),
+    ] {
+        let report = replay(sink, state);
         assert_eq!(
             report["injected"]["faults"][1]["fault"]["kind"], "power-loss",
             "{sink}"
         );
         assert_eq!(n(&report["oracle"]["restarts"]), 2, "{sink}");
         assert_eq!(n(&report["oracle"]["corrupt"]), 0, "{sink}");
+        assert_eq!(n(&report["oracle"]["lost"]), 0, "{sink}");
         let trace = trace_lines(&report);
-        assert!(
-            trace
-                .iter()
-                .any(|line| line.ends_with("power loss: p1 goes down with the machine")),
-            "{sink}: {trace:#?}"
-        );
+        for line in [
+            "note t=8000ms p1 zombie: p0 wakes up".to_string(),
+            format!("note t=8000ms p1 power loss: {power_loss}"),
+            "note t=8000ms p1 power loss: p1 goes down with the machine".to_string(),
+        ] {
+            assert!(trace.contains(&line.as_str()), "{sink}: {line}: {trace:#?}");
+        }
+        if sink == "idempotent" {
+            assert_eq!(report["failures"], serde_json::json!([]));
+        }
     }
-    assert_eq!(
-        replay("16360", "idempotent")["failures"],
-        serde_json::json!([])
-    );
 }
 
 /// Nothing fences a zombie on a file sink. After a power loss has torn away the newest

@@ -456,11 +456,14 @@ fn merge_takes_expect_as_in_the_readme_recipe() {
 }
 
 /// A failed sink fsync (step 26: the record 13:10 stays in a clean page the disk does not
-/// hold), then a power loss once checkpoint 16 committed the record's replayed copy (step 45,
-/// the rename of state-16.json, crash state 2: everything pending kept).
+/// hold), then a power loss once checkpoint 16 committed the record's replayed copy (the
+/// rename of state-16.json: step 46 when recovery only opens the sink and syncs the
+/// directory, 47 when it also syncs the sink it wrote back; crash state 2: everything
+/// pending kept).
 fn failed_fsync_then_power_loss(protocol: &str) -> String {
+    let rename_step = if protocol == "safe" { 47 } else { 46 };
     let spec = format!(
-        r#"{{"spec":{{"scenario":"ch04","events":null,"window":10,"out_of_orderness":5,"checkpoint_every":8,"event_interval_ms":300,"restart_delay_ms":500,"protocol":"{protocol}","key":"event-index","transaction_timeout_ms":60000,"seed":0,"sector_size_bytes":512}},"sink":"append","faults":[{{"step":26,"fault":{{"kind":"disk-error"}}}},{{"step":45,"fault":{{"kind":"power-loss","at":"after","state":2}}}}]}}"#
+        r#"{{"spec":{{"scenario":"ch04","events":null,"window":10,"out_of_orderness":5,"checkpoint_every":8,"event_interval_ms":300,"restart_delay_ms":500,"protocol":"{protocol}","key":"event-index","transaction_timeout_ms":60000,"seed":0,"sector_size_bytes":512}},"sink":"append","faults":[{{"step":26,"fault":{{"kind":"disk-error"}}}},{{"step":{rename_step},"fault":{{"kind":"power-loss","at":"after","state":2}}}}]}}"#
     );
     write(&format!("eio-then-power-loss-{protocol}.json"), &spec)
 }

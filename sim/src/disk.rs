@@ -42,7 +42,9 @@
 //!   whole file, so the process cannot tell which blocks were lost and must be correct
 //!   whichever were: the model takes all of them, the state that loses the most. A later
 //!   write over unpersisted bytes makes them dirty again (a pending write, persisted by the
-//!   next fsync); a truncate drops those past the new end. The model is byte-exact where a
+//!   next fsync); a truncate drops those past the new end. A write-back of a file over
+//!   itself ([`Disk::write_back`]) where nothing is unpersisted writes nothing: each byte
+//!   is durable already or a pending write's, so it could add no file a power loss leaves. The model is byte-exact where a
 //!   kernel works in pages: a real re-dirtied page is written whole, so bytes of it the
 //!   model keeps unpersisted may persist for real. btrfs aborts instead: the file system
 //!   turns read-only, the `btrfs` profile below.
@@ -395,11 +397,23 @@ impl Disk {
     /// Writes the file's first `len_bytes` back over themselves, as a process writes back
     /// what it read and keeps: the same as `write(name, 0, <those bytes>)`, every one of them
     /// dirty again, but the pending write shares the file's chunks instead of copying them.
+    ///
+    /// Where no failed fsync left a byte unpersisted or the size in doubt, every byte it
+    /// would write is one the disk holds durable or one a pending write writes, so its
+    /// pieces, torn or whole, resolve to files the pending writes resolve to alone (tested
+    /// state by state): it writes nothing then, and a power loss has no more states to
+    /// count than before (nor a write over the file's appends that would keep them from
+    /// being counted as classes).
     pub fn write_back(&mut self, name: &str, len_bytes: u64) -> Result<(), DiskError> {
-        let current = self.inode(name)?.current.clone();
+        let inode = self.inode(name)?;
+        let current = inode.current.clone();
         assert!(len_bytes <= current.len() as u64, "a prefix of the file");
+        let changes_nothing = inode.unpersisted.is_empty() && inode.failed_len_bytes.is_none();
         let current = current.prefix(len_bytes as usize);
         self.injected("write", name)?;
+        if changes_nothing {
+            return Ok(());
+        }
         self.inode_mut(name)?.apply(DataOp::Write {
             offset_bytes: 0,
             bytes: Written::Shared(current),

@@ -233,8 +233,10 @@ fn a_second_fault_forked_from_the_run_of_the_first_observes_what_the_naive_run_o
     ];
     // 6 and 7 ran to their end with 32 futures and 8 restarts kept (rather than
     // `shared::SHARED_FUTURES_MAX` and `shared::RESTART_FUTURES_MAX`); idempotent: 20 when a
-    // restart shared only with an equal sink file.
-    assert_eq!(figures, [(788, 784, 26), (788, 784, 40)]);
+    // restart shared only with an equal sink file. Since a recovery syncs the sink file it
+    // finds (one more step a restart), the steps every third of which is a second fault
+    // moved: 788 points then, 26 and 40 of them run to their end.
+    assert_eq!(figures, [(794, 786, 34), (794, 786, 44)]);
 }
 
 #[test]

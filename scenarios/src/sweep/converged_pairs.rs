@@ -524,7 +524,7 @@ mod tests {
                 "Append ack-lost+process-crash 48 of 56",
                 "Append ack-lost+sink-error 6 of 10",
                 "Append process-crash+ack-lost 175 of 207",
-                "Append process-crash+process-crash 1582 of 2269",
+                "Append process-crash+process-crash 1582 of 2385",
                 "Append process-crash+sink-error 175 of 207",
                 "Append sink-error+ack-lost 6 of 10",
                 "Append sink-error+process-crash 48 of 56",
@@ -533,7 +533,7 @@ mod tests {
                 "Idempotent ack-lost+process-crash 48 of 56",
                 "Idempotent ack-lost+sink-error 6 of 10",
                 "Idempotent process-crash+ack-lost 161 of 207",
-                "Idempotent process-crash+process-crash 1526 of 2269",
+                "Idempotent process-crash+process-crash 1526 of 2385",
                 "Idempotent process-crash+sink-error 161 of 207",
                 "Idempotent sink-error+ack-lost 6 of 10",
                 "Idempotent sink-error+process-crash 48 of 56",
@@ -556,14 +556,14 @@ mod tests {
         assert_eq!(
             composed,
             [
-                "Append power-loss+power-loss 3162 of 6208",
-                "Append power-loss+process-crash 2382 of 3580",
-                "Append process-crash+power-loss 2066 of 4062",
-                "Append process-crash+process-crash 1582 of 2269",
-                "Idempotent power-loss+power-loss 3260 of 6208",
-                "Idempotent power-loss+process-crash 2301 of 3580",
-                "Idempotent process-crash+power-loss 2213 of 4062",
-                "Idempotent process-crash+process-crash 1526 of 2269",
+                "Append power-loss+power-loss 3082 of 6020",
+                "Append power-loss+process-crash 2382 of 3756",
+                "Append process-crash+power-loss 2158 of 3977",
+                "Append process-crash+process-crash 1582 of 2385",
+                "Idempotent power-loss+power-loss 3180 of 5953",
+                "Idempotent power-loss+process-crash 2301 of 3756",
+                "Idempotent process-crash+power-loss 2305 of 3889",
+                "Idempotent process-crash+process-crash 1526 of 2385",
             ]
         );
     }
@@ -581,14 +581,14 @@ mod tests {
         assert_eq!(
             composed,
             [
-                "Append power-loss+power-loss 13208 of 75912",
-                "Append power-loss+process-crash 4071 of 6722",
-                "Append process-crash+power-loss 5375 of 69776",
-                "Append process-crash+process-crash 1582 of 2269",
-                "Idempotent power-loss+power-loss 14459 of 49896",
-                "Idempotent power-loss+process-crash 3916 of 6722",
-                "Idempotent process-crash+power-loss 5792 of 20132",
-                "Idempotent process-crash+process-crash 1526 of 2269",
+                "Append power-loss+power-loss 12524 of 24898",
+                "Append power-loss+process-crash 4071 of 7105",
+                "Append process-crash+power-loss 5582 of 9436",
+                "Append process-crash+process-crash 1582 of 2385",
+                "Idempotent power-loss+power-loss 13775 of 23542",
+                "Idempotent power-loss+process-crash 3916 of 7105",
+                "Idempotent process-crash+power-loss 5999 of 9068",
+                "Idempotent process-crash+process-crash 1526 of 2385",
             ]
         );
     }
