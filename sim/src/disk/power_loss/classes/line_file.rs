@@ -172,22 +172,8 @@ impl LineFile {
     /// kept is `p` are the product of the later choices' radices, a suffix product.
     pub(super) fn all_class_states(&self) -> &[BigUint] {
         self.class_states_memo.get_or_init(|| {
-            let pieces = self.radices.len();
-            // piece_states[p] = extra_states * the radices of the pieces after p; for
-            // p = pieces (every piece kept) just extra_states.
-            let mut piece_states = vec![BigUint::from(self.extra_states); pieces + 1];
-            for p in (0..pieces.saturating_sub(1)).rev() {
-                piece_states[p] = &piece_states[p + 1] * u32::from(self.radices[p + 1]);
-            }
-            // Entries in order: radix - 1 a piece (its fates lost, torn), then every piece
-            // kept.
-            let entry_pieces: Vec<usize> = self
-                .radices
-                .iter()
-                .enumerate()
-                .flat_map(|(p, &radix)| std::iter::repeat_n(p, usize::from(radix) - 1))
-                .chain(std::iter::once(pieces))
-                .collect();
+            let piece_states = self.piece_states();
+            let entry_pieces = self.entry_pieces();
             self.classes
                 .iter()
                 .map(|class| {
@@ -200,6 +186,30 @@ impl LineFile {
                 })
                 .collect()
         })
+    }
+
+    /// Per `p`, the states of an entry whose first piece not kept is `p`: `extra_states`
+    /// times the radices of the pieces after `p`; for `p` = pieces (every piece kept) just
+    /// `extra_states`. One pass from the end, a product a piece.
+    fn piece_states(&self) -> Vec<BigUint> {
+        let pieces = self.radices.len();
+        let mut piece_states = vec![BigUint::from(self.extra_states); pieces + 1];
+        for p in (0..pieces.saturating_sub(1)).rev() {
+            piece_states[p] = &piece_states[p + 1] * u32::from(self.radices[p + 1]);
+        }
+        piece_states
+    }
+
+    /// Each entry's first piece not kept, in entry order: radix - 1 entries a piece (its
+    /// fates lost, torn), then the entry where every piece is kept.
+    fn entry_pieces(&self) -> Vec<usize> {
+        let pieces = self.radices.len();
+        self.radices
+            .iter()
+            .enumerate()
+            .flat_map(|(p, &radix)| std::iter::repeat_n(p, usize::from(radix) - 1))
+            .chain(std::iter::once(pieces))
+            .collect()
     }
 
     /// The index of the class whose entries hold the state with these `digits` (one a
@@ -240,22 +250,67 @@ impl LineFile {
 
     /// Splits every class into its clean and its torn states, each part kept where it
     /// holds a state (see the module header).
+    ///
+    /// Linear in the entries, not in entries times pieces: an entry's states come back at
+    /// its `B` (the size lost, no later piece kept), at the end or torn end of a later piece,
+    /// or at the process's length (the size kept). The pieces are appends in offset order,
+    /// so every length but `B` lies past the first piece not kept, and the lines kept end
+    /// at or before `B`: an entry's clean states are its `stale_radix` states at `B` when
+    /// `B` ends a line (the last entry: all of its states, where its length ends a line).
+    /// Debug builds count every length ([`LineFile::entry_lengths`]) and compare.
     pub(super) fn split_by_tail(&mut self) {
         let classes = std::mem::take(&mut self.classes);
+        let piece_states = self.piece_states();
+        let entry_pieces = self.entry_pieces();
+        let pieces = self.radices.len();
         for class in classes {
-            let mut parts: BTreeMap<bool, BigUint> = BTreeMap::new();
+            let mut all = BigUint::ZERO;
+            let mut clean = BigUint::ZERO;
             for e in class.entries.clone() {
-                for (len_bytes, states) in self.entry_lengths(e) {
-                    *parts.entry(len_bytes != class.kept_len_bytes).or_default() += states;
+                let p = entry_pieces[e];
+                all += &piece_states[p];
+                if p == pieces {
+                    if self.current_len_bytes == class.kept_len_bytes {
+                        clean += &piece_states[p];
+                    }
+                } else {
+                    assert!(self.entry_ends_bytes[e] >= class.kept_len_bytes);
+                    if self.entry_ends_bytes[e] == class.kept_len_bytes {
+                        clean += self.stale_radix;
+                    }
                 }
             }
-            for (torn, states) in parts {
-                self.classes.push(LineClass {
-                    split: Some((torn, states)),
-                    ..class.clone()
-                });
+            let torn = &all - &clean;
+            debug_assert_eq!(
+                (clean.clone(), torn.clone()),
+                self.clean_and_torn_by_lengths(&class),
+                "{class:?}"
+            );
+            for (is_torn, states) in [(false, clean), (true, torn)] {
+                if states != BigUint::ZERO {
+                    self.classes.push(LineClass {
+                        split: Some((is_torn, states)),
+                        ..class.clone()
+                    });
+                }
             }
         }
+    }
+
+    /// A class's clean and torn states, every length of every entry counted: what
+    /// [`LineFile::split_by_tail`] works out without the lengths (debug builds compare).
+    fn clean_and_torn_by_lengths(&self, class: &LineClass) -> (BigUint, BigUint) {
+        let (mut clean, mut torn) = (BigUint::ZERO, BigUint::ZERO);
+        for e in class.entries.clone() {
+            for (len_bytes, states) in self.entry_lengths(e) {
+                if len_bytes == class.kept_len_bytes {
+                    clean += states;
+                } else {
+                    torn += states;
+                }
+            }
+        }
+        (clean, torn)
     }
 
     /// The representative digits of class `index`, one for each of `positions`: its first
