@@ -40,13 +40,22 @@ impl fmt::Display for Site {
 /// A memo of one step's power-loss classes, shared by runs ([`World::share_classes_at`]).
 pub type ClassesMemo = Arc<std::sync::Mutex<Option<ClassesAt>>>;
 
-/// The power-loss classes at one step (`key`: the step times two, plus one after its
-/// effect), and the durable state of the disk they are classes of.
+/// The power-loss classes at one step (`key`: [`ClassesAt::key_of`]), and the durable
+/// state of the disk they are classes of.
 #[derive(Clone, Debug)]
 pub struct ClassesAt {
     pub key: u64,
     pub classes: Arc<PowerLossClasses>,
     pub durable: Arc<DurableIdentity>,
+}
+
+impl ClassesAt {
+    /// The key of the classes a power-loss class at `step` (`at` its effect; split by tail
+    /// or not) takes: one function, so that the world that fills a memo and a sweep that
+    /// reads it cannot disagree on it.
+    pub fn key_of(step: u64, at: CrashPoint, by_tail: bool) -> u64 {
+        (step * 2 + u64::from(at == CrashPoint::After)) * 2 + u64::from(by_tail)
+    }
 }
 
 /// What a run records of each step's power-loss crash states ([`World::record_crash_states`]).

@@ -114,6 +114,12 @@ impl SweepSetup {
         Some(replica)
     }
 
+    /// The power-loss class points that ran, by the disk they booted into.
+    #[cfg(test)]
+    pub(super) fn class_runs(&self) -> &ClassRuns {
+        &self.class_runs
+    }
+
     /// [`run_chunk`] against this setup.
     pub fn run_chunk(&self, points: &SweepPoints, chunk: Range<u64>) -> Vec<PointRecord> {
         run_chunk(

@@ -199,7 +199,7 @@ impl<S: Storage> World<S> {
                 let disk = self.env.disk.simulated_mut().expect(SIMULATION_ONLY);
                 // The classes are worked out once a step where the caller shares a memo
                 // between runs that reach it with the same disk, else once here.
-                let key = (step * 2 + u64::from(at == CrashPoint::After)) * 2 + u64::from(by_tail);
+                let key = ClassesAt::key_of(step, at, by_tail);
                 let classes = match &memo {
                     Some((memo, claimed)) if *claimed == step => {
                         let mut memo = memo.lock().expect("no panic while held");
