@@ -435,14 +435,23 @@ impl Forks {
         let mut paused = from_cursor.or_else(|| self.fork(plan, None));
         // Single-fault points at one step reach it with the same disk, forked from the same
         // fault-free run: their power-loss classes are worked out once.
-        if let (Some(paused), Some(shared), [only]) =
-            (paused.as_mut(), shared, plan.faults().as_slice())
-        {
-            if matches!(only.fault, keel_sim::Fault::PowerLossClass { .. }) {
+        // So do depth-2 points with one first fault at their second step.
+        match (paused.as_mut(), shared, plan.faults().as_slice()) {
+            (Some(paused), Some(shared), [only])
+                if matches!(only.fault, keel_sim::Fault::PowerLossClass { .. }) =>
+            {
                 paused
                     .world
                     .share_classes_at(Arc::clone(&shared.classes_memo), only.step);
             }
+            (Some(paused), Some(shared), [first, second])
+                if matches!(second.fault, keel_sim::Fault::PowerLossClass { .. }) =>
+            {
+                paused
+                    .world
+                    .share_classes_at(shared.pair_classes_memo(*first), second.step);
+            }
+            _ => {}
         }
         if let (Some(paused), Some(_), true) = (paused.as_mut(), sharing, converge) {
             if Forks::keeps_disk_before_power_loss(plan) {

@@ -251,6 +251,11 @@ pub struct SharedFutures {
     /// The power-loss classes of the last step a single-fault class point crashed at: the
     /// points at one step reach it with the same disk (forked from one fault-free run).
     pub classes_memo: keel_sim::ClassesMemo,
+    /// The same for depth-2 points: the power-loss classes of the last step a second fault
+    /// that is a class crashed at, after the first fault they name. Points with the same
+    /// first fault reach a later step with the same disk (the run up to it is the first
+    /// fault's alone); another first fault takes a memo of its own.
+    pair_classes_memo: RefCell<Option<(keel_sim::PlannedFault, keel_sim::ClassesMemo)>>,
 }
 
 impl SharedFutures {
@@ -261,6 +266,20 @@ impl SharedFutures {
             .range((index, 0)..=(index, u64::MAX))
             .map(|(_, class)| Rc::clone(class))
             .collect()
+    }
+
+    /// The memo of power-loss classes for depth-2 points whose first fault is `first`
+    /// (see `pair_classes_memo`).
+    pub(super) fn pair_classes_memo(&self, first: keel_sim::PlannedFault) -> keel_sim::ClassesMemo {
+        let mut memo = self.pair_classes_memo.borrow_mut();
+        match &*memo {
+            Some((held, classes)) if *held == first => Arc::clone(classes),
+            _ => {
+                let classes = keel_sim::ClassesMemo::default();
+                *memo = Some((first, Arc::clone(&classes)));
+                classes
+            }
+        }
     }
 
     /// The run of the last depth-2 point's first fault, kept for the next point.
