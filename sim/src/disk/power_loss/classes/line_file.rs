@@ -329,10 +329,15 @@ impl LineFile {
             .entries
             .clone()
             .find_map(|e| {
-                self.entry_lengths(e)
-                    .into_keys()
-                    .find(|&len_bytes| (len_bytes != class.kept_len_bytes) == torn)
-                    .map(|len_bytes| (e, len_bytes))
+                let shortest = self.shortest_length(e, class.kept_len_bytes, torn);
+                debug_assert_eq!(
+                    shortest,
+                    self.entry_lengths(e)
+                        .into_keys()
+                        .find(|&len_bytes| (len_bytes != class.kept_len_bytes) == torn),
+                    "entry {e}"
+                );
+                shortest.map(|len_bytes| (e, len_bytes))
             })
             .expect("a part has states");
         let mut digits = self.entry_representative(e);
@@ -361,6 +366,34 @@ impl LineFile {
         }
         debug_assert_eq!(self.length_of_file_digits(&digits, e), len_bytes);
         digits
+    }
+
+    /// The shortest length a state of entry `e` comes back with that is torn (not
+    /// `kept_len_bytes`) or clean, as `torn` asks, if it has one: without counting every
+    /// length (as [`LineFile::split_by_tail`], on which this rests): `B` first, then the
+    /// next piece's torn or whole end (later pieces end later), then the size kept.
+    fn shortest_length(&self, e: usize, kept_len_bytes: u64, torn: bool) -> Option<u64> {
+        let (p, _) = self.entry(e);
+        let pieces = self.radices.len();
+        let is = |len_bytes: u64| (len_bytes != kept_len_bytes) == torn;
+        if p == pieces {
+            return Some(self.current_len_bytes).filter(|&len| is(len));
+        }
+        let end_bytes = self.entry_ends_bytes[e];
+        if is(end_bytes) {
+            return Some(end_bytes);
+        }
+        if !torn {
+            // Every other length lies past `B`, so past the lines kept.
+            return None;
+        }
+        match self.piece_bounds.get(p + 1) {
+            Some(&(offset_bytes, len_bytes)) if self.radices[p + 1] == 3 => {
+                Some(offset_bytes + len_bytes / 2)
+            }
+            Some(&(offset_bytes, len_bytes)) => Some(offset_bytes + len_bytes),
+            None => self.size_at.map(|_| self.current_len_bytes),
+        }
     }
 
     /// [`LineFile::length_of`] of digits one a position of this file (a representative's).
