@@ -18,9 +18,10 @@ pub(super) struct LineClass {
     pub(super) kept_len_bytes: u64,
     /// Its entries: indices into the file's entries (see [`LineFile::entry`]).
     pub(super) entries: std::ops::Range<usize>,
-    /// Split by tail: whether its states come back with bytes after the kept lines (torn),
-    /// and how many states those are (None: not split, every state of the entries).
-    pub(super) split: Option<(bool, BigUint)>,
+    /// Split by tail: whether its states are those that come back with bytes after the
+    /// kept lines (torn) or those that do not (None: not split, every state of the
+    /// entries). How many they are is worked out when asked ([`LineFile::of_split`]).
+    pub(super) split: Option<bool>,
 }
 
 /// A collapsed line-read file: its choices' positions and its classes, in offset order.
@@ -102,15 +103,58 @@ impl LineFile {
             .clone()
             .map(|e| self.entry_states(self.entry(e).0))
             .sum();
-        self.of_split(class, all)
+        self.of_split(class, all, &self.entry_pieces())
     }
 
     /// Of `all`, the states of `class`'s entries, those it holds.
-    pub(super) fn of_split(&self, class: &LineClass, all: BigUint) -> BigUint {
-        match &class.split {
+    /// `entry_pieces`: [`LineFile::entry_pieces`].
+    pub(super) fn of_split(
+        &self,
+        class: &LineClass,
+        all: BigUint,
+        entry_pieces: &[usize],
+    ) -> BigUint {
+        match class.split {
             None => all,
-            Some((_, states)) => states.clone(),
+            Some(torn) => {
+                let clean = self.clean_states(class, entry_pieces);
+                debug_assert_eq!(
+                    (clean.clone(), &all - &clean),
+                    self.clean_and_torn_by_lengths(class),
+                    "{class:?}"
+                );
+                if torn {
+                    all - clean
+                } else {
+                    clean
+                }
+            }
         }
+    }
+
+    /// The states of `class`'s entries that come back ending at its kept lines (see
+    /// [`LineFile::split_by_tail`]): an entry's `stale_radix` states at its `B` where `B`
+    /// ends a line, the last entry's every state where the file's length does.
+    fn clean_states(&self, class: &LineClass, entry_pieces: &[usize]) -> BigUint {
+        let pieces = self.radices.len();
+        class
+            .entries
+            .clone()
+            .map(|e| {
+                let p = entry_pieces[e];
+                if p == pieces {
+                    if self.current_len_bytes == class.kept_len_bytes {
+                        BigUint::from(self.extra_states)
+                    } else {
+                        BigUint::ZERO
+                    }
+                } else if self.entry_ends_bytes[e] == class.kept_len_bytes {
+                    BigUint::from(self.stale_radix)
+                } else {
+                    BigUint::ZERO
+                }
+            })
+            .sum()
     }
 
     /// The lengths the states of entry `e` come back with, and how many states each (see
@@ -182,7 +226,7 @@ impl LineFile {
                         .clone()
                         .map(|e| &piece_states[entry_pieces[e]])
                         .sum();
-                    self.of_split(class, all)
+                    self.of_split(class, all, &entry_pieces)
                 })
                 .collect()
         })
@@ -240,7 +284,7 @@ impl LineFile {
                 let torn = self.length_of(digits, entry) != class.kept_len_bytes;
                 let part = self.classes[index..]
                     .iter()
-                    .position(|class| class.split.as_ref().map(|s| s.0) == Some(torn))
+                    .position(|class| class.split == Some(torn))
                     .expect("a part holds every state");
                 assert_eq!(self.classes[index + part].entries, class.entries);
                 index + part
@@ -260,36 +304,40 @@ impl LineFile {
     /// Debug builds count every length ([`LineFile::entry_lengths`]) and compare.
     pub(super) fn split_by_tail(&mut self) {
         let classes = std::mem::take(&mut self.classes);
-        let piece_states = self.piece_states();
         let entry_pieces = self.entry_pieces();
         let pieces = self.radices.len();
         for class in classes {
-            let mut all = BigUint::ZERO;
-            let mut clean = BigUint::ZERO;
+            // Whether the class has clean states, and torn ones: an entry other than the
+            // last has torn ones where `B` does not end a line or it has a length past `B`
+            // (a later piece, or the size kept).
+            let (mut clean, mut torn) = (false, false);
             for e in class.entries.clone() {
                 let p = entry_pieces[e];
-                all += &piece_states[p];
                 if p == pieces {
-                    if self.current_len_bytes == class.kept_len_bytes {
-                        clean += &piece_states[p];
-                    }
+                    let ends_a_line = self.current_len_bytes == class.kept_len_bytes;
+                    clean |= ends_a_line;
+                    torn |= !ends_a_line;
                 } else {
-                    assert!(self.entry_ends_bytes[e] >= class.kept_len_bytes);
-                    if self.entry_ends_bytes[e] == class.kept_len_bytes {
-                        clean += self.stale_radix;
-                    }
+                    let end_bytes = self.entry_ends_bytes[e];
+                    assert!(end_bytes >= class.kept_len_bytes);
+                    clean |= end_bytes == class.kept_len_bytes;
+                    torn |= end_bytes != class.kept_len_bytes
+                        || p + 1 < pieces
+                        || self.size_at.is_some();
                 }
             }
-            let torn = &all - &clean;
             debug_assert_eq!(
-                (clean.clone(), torn.clone()),
-                self.clean_and_torn_by_lengths(&class),
+                {
+                    let (clean, torn) = self.clean_and_torn_by_lengths(&class);
+                    (clean != BigUint::ZERO, torn != BigUint::ZERO)
+                },
+                (clean, torn),
                 "{class:?}"
             );
-            for (is_torn, states) in [(false, clean), (true, torn)] {
-                if states != BigUint::ZERO {
+            for (is_torn, holds) in [(false, clean), (true, torn)] {
+                if holds {
                     self.classes.push(LineClass {
-                        split: Some((is_torn, states)),
+                        split: Some(is_torn),
                         ..class.clone()
                     });
                 }
@@ -322,7 +370,7 @@ impl LineFile {
     /// surviving piece, or the size.
     pub(super) fn representative(&self, index: usize) -> Vec<u64> {
         let class = &self.classes[index];
-        let Some((torn, _)) = class.split else {
+        let Some(torn) = class.split else {
             return self.entry_representative(class.entries.start);
         };
         let (e, len_bytes) = class
