@@ -44,9 +44,9 @@
 //!   write over unpersisted bytes makes them dirty again (a pending write, persisted by the
 //!   next fsync); a truncate drops those past the new end. A write-back of a file over
 //!   itself ([`Disk::write_back`]) where nothing is unpersisted writes nothing: each byte
-//!   is durable already or a pending write's, so it could add no file a power loss leaves. The model is byte-exact where a
-//!   kernel works in pages: a real re-dirtied page is written whole, so bytes of it the
-//!   model keeps unpersisted may persist for real. btrfs aborts instead: the file system
+//!   is durable already or a pending write's, so it could add no file a power loss leaves.
+//!   The model is byte-exact where a kernel works in pages: a real re-dirtied page is
+//!   written whole, so bytes of it the model keeps unpersisted may persist for real. btrfs aborts instead: the file system
 //!   turns read-only, the `btrfs` profile below.
 //! - **File-system profiles** ([`FsModel`], rules in the `fs_model` module): where kernels
 //!   disagree, a disk behaves as `posix` (the default: every crash state any profile
@@ -406,14 +406,16 @@ impl Disk {
     /// being counted as classes).
     pub fn write_back(&mut self, name: &str, len_bytes: u64) -> Result<(), DiskError> {
         let inode = self.inode(name)?;
-        let current = inode.current.clone();
-        assert!(len_bytes <= current.len() as u64, "a prefix of the file");
+        assert!(
+            len_bytes <= inode.current.len() as u64,
+            "a prefix of the file"
+        );
         let changes_nothing = inode.unpersisted.is_empty() && inode.failed_len_bytes.is_none();
-        let current = current.prefix(len_bytes as usize);
         self.injected("write", name)?;
         if changes_nothing {
             return Ok(());
         }
+        let current = self.inode(name)?.current.prefix(len_bytes as usize);
         self.inode_mut(name)?.apply(DataOp::Write {
             offset_bytes: 0,
             bytes: Written::Shared(current),

@@ -132,26 +132,23 @@ impl LineFile {
         }
     }
 
-    /// The states of `class`'s entries that come back ending at its kept lines (see
-    /// [`LineFile::split_by_tail`]): an entry's `stale_radix` states at its `B` where `B`
-    /// ends a line, the last entry's every state where the file's length does.
+    /// The states of `class`'s entries that come back ending at its kept lines: an entry
+    /// with a clean length ([`LineFile::shortest_length`]) has it at `B`, its `stale_radix`
+    /// states, or is the last entry, all of whose states have it.
     fn clean_states(&self, class: &LineClass, entry_pieces: &[usize]) -> BigUint {
         let pieces = self.radices.len();
         class
             .entries
             .clone()
+            .filter(|&e| {
+                self.shortest_length(e, entry_pieces[e], class.kept_len_bytes, false)
+                    .is_some()
+            })
             .map(|e| {
-                let p = entry_pieces[e];
-                if p == pieces {
-                    if self.current_len_bytes == class.kept_len_bytes {
-                        BigUint::from(self.extra_states)
-                    } else {
-                        BigUint::ZERO
-                    }
-                } else if self.entry_ends_bytes[e] == class.kept_len_bytes {
-                    BigUint::from(self.stale_radix)
+                if entry_pieces[e] == pieces {
+                    BigUint::from(self.extra_states)
                 } else {
-                    BigUint::ZERO
+                    BigUint::from(self.stale_radix)
                 }
             })
             .sum()
@@ -293,39 +290,20 @@ impl LineFile {
     }
 
     /// Splits every class into its clean and its torn states, each part kept where it
-    /// holds a state (see the module header).
-    ///
-    /// Linear in the entries, not in entries times pieces: an entry's states come back at
-    /// its `B` (the size lost, no later piece kept), at the end or torn end of a later piece,
-    /// or at the process's length (the size kept). The pieces are appends in offset order,
-    /// so every length but `B` lies past the first piece not kept, and the lines kept end
-    /// at or before `B`: an entry's clean states are its `stale_radix` states at `B` when
-    /// `B` ends a line (the last entry: all of its states, where its length ends a line).
-    /// Debug builds count every length ([`LineFile::entry_lengths`]) and compare.
+    /// holds a state (see the module header): linear in the entries, not in entries times
+    /// pieces ([`LineFile::shortest_length`] finds whether an entry has either without
+    /// counting its lengths). Debug builds count every length and compare.
     pub(super) fn split_by_tail(&mut self) {
         let classes = std::mem::take(&mut self.classes);
         let entry_pieces = self.entry_pieces();
-        let pieces = self.radices.len();
         for class in classes {
-            // Whether the class has clean states, and torn ones: an entry other than the
-            // last has torn ones where `B` does not end a line or it has a length past `B`
-            // (a later piece, or the size kept).
-            let (mut clean, mut torn) = (false, false);
-            for e in class.entries.clone() {
-                let p = entry_pieces[e];
-                if p == pieces {
-                    let ends_a_line = self.current_len_bytes == class.kept_len_bytes;
-                    clean |= ends_a_line;
-                    torn |= !ends_a_line;
-                } else {
-                    let end_bytes = self.entry_ends_bytes[e];
-                    assert!(end_bytes >= class.kept_len_bytes);
-                    clean |= end_bytes == class.kept_len_bytes;
-                    torn |= end_bytes != class.kept_len_bytes
-                        || p + 1 < pieces
-                        || self.size_at.is_some();
-                }
-            }
+            let has = |torn: bool| {
+                class.entries.clone().any(|e| {
+                    self.shortest_length(e, entry_pieces[e], class.kept_len_bytes, torn)
+                        .is_some()
+                })
+            };
+            let (clean, torn) = (has(false), has(true));
             debug_assert_eq!(
                 {
                     let (clean, torn) = self.clean_and_torn_by_lengths(&class);
@@ -377,7 +355,7 @@ impl LineFile {
             .entries
             .clone()
             .find_map(|e| {
-                let shortest = self.shortest_length(e, class.kept_len_bytes, torn);
+                let shortest = self.shortest_length(e, self.entry(e).0, class.kept_len_bytes, torn);
                 debug_assert_eq!(
                     shortest,
                     self.entry_lengths(e)
@@ -416,18 +394,23 @@ impl LineFile {
         digits
     }
 
-    /// The shortest length a state of entry `e` comes back with that is torn (not
-    /// `kept_len_bytes`) or clean, as `torn` asks, if it has one: without counting every
-    /// length (as [`LineFile::split_by_tail`], on which this rests): `B` first, then the
-    /// next piece's torn or whole end (later pieces end later), then the size kept.
-    fn shortest_length(&self, e: usize, kept_len_bytes: u64, torn: bool) -> Option<u64> {
-        let (p, _) = self.entry(e);
+    /// The shortest length a state of entry `e` (whose first piece not kept is `p`) comes
+    /// back with that is torn (not `kept_len_bytes`) or clean, as `torn` asks, if it has
+    /// one, without counting every length ([`LineFile::entry_lengths`]): an entry's states
+    /// come back at its `B` (the size lost, no later piece kept), at the end or torn end of
+    /// a later piece, or at the process's length (the size kept). The pieces are appends in
+    /// offset order, so every length but `B` lies past the first piece not kept, and the
+    /// lines kept end at or before `B`: `B` first, then the next piece's torn or whole end
+    /// (later pieces end later), then the size kept. The last entry has one length, the
+    /// process's. The split by tail, its counts and its representatives rest on this.
+    fn shortest_length(&self, e: usize, p: usize, kept_len_bytes: u64, torn: bool) -> Option<u64> {
         let pieces = self.radices.len();
         let is = |len_bytes: u64| (len_bytes != kept_len_bytes) == torn;
         if p == pieces {
             return Some(self.current_len_bytes).filter(|&len| is(len));
         }
         let end_bytes = self.entry_ends_bytes[e];
+        assert!(end_bytes >= kept_len_bytes);
         if is(end_bytes) {
             return Some(end_bytes);
         }
