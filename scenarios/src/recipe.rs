@@ -30,6 +30,8 @@
 //! And the recipe of a recovery after one kill -9 on a file sink (every completed operation
 //! survives it, so the process finds what the fault-free run had left by then):
 //! - `disk.list .`;
+//! - `disk.remove` of every `.tmp` file found, by name (a kill between a checkpoint's
+//!   create and its rename leaves one);
 //! - the newest numbered checkpoint, if any: `disk.read state-<n>.json`, then its
 //!   `disk.fsync` (not under `no-fsync-rename` or `size-only`) and `disk.fsync-dir .` (not
 //!   under `no-dir-fsync`), and only where both made it durable, `disk.remove` of every older
@@ -213,6 +215,8 @@ pub fn fault_free_steps(config: &EngineConfig, events: u64, records: &[Record]) 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Found {
     pub checkpoints: Vec<u64>,
+    /// The `.tmp` files left (a checkpoint's, between its create and its rename), by name.
+    pub temps: Vec<String>,
     pub in_place: Option<Option<u64>>,
     pub sink: bool,
 }
@@ -246,8 +250,14 @@ impl FoundTimeline {
                 ("source.read", "end-of-input") => {}
                 ("source.read", _) => events_read += 1,
                 ("sink.open", _) => found.sink = true,
+                ("disk.create", temp) if temp.ends_with(".tmp") => {
+                    found.temps.push(temp.to_string());
+                    found.temps.sort();
+                    found.temps.dedup();
+                }
                 ("disk.rename", names) => {
-                    let (_, name) = names.split_once(" -> ").expect("a rename names both");
+                    let (temp, name) = names.split_once(" -> ").expect("a rename names both");
+                    found.temps.retain(|t| t != temp);
                     let index = index_of(name);
                     if !found.checkpoints.contains(&index) {
                         found.checkpoints.push(index);
@@ -290,6 +300,7 @@ pub fn recovery_steps(
         SinkKind::Transactional => unreachable!("a file sink's recovery"),
     };
     let mut steps = vec![step("disk.list", ".")];
+    steps.extend(found.temps.iter().map(|t| step("disk.remove", t.clone())));
     if recipe.in_place {
         if found.in_place.is_some() {
             steps.push(step("disk.read", "state.json"));
@@ -519,14 +530,32 @@ mod tests {
         use CheckpointProtocol as P;
         let found = |checkpoints: &[u64], in_place: Option<Option<u64>>, sink| Found {
             checkpoints: checkpoints.to_vec(),
+            temps: Vec::new(),
             in_place,
             sink,
         };
-        // safe, ch04: the sink opens at step 1, state-8 is renamed at step 15, state-16 at
-        // 30, and state-8 removed at 32.
+        // safe, ch04 (steps counted from 0): the sink opens at step 1, state-8.json.tmp is
+        // created at step 12 and renamed to state-8.json at step 15, state-16 at 30, and
+        // state-8 removed at 32.
         assert_eq!(found_after(P::Safe, 1), found(&[], None, false));
         assert_eq!(found_after(P::Safe, 2), found(&[], None, true));
-        assert_eq!(found_after(P::Safe, 15), found(&[], None, true));
+        assert_eq!(found_after(P::Safe, 12), found(&[], None, true));
+        let temp = Found {
+            temps: vec!["state-8.json.tmp".to_string()],
+            ..found(&[], None, true)
+        };
+        assert_eq!(found_after(P::Safe, 13), temp);
+        assert_eq!(found_after(P::Safe, 15), temp);
+        assert_eq!(
+            names(&recovery_steps(P::Safe, SinkKind::Append, &temp)),
+            [
+                "disk.list .",
+                "disk.remove state-8.json.tmp",
+                "sink.open sink-append.jsonl",
+                "disk.fsync sink-append.jsonl",
+                "disk.fsync-dir ."
+            ]
+        );
         assert_eq!(found_after(P::Safe, 16), found(&[8], None, true));
         assert_eq!(found_after(P::Safe, 31), found(&[8, 16], None, true));
         assert_eq!(found_after(P::Safe, 33), found(&[16], None, true));

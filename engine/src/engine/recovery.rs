@@ -1,5 +1,6 @@
-//! Start-up: an incarnation restores the newest checkpoint that validates (a full file, or an
-//! incremental chain through its manifest) and opens its sink.
+//! Start-up: an incarnation removes the temporary files a crash left, restores the newest
+//! checkpoint that validates (a full file, or an incremental chain through its manifest) and
+//! opens its sink.
 
 use super::{abort, disk_step, Engine, EngineError, Interrupt, Sink, IN_PLACE_FILE};
 use crate::chain_memo;
@@ -7,18 +8,28 @@ use crate::checkpoint::{Checkpoint, Invalid};
 use crate::checkpoint_memo;
 use crate::incremental::{self, FileKind, NotRestored, ReadFile};
 use crate::protocol::CheckpointMode;
-use crate::sink::SinkConnector;
+use crate::sink::{SinkConnector, TEMP_SUFFIX};
 use crate::txsink::TxSink;
 use crate::window::OperatorState;
 use keel_sim::{Contents, Storage, World};
 use std::sync::Arc;
 
 impl Engine {
-    /// Start-up: restore the newest checkpoint that validates (or start empty) and open the
-    /// sink, repairing its tail if the protocol does.
+    /// Start-up: remove every `.tmp` file, restore the newest checkpoint that validates (or
+    /// start empty) and open the sink, repairing its tail if the protocol does.
     pub fn recover<S: Storage>(&mut self, world: &mut World<S>) -> Result<(), Interrupt> {
         let protocol = self.config.protocol;
         let names = world.effect("disk.list", ".", |env| env.disk.list())?;
+        // A `.tmp` a crash left is never read. Removed before anything is written, so a
+        // checkpoint written again under its name is a new file, not the old one cut to
+        // nothing by a truncate a later power loss may undo: what a second power loss finds
+        // then never depends on how much of the old file survived the first (the sim
+        // collapses a temporary file's bytes into one class on that, depth 2 included), and
+        // no temporary file outlives the recovery after it. Its removal becomes durable with
+        // the next directory fsync (a file sink's open syncs the directory).
+        for temp in names.iter().filter(|name| name.ends_with(TEMP_SUFFIX)) {
+            disk_step(world, "disk.remove", temp, |d| d.remove(temp))?;
+        }
         match self.config.checkpoint_mode {
             CheckpointMode::Full => self.restore_full(world, &names)?,
             CheckpointMode::Incremental => self.restore_chain(world, &names)?,

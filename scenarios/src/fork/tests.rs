@@ -147,13 +147,13 @@ fn a_point_that_shares_an_earlier_points_future_observes_what_the_naive_run_obse
     assert_eq!(
         figures,
         [
-            (1530, 33, 799),
+            (1530, 41, 799),
             (1530, 11, 799),
             (1752, 63, 806),
             (1752, 29, 795),
-            (1482, 178, 443),
+            (1482, 184, 443),
             (1530, 50, 799),
-            (1530, 33, 799),
+            (1530, 41, 799),
         ]
     );
 }
@@ -235,8 +235,9 @@ fn a_second_fault_forked_from_the_run_of_the_first_observes_what_the_naive_run_o
     // `shared::SHARED_FUTURES_MAX` and `shared::RESTART_FUTURES_MAX`); idempotent: 20 when a
     // restart shared only with an equal sink file. Since a recovery syncs the sink file it
     // finds (one more step a restart), the steps every third of which is a second fault
-    // moved: 788 points then, 26 and 40 of them run to their end.
-    assert_eq!(figures, [(794, 786, 34), (794, 786, 44)]);
+    // moved: 788 points then, 26 and 40 of them run to their end. Since a recovery removes
+    // the `.tmp` files it finds (a step where one is left), 34 and 44 ran to their end.
+    assert_eq!(figures, [(794, 786, 2), (794, 786, 30)]);
 }
 
 #[test]
@@ -293,7 +294,7 @@ fn power_loss_restarts_share_by_what_the_open_keeps_and_from_their_siblings() {
         [
             (2040, 22, 1754, 1058),
             (2040, 795, 798, 246),
-            (2040, 34, 1754, 1058),
+            (2040, 42, 1754, 1058),
         ]
     );
 }

@@ -510,7 +510,7 @@ mod tests {
     }
 
     /// Every pair of ch04's depth-2 sweep (process crashes, sink errors and lost acks) that is
-    /// composed has the records of its run from scratch: 4,020 of them. The pairs that run
+    /// composed has the records of its run from scratch: 4,185 of them. The pairs that run
     /// are those whose second fault comes before their first fault's run converged.
     #[test]
     fn a_composed_pair_has_the_records_of_its_run_from_scratch() {
@@ -523,9 +523,9 @@ mod tests {
                 "Append ack-lost+ack-lost 6 of 10",
                 "Append ack-lost+process-crash 48 of 56",
                 "Append ack-lost+sink-error 6 of 10",
-                "Append process-crash+ack-lost 175 of 207",
-                "Append process-crash+process-crash 1582 of 2385",
-                "Append process-crash+sink-error 175 of 207",
+                "Append process-crash+ack-lost 178 of 207",
+                "Append process-crash+process-crash 1672 of 2394",
+                "Append process-crash+sink-error 178 of 207",
                 "Append sink-error+ack-lost 6 of 10",
                 "Append sink-error+process-crash 48 of 56",
                 "Append sink-error+sink-error 6 of 10",
@@ -533,7 +533,7 @@ mod tests {
                 "Idempotent ack-lost+process-crash 48 of 56",
                 "Idempotent ack-lost+sink-error 6 of 10",
                 "Idempotent process-crash+ack-lost 161 of 207",
-                "Idempotent process-crash+process-crash 1526 of 2385",
+                "Idempotent process-crash+process-crash 1595 of 2394",
                 "Idempotent process-crash+sink-error 161 of 207",
                 "Idempotent sink-error+ack-lost 6 of 10",
                 "Idempotent sink-error+process-crash 48 of 56",
@@ -556,14 +556,14 @@ mod tests {
         assert_eq!(
             composed,
             [
-                "Append power-loss+power-loss 3082 of 6020",
-                "Append power-loss+process-crash 2382 of 3756",
-                "Append process-crash+power-loss 2158 of 3977",
-                "Append process-crash+process-crash 1582 of 2385",
-                "Idempotent power-loss+power-loss 3180 of 5953",
-                "Idempotent power-loss+process-crash 2301 of 3756",
-                "Idempotent process-crash+power-loss 2305 of 3889",
-                "Idempotent process-crash+process-crash 1526 of 2385",
+                "Append power-loss+power-loss 3136 of 6070",
+                "Append power-loss+process-crash 2456 of 3766",
+                "Append process-crash+power-loss 2212 of 3970",
+                "Append process-crash+process-crash 1672 of 2394",
+                "Idempotent power-loss+power-loss 3136 of 6003",
+                "Idempotent power-loss+process-crash 2361 of 3766",
+                "Idempotent process-crash+power-loss 2212 of 3879",
+                "Idempotent process-crash+process-crash 1595 of 2394",
             ]
         );
     }
@@ -581,14 +581,14 @@ mod tests {
         assert_eq!(
             composed,
             [
-                "Append power-loss+power-loss 12524 of 24898",
-                "Append power-loss+process-crash 4071 of 7105",
-                "Append process-crash+power-loss 5582 of 9436",
-                "Append process-crash+process-crash 1582 of 2385",
-                "Idempotent power-loss+power-loss 13775 of 23542",
-                "Idempotent power-loss+process-crash 3916 of 7105",
-                "Idempotent process-crash+power-loss 5999 of 9068",
-                "Idempotent process-crash+process-crash 1526 of 2385",
+                "Append power-loss+power-loss 8490 of 17467",
+                "Append power-loss+process-crash 3261 of 5529",
+                "Append process-crash+power-loss 4944 of 8067",
+                "Append process-crash+process-crash 1672 of 2394",
+                "Idempotent power-loss+power-loss 8490 of 16171",
+                "Idempotent power-loss+process-crash 3113 of 5529",
+                "Idempotent process-crash+power-loss 4944 of 7729",
+                "Idempotent process-crash+process-crash 1595 of 2394",
             ]
         );
     }

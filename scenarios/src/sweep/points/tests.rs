@@ -160,7 +160,7 @@ fn a_chunk_draws_the_points_one_pass_over_the_sweep_lists() {
             2,
             2
         ),
-        (41_063, 11_517)
+        (41_123, 11_511)
     );
     assert_eq!(
         check(
@@ -169,7 +169,7 @@ fn a_chunk_draws_the_points_one_pass_over_the_sweep_lists() {
             2,
             65_536
         ),
-        (5_316, 0)
+        (5_334, 0)
     );
 }
 

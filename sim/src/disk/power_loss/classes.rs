@@ -49,9 +49,12 @@
 //! after `q` lost, the size lost; or the size kept, with every later piece at any fate; the
 //! stale choice at either digit. The caller claims more: that nothing else it does depends
 //! on how long a torn tail was (the engine writes back only the lines it keeps, so what a
-//! later power loss finds pending is the same), and that no unread file's bytes matter (a
-//! file written again under the same name lands on them: split, unread files are not
-//! collapsed).
+//! later power loss finds pending is the same), and that no unread file's bytes matter to a
+//! later fault either: it removes an unread file before it writes that name again (the
+//! engine's recovery removes every `.tmp` first), so a later power loss finds the old file
+//! whole and durable, its removal pending or not (a directory choice, the same in every
+//! state of the class), never the old bytes under a truncate it could undo. So unread files
+//! are collapsed split or not.
 //!
 //! The numbering. The other choices (every file not collapsed, the directory) are
 //! enumerated as they are for states, and are the least significant part of a class
@@ -315,10 +318,10 @@ pub struct CrashReaders {
     /// The unread files: those whose name ends with one of these.
     pub unread_suffixes: Vec<String>,
     /// Whether each class of a line-read file is split by tail (whether bytes follow the
-    /// kept lines), and unread files are not collapsed: a reader that cuts a torn tail away
-    /// takes steps to do it, and a process that writes an unread file's name again lands on
-    /// its bytes (see the module header). A fault after the power loss then finds the same
-    /// steps and choices in every state of a class.
+    /// kept lines): a reader that cuts a torn tail away takes steps to do it (see the module
+    /// header). A fault after the power loss then finds the same steps and choices in every
+    /// state of a class. Unread files are collapsed either way: the caller removes one before
+    /// it writes its name again.
     pub split_tails: bool,
 }
 
@@ -364,7 +367,7 @@ impl Disk {
             files.push(file);
         }
         let mut unread = Vec::new();
-        if !readers.unread_suffixes.is_empty() && !readers.split_tails {
+        if !readers.unread_suffixes.is_empty() {
             for &inode in self.inodes.keys() {
                 if !self.only_unread_names_reach(inode, readers) {
                     continue;
