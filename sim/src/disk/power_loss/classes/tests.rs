@@ -67,7 +67,8 @@ fn check_with(disk: &Disk, line_files: &[&str], unread_suffixes: &[&str]) -> u64
     );
     let count = check_readers(disk, &readers);
     assert!(split >= count, "a split class is one or two");
-    // Split, an unread file is not collapsed: its data choices are classes of their own.
+    // Split, a class is one or two (unread files are collapsed split or not, as the
+    // caller removes one before it writes its name again); bounded where none is unread.
     if unread_suffixes.is_empty() {
         assert!(split <= 2 * count, "a split class is one or two");
     }
