@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 
 const FILE_PREFIX: &str = "state-";
 const FILE_SUFFIX: &str = ".json";
-const HEADER_MAGIC: &str = "keel-checkpoint v1";
+pub(crate) const HEADER_MAGIC: &str = "keel-checkpoint v1";
 /// A header longer than this is not a header (bounds the scan for its newline).
 const HEADER_LEN_MAX_BYTES: usize = 128;
 

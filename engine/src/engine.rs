@@ -7,6 +7,7 @@
 use crate::chain_memo::ChainMemo;
 use crate::checkpoint::Checkpoint;
 use crate::checkpoint_memo::CheckpointMemo;
+use crate::encode_memo::EncodeMemo;
 use crate::event::{Event, JSON_SAFE_INT_MAX};
 use crate::incremental::Incremental;
 use crate::known_sink::KnownSinkFile;
@@ -244,6 +245,8 @@ pub struct EngineCaches {
     pub chains: Option<Arc<ChainMemo>>,
     /// Full checkpoint files decoded (`checkpoint_memo.rs`).
     pub checkpoints: Option<Arc<CheckpointMemo>>,
+    /// Checkpoint files of every window encoded (`encode_memo.rs`).
+    pub encoded: Option<Arc<EncodeMemo>>,
 }
 
 impl Engine {

@@ -82,9 +82,9 @@
 //!   incremental form.
 
 use crate::checkpoint::{
-    check_state, encode_state_body, seal, splice_windows, unseal, Checkpoint, Invalid, PendingTxn,
-    WindowFile,
+    check_state, seal, splice_windows, unseal, Checkpoint, Invalid, PendingTxn, WindowFile,
 };
+use crate::encode_memo::{encode_sealed, EncodeMemo, EncodedFile};
 use crate::window::OperatorState;
 use keel_sim::Contents;
 use serde::{Deserialize, Serialize};
@@ -174,13 +174,13 @@ pub struct FileRef {
 }
 
 impl FileRef {
-    fn of(file: String, number: u64, index: u64, bytes: &[u8]) -> FileRef {
+    fn of(file: String, number: u64, index: u64, bytes: &EncodedFile) -> FileRef {
         FileRef {
             file,
             number,
             index,
-            len: bytes.len() as u64,
-            crc32: format!("{:08x}", crc32fast::hash(bytes)),
+            len: bytes.len_bytes() as u64,
+            crc32: format!("{:08x}", bytes.crc32()),
         }
     }
 }
@@ -277,7 +277,8 @@ pub struct Written {
     pub kind: FileKind,
     /// The checkpoint's number (one more than the committed chain's).
     pub number: u64,
-    pub bytes: Vec<u8>,
+    /// Shared with the memo that encoded it, if any (`encode_memo.rs`).
+    pub bytes: Arc<EncodedFile>,
     /// The manifest's bytes.
     pub manifest: Vec<u8>,
     /// The file as the manifest names it.
@@ -292,6 +293,7 @@ impl Incremental {
         state: &OperatorState,
         transactions: &[PendingTxn],
         checksum: bool,
+        encoded: Option<&EncodeMemo>,
     ) -> Written {
         let (kind, bytes) = match &self.chain {
             Some(chain) if !chain.compact_next() => {
@@ -315,11 +317,12 @@ impl Incremental {
                 };
                 let frame = serde_json::to_vec(&delta).expect("a delta always serializes");
                 let body = splice_windows(&frame, windows.into_iter());
-                (FileKind::Delta, seal(DELTA_MAGIC, &body, checksum))
+                let bytes = seal(DELTA_MAGIC, &body, checksum);
+                (FileKind::Delta, Arc::new(EncodedFile::new(bytes)))
             }
             _ => {
-                let body = encode_state_body(index, state, transactions);
-                (FileKind::Base, seal(BASE_MAGIC, &body, checksum))
+                let file = encode_sealed(BASE_MAGIC, checksum, index, state, transactions, encoded);
+                (FileKind::Base, file)
             }
         };
         let number = self.chain.as_ref().map_or(1, |c| c.number + 1);

@@ -8,6 +8,7 @@
 pub mod chain_memo;
 pub mod checkpoint;
 pub mod checkpoint_memo;
+pub mod encode_memo;
 pub mod engine;
 pub mod event;
 pub mod incremental;
@@ -23,6 +24,7 @@ pub mod windows_map;
 pub use chain_memo::ChainMemo;
 pub use checkpoint::{Checkpoint, PendingTxn};
 pub use checkpoint_memo::CheckpointMemo;
+pub use encode_memo::EncodeMemo;
 pub use engine::{
     Engine, EngineCaches, EngineConfig, EngineError, IncarnationStats, Interrupt, KeyScheme,
     IN_PLACE_FILE,

@@ -62,8 +62,8 @@ pub use converged_pairs::{ConvergedFirst, SingleFault};
 use converging::{comparable, facts_of, same_surroundings};
 pub use converging::{ConvergedAt, UntilConverged};
 use keel_engine::{
-    ChainMemo, CheckpointMemo, EngineCaches, IncarnationStats, KnownSinkFile, OperatorState,
-    Record, SinkKind, SINK_WRITE_OP,
+    ChainMemo, CheckpointMemo, EncodeMemo, EngineCaches, IncarnationStats, KnownSinkFile,
+    OperatorState, Record, SinkKind, SINK_WRITE_OP,
 };
 use keel_sim::{Contents, CrashCounts, Disk, FaultPlan, Fingerprint};
 use restart::{RestartCandidate, RestartClass};
@@ -243,6 +243,7 @@ impl Forks {
                 .map(|earlier| Arc::new(KnownSinkFile::new(&earlier.known_contents))),
             chains: None,
             checkpoints: None,
+            encoded: None,
         };
         let driven = run_between_with(spec, caches, &mut |moment| {
             let Moment::Between(between) = moment else {
@@ -694,6 +695,7 @@ fn share_caches(snapshots: &mut [Paused], disk: &Disk, sink: SinkKind) -> Engine
             .map(|contents| Arc::new(KnownSinkFile::new(&contents))),
         chains: Some(Arc::new(ChainMemo::default())),
         checkpoints: Some(Arc::new(CheckpointMemo::default())),
+        encoded: Some(Arc::new(EncodeMemo::default())),
     };
     for snapshot in snapshots {
         let sink_file = snapshot.world.env().disk.read_shared(sink.file_name()).ok();

@@ -394,6 +394,23 @@ impl Disk {
         Ok(())
     }
 
+    /// Writes `contents` at the file's start, as `write(name, 0, <its bytes>)` does, but the
+    /// file and its pending write share `contents`'s chunks instead of copying them: a
+    /// checkpoint file a sweep's points write again, byte for byte (`encode_memo.rs` in
+    /// the engine), then costs no copy and compares equal to the fault-free run's by
+    /// pointer. The same operation for every crash state and count (its bytes are compared
+    /// as bytes wherever a write's are).
+    pub fn write_shared(&mut self, name: &str, contents: &Contents) -> Result<(), DiskError> {
+        assert!(contents.len() as u64 <= FILE_SIZE_MAX_BYTES);
+        self.inode(name)?;
+        self.injected("write", name)?;
+        self.inode_mut(name)?.apply(DataOp::Write {
+            offset_bytes: 0,
+            bytes: Written::Shared(contents.clone()),
+        });
+        Ok(())
+    }
+
     /// Writes the file's first `len_bytes` back over themselves, as a process writes back
     /// what it read and keeps: the same as `write(name, 0, <those bytes>)`, every one of them
     /// dirty again, but the pending write shares the file's chunks instead of copying them.

@@ -19,6 +19,11 @@ pub trait Storage {
     fn open_or_create(&mut self, name: &str) -> Result<(), DiskError>;
     /// Writes `bytes` at `offset_bytes`, extending the file with zeros if needed.
     fn write(&mut self, name: &str, offset_bytes: u64, bytes: &[u8]) -> Result<(), DiskError>;
+    /// Writes `contents` at the file's start: `write(name, 0, <its bytes>)`, which real
+    /// storage does; the simulated disk shares the chunks instead of copying them.
+    fn write_shared(&mut self, name: &str, contents: &Contents) -> Result<(), DiskError> {
+        self.write(name, 0, &contents.to_vec())
+    }
     /// Appends `bytes` at the end of the file.
     fn append(&mut self, name: &str, bytes: &[u8]) -> Result<(), DiskError>;
     /// Writes the file's first `len_bytes` back over themselves (a write at 0 of what a read
@@ -73,6 +78,10 @@ impl Storage for Disk {
     #[inline]
     fn write(&mut self, name: &str, offset_bytes: u64, bytes: &[u8]) -> Result<(), DiskError> {
         Disk::write(self, name, offset_bytes, bytes)
+    }
+    #[inline]
+    fn write_shared(&mut self, name: &str, contents: &Contents) -> Result<(), DiskError> {
+        Disk::write_shared(self, name, contents)
     }
     #[inline]
     fn append(&mut self, name: &str, bytes: &[u8]) -> Result<(), DiskError> {

@@ -2,7 +2,8 @@
 //! durable one made old.
 
 use super::{disk_step, Engine, Interrupt, Sink, IN_PLACE_FILE};
-use crate::checkpoint::Checkpoint;
+use crate::checkpoint::{Checkpoint, HEADER_MAGIC};
+use crate::encode_memo::encode_sealed;
 use crate::incremental::FileKind;
 use crate::protocol::CheckpointMode;
 use crate::sink::TEMP_SUFFIX;
@@ -32,7 +33,16 @@ impl Engine {
             state: self.state.clone(),
             transactions,
         };
-        let bytes = checkpoint.encode_file(protocol.checksum());
+        // `checkpoint.encode_file`, through the memo.
+        let file = encode_sealed(
+            HEADER_MAGIC,
+            protocol.checksum(),
+            index,
+            &checkpoint.state,
+            &checkpoint.transactions,
+            self.caches.encoded.as_deref(),
+        );
+        let contents = &file.contents;
         if protocol.sink_sync_before_commit() {
             self.sync_file_sink(world)?;
         }
@@ -41,14 +51,16 @@ impl Engine {
                 d.create(IN_PLACE_FILE)
             })?;
             disk_step(world, "disk.write", IN_PLACE_FILE, |d| {
-                d.write(IN_PLACE_FILE, 0, &bytes)
+                d.write_shared(IN_PLACE_FILE, contents)
             })?;
         } else {
             let name = Checkpoint::file_name(index);
             let temp = format!("{name}{TEMP_SUFFIX}");
             let older: Vec<u64> = self.checkpoint_files.range(..index).copied().collect();
             disk_step(world, "disk.create", &temp, |d| d.create(&temp))?;
-            disk_step(world, "disk.write", &temp, |d| d.write(&temp, 0, &bytes))?;
+            disk_step(world, "disk.write", &temp, |d| {
+                d.write_shared(&temp, contents)
+            })?;
             if protocol.fsync_data() {
                 disk_step(world, "disk.fsync", &temp, |d| d.fsync(&temp))?;
             }
@@ -92,13 +104,17 @@ impl Engine {
         if protocol.sink_sync_before_commit() {
             self.sync_file_sink(world)?;
         }
-        let written =
-            self.incremental
-                .prepare(index, &self.state, &transactions, protocol.checksum());
+        let written = self.incremental.prepare(
+            index,
+            &self.state,
+            &transactions,
+            protocol.checksum(),
+            self.caches.encoded.as_deref(),
+        );
         let name = &written.name;
         disk_step(world, "disk.create", name, |d| d.create(name))?;
         disk_step(world, "disk.write", name, |d| {
-            d.write(name, 0, &written.bytes)
+            d.write_shared(name, &written.bytes.contents)
         })?;
         self.incremental
             .loose

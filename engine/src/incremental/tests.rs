@@ -93,8 +93,10 @@ fn commit(
     dirty: &[i64],
 ) -> (FileKind, String) {
     inc.dirty = dirty.iter().copied().collect();
-    let written = inc.prepare(index, state, &[], true);
-    files.0.insert(written.name.clone(), written.bytes.clone());
+    let written = inc.prepare(index, state, &[], true, None);
+    files
+        .0
+        .insert(written.name.clone(), written.bytes.contents.to_vec());
     let (number, kind) = (written.number, written.kind);
     let manifest = FileKind::Manifest.file_name(number);
     files.0.insert(manifest.clone(), written.manifest.clone());

@@ -237,8 +237,14 @@ impl Contents {
     }
 
     /// Writes `other`'s bytes over the start of the file, as `write_at(0, ..)` does, chunk
-    /// by chunk: a chunk the two share is left as it is, unread.
+    /// by chunk: a chunk the two share is left as it is, unread. A file no longer than
+    /// `other` becomes `other` (every byte of it written over): a copy of its chunk list, no
+    /// byte read or copied.
     pub fn write_over(&mut self, other: &Contents) {
+        if self.len_bytes <= other.len_bytes {
+            *self = other.clone();
+            return;
+        }
         // Bounded: one round per chunk of `other`.
         for (i, chunk) in other.chunks.iter().enumerate() {
             let theirs = other.chunk(i);

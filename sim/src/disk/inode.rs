@@ -296,7 +296,7 @@ pub(super) fn apply_data_op(contents: &mut Contents, op: &DataOp) {
             match bytes {
                 Written::Own(bytes) => contents.write_at(offset, bytes),
                 Written::Shared(bytes) => {
-                    assert_eq!(offset, 0, "a write-back covers the file from its start");
+                    assert_eq!(offset, 0, "a shared write covers the file from its start");
                     contents.write_over(bytes)
                 }
             }

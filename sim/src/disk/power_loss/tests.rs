@@ -648,3 +648,47 @@ fn a_write_back_over_no_unpersisted_byte_adds_no_crash_state() {
         }
     }
 }
+
+/// `write_shared` is `write` at offset 0 of the same bytes, however the file's chunks are
+/// held: the same disk, the same crash states, each leaving the same files, on every
+/// profile; into a file just created (how the engine writes a checkpoint), over a longer
+/// one and over a shorter one, with contents of one chunk and of several.
+#[test]
+fn a_shared_write_is_the_write_of_its_bytes() {
+    let long: Vec<u8> = (0..crate::CHUNK_BYTES * 2 + 100)
+        .map(|i| (i % 251) as u8)
+        .collect();
+    let cases: [(&str, &[u8], usize); 4] = [
+        ("new", b"", 4),
+        ("over a longer file", b"0123456789abcdef", 4),
+        ("over a shorter file", b"01", 4),
+        ("several chunks", b"0123", 32 * 1024),
+    ];
+    for model in [FsModel::Posix, FsModel::Ext4, FsModel::Xfs, FsModel::Btrfs] {
+        for (case, before, sector_size_bytes) in cases {
+            let bytes: &[u8] = if case == "several chunks" {
+                &long
+            } else {
+                b"wxyz12"
+            };
+            let mut disk = Disk::with_model(sector_size_bytes, model);
+            disk.create("f").unwrap();
+            disk.append("f", before).unwrap();
+            disk.fsync("f").unwrap();
+            disk.fsync_dir().unwrap();
+            let mut own = disk.clone();
+            own.write("f", 0, bytes).unwrap();
+            let mut shared = disk.clone();
+            shared.write_shared("f", &Contents::from(bytes)).unwrap();
+            assert!(own == shared, "{model} {case}");
+            assert_eq!(own.read("f").unwrap(), shared.read("f").unwrap());
+            let count = count_of(&own);
+            assert_eq!(count, count_of(&shared), "{model} {case}");
+            assert!(count > 1, "{model} {case}: a pending write tears");
+            for state in 0..count {
+                let (a, b) = (after(&own, state).0, after(&shared, state).0);
+                assert_eq!(view(&a), view(&b), "{model} {case} state {state}");
+            }
+        }
+    }
+}
