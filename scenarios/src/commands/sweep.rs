@@ -160,6 +160,7 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
         &sweep,
         &setup.baselines,
         setup.forks.as_ref(),
+        jobs(&args.job),
         &|| counting.done(false),
     );
     counting.finish();

@@ -4,6 +4,7 @@
 use super::{PowerLossPoints, SweepSpec};
 use crate::baseline::{Baseline, CrashStates};
 use crate::fork::Forks;
+use crate::parallel::{par_fold_until_with, Threads};
 use crate::sites::Aim;
 use crate::spec::ScenarioSpec;
 use keel_engine::SinkKind;
@@ -14,6 +15,7 @@ use rand_core::RngCore;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 mod later;
@@ -270,6 +272,11 @@ enum Group {
     },
 }
 
+/// How many counted first faults may wait, per thread, to be taken in order: each holds its
+/// run's later sites (thousands on a long stream), so fewer than a sweep's runs
+/// (`parallel::REORDER_WINDOW_ITEMS_PER_JOB`).
+const COUNT_WINDOW_FIRSTS_PER_JOB: usize = 16;
+
 /// A first fault's later sites, if kept.
 type KeptLater = Option<Arc<Later>>;
 
@@ -315,19 +322,23 @@ impl SweepPoints {
         baselines: &BTreeMap<SinkKind, Baseline>,
         forks: Option<&BTreeMap<SinkKind, Forks>>,
     ) -> SweepPoints {
-        SweepPoints::counting(spec, sweep, baselines, forks, &|| {})
+        SweepPoints::counting(spec, sweep, baselines, forks, 1, &|| {})
     }
 
-    /// [`SweepPoints::new`], calling `counted` once a first fault's run is counted (at depth
-    /// 2: [`first_faults_len`] times), so that a long count can show its progress: on a
-    /// stream of thousands of events it runs thousands of first faults to their end.
+    /// [`SweepPoints::new`] on `jobs` threads, calling `counted` once a first fault's run is
+    /// counted (at depth 2: [`first_faults_len`] times, from any thread), so that a long
+    /// count can show its progress: on a stream of thousands of events it runs thousands of
+    /// first faults to their end. The points are the same for any `jobs`: each first fault's
+    /// run is its own, and what it counts is taken in first-fault order.
     pub fn counting(
         spec: &ScenarioSpec,
         sweep: &SweepSpec,
         baselines: &BTreeMap<SinkKind, Baseline>,
         forks: Option<&BTreeMap<SinkKind, Forks>>,
-        counted: &dyn Fn(),
+        jobs: usize,
+        counted: &(dyn Fn() + Sync),
     ) -> SweepPoints {
+        assert!(jobs >= 1);
         assert!(sweep.depth == 1 || sweep.depth == 2);
         assert!(
             sweep.crash_states() == CrashStates::NotCounted
@@ -362,25 +373,43 @@ impl SweepPoints {
                     .map(|&second| suffix_lens(&baseline.sites, second, sweep).into())
                     .collect();
                 let how = LaterRun::of(sweep);
-                // How many pairs each first fault starts, per second kind: its run once. Its
-                // later sites are kept while the sweep's kept ones fit the bound, so a chunk
-                // draws its pairs without running the first fault again.
-                let (lens, kept): (Vec<Vec<u64>>, Vec<KeptLater>) = firsts
-                    .iter()
-                    .map(|(first, _)| {
-                        let later = later_sites(baseline, forks.map(|f| &f[&sink]), *first, how);
-                        counted();
-                        let lens = sweep
+                // How many pairs each first fault starts, per second kind: its run once, on
+                // any thread. Its later sites are kept, in first-fault order, while the
+                // sweep's kept ones fit the bound, so a chunk draws its pairs without running
+                // the first fault again.
+                let forks_of_sink = forks.map(|f| &f[&sink]);
+                let mut lens: Vec<Vec<u64>> = Vec::with_capacity(firsts.len());
+                let mut kept: Vec<KeptLater> = Vec::with_capacity(firsts.len());
+                let never = AtomicBool::new(false);
+                let threads = Threads {
+                    jobs,
+                    window_items_per_job: COUNT_WINDOW_FIRSTS_PER_JOB,
+                };
+                let complete = par_fold_until_with(
+                    &firsts,
+                    threads,
+                    |_| (),
+                    |_, (first, _)| {
+                        let later = later_sites(baseline, forks_of_sink, *first, how);
+                        let first_lens: Vec<u64> = sweep
                             .faults
                             .iter()
                             .zip(&suffixes)
                             .map(|(&second, suffix)| later.points_len(second, sweep, suffix))
                             .collect();
+                        (first_lens, later)
+                    },
+                    &|_| counted(),
+                    &mut |(first_lens, later): (Vec<u64>, Later)| {
                         let keep = later_aims_kept + later.own.len() <= LATER_AIMS_KEPT_MAX;
                         later_aims_kept += if keep { later.own.len() } else { 0 };
-                        (lens, keep.then(|| Arc::new(later)))
-                    })
-                    .unzip();
+                        lens.push(first_lens);
+                        kept.push(keep.then(|| Arc::new(later)));
+                    },
+                    &never,
+                );
+                assert!(complete, "nothing sets the stop flag");
+                assert_eq!(lens.len(), firsts.len());
                 assert!(later_aims_kept <= LATER_AIMS_KEPT_MAX);
                 for (k, &second) in sweep.faults.iter().enumerate() {
                     let opens = sampled_first_steps(&firsts, |i| lens[i][k]);

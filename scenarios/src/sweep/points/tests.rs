@@ -96,14 +96,15 @@ fn check(protocol: CheckpointProtocol, faults: &[FaultKind], depth: u8, max: u64
     let baselines = crate::baseline::baselines(&spec, &events, &sweep.sinks).unwrap();
     let forks = sweep_forks(&baselines, false);
     let whole = listed_whole(&spec, &sweep, &baselines, None);
-    for forks in [None, forks.as_ref()] {
+    // Counted on one thread and on two (the first faults' runs in either order): the same.
+    for (forks, jobs) in [(None, 1), (forks.as_ref(), 1), (forks.as_ref(), 2)] {
         // Counting calls back once a first fault, as many times as the sites say.
-        let counted = std::cell::Cell::new(0);
-        let points = SweepPoints::counting(&spec, &sweep, &baselines, forks, &|| {
-            counted.set(counted.get() + 1)
+        let counted = std::sync::atomic::AtomicU64::new(0);
+        let points = SweepPoints::counting(&spec, &sweep, &baselines, forks, jobs, &|| {
+            counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         });
         let first_faults = first_faults_len(&sweep, &baselines);
-        assert_eq!(counted.get(), first_faults);
+        assert_eq!(counted.into_inner(), first_faults);
         assert_eq!(first_faults == 0, depth == 1);
         assert_eq!(points.len(), whole.len() as u64);
         assert_eq!(points.all(&baselines, forks), whole);
