@@ -259,8 +259,46 @@ fn write_decimal(out: &mut Vec<u8>, value: i128) {
     out.extend_from_slice(keel_sim::Decimal::signed(value).as_bytes());
 }
 
+/// The largest sum a window can reach: every event of the input at the largest value.
+const WINDOW_SUM_MAX: i128 = EVENTS_MAX as i128 * EVENT_INT_MAX as i128;
+
+/// Whether one window holds numbers the engine's arithmetic is safe for: what
+/// [`check_state`] asks of each.
+pub(crate) fn window_in_range(w: &WindowState) -> bool {
+    // A window counts at most every event of the input (the next event adds one).
+    w.sum.abs() <= WINDOW_SUM_MAX && w.cnt <= EVENTS_MAX as u64
+}
+
 /// What a restored state may hold: numbers the engine's arithmetic is safe for.
 pub(crate) fn check_state(state: &OperatorState) -> Result<(), String> {
+    check_max_ts(state)?;
+    if let Some((end, w)) = state
+        .windows
+        .iter()
+        .find(|(_, w)| w.sum.abs() > WINDOW_SUM_MAX)
+    {
+        return Err(format!("window {end} has sum {}, out of range", w.sum));
+    }
+    if let Some((end, w)) = state
+        .windows
+        .iter()
+        .find(|(_, w)| w.cnt > EVENTS_MAX as u64)
+    {
+        return Err(format!("window {end} has count {}, out of range", w.cnt));
+    }
+    check_dropped_late(state)
+}
+
+/// [`check_state`] of a state whose windows are each known to be in range
+/// ([`window_in_range`]): the same verdict without reading them. An incremental restore
+/// knows so of a base that decoded (its decoding checked every window) and of the deltas
+/// it applied, and a chain's base holds every window of the run.
+pub(crate) fn check_state_windows_in_range(state: &OperatorState) -> Result<(), String> {
+    check_max_ts(state)?;
+    check_dropped_late(state)
+}
+
+fn check_max_ts(state: &OperatorState) -> Result<(), String> {
     if state.max_ts.is_none() && !state.windows.is_empty() {
         return Err("windows without a max_ts".to_string());
     }
@@ -272,18 +310,10 @@ pub(crate) fn check_state(state: &OperatorState) -> Result<(), String> {
     {
         return Err(format!("max_ts {max_ts} is out of range"));
     }
-    let sum_max = EVENTS_MAX as i128 * i128::from(EVENT_INT_MAX);
-    if let Some((end, w)) = state.windows.iter().find(|(_, w)| w.sum.abs() > sum_max) {
-        return Err(format!("window {end} has sum {}, out of range", w.sum));
-    }
-    // A window counts at most every event of the input (the next event adds one).
-    if let Some((end, w)) = state
-        .windows
-        .iter()
-        .find(|(_, w)| w.cnt > EVENTS_MAX as u64)
-    {
-        return Err(format!("window {end} has count {}, out of range", w.cnt));
-    }
+    Ok(())
+}
+
+fn check_dropped_late(state: &OperatorState) -> Result<(), String> {
     if state.dropped_late > EVENTS_MAX as u64 {
         return Err(format!(
             "dropped_late {} is out of range",

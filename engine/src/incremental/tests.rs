@@ -373,3 +373,64 @@ fn file_names_parse() {
     }
     assert_eq!(parse_canonical_file_name("state-16.json"), None);
 }
+
+/// A restore checks the numbers of the state it builds as a full decode does, reading the
+/// windows only where a delta brought one out of range (the base's were checked when it
+/// decoded): the same verdict, word for word, either way, with and without decoded files.
+#[test]
+fn a_restored_state_out_of_range_is_named_as_a_full_check_names_it() {
+    // (the delta's windows, its max_ts, what restoring says)
+    let sum_max = crate::event::EVENTS_MAX as i128 * crate::event::EVENT_INT_MAX as i128;
+    let cases: [(&[(i64, i128, bool)], i64, Result<(), String>); 4] = [
+        (&[(20, 7, false)], 17, Ok(())),
+        (&[(20, sum_max, false)], 17, Ok(())),
+        (
+            &[(20, sum_max + 1, false)],
+            17,
+            Err(format!("window 20 has sum {}, out of range", sum_max + 1)),
+        ),
+        (
+            &[(20, 7, false)],
+            i64::MAX,
+            Err(format!("max_ts {} is out of range", i64::MAX)),
+        ),
+    ];
+    for (windows, max_ts, verdict) in cases {
+        for memo in [None, Some(DecodedFiles::default())] {
+            let mut inc = Incremental::default();
+            let mut files = Files(BTreeMap::new());
+            commit(
+                &mut inc,
+                &mut files,
+                8,
+                &state(&[(10, 40, false)], 9),
+                &[10],
+            );
+            let mut s16 = state(windows, max_ts);
+            s16.windows.insert(
+                10,
+                WindowState {
+                    sum: 40,
+                    cnt: 1,
+                    fired: false,
+                },
+            );
+            let (kind, manifest) = commit(&mut inc, &mut files, 16, &s16, &[20]);
+            assert_eq!(kind, FileKind::Delta);
+            assert_eq!(check_state(&s16), verdict);
+            let bytes = files.0[&manifest].clone();
+            let restored = restore(&manifest, &bytes, true, &mut files, memo.as_ref());
+            match (restored, &verdict) {
+                (Ok(restored), Ok(())) => assert_eq!(restored.checkpoint.state, s16),
+                (Err(NotRestored::Invalid(Invalid::TrustedButCorrupt(why))), Err(named)) => {
+                    assert_eq!(
+                        why,
+                        format!("passes its checksum but has a chain whose state {named}")
+                    )
+                }
+                (Ok(_), _) => panic!("{windows:?} {max_ts}: restored"),
+                (Err(_), _) => panic!("{windows:?} {max_ts}: not restored as {verdict:?}"),
+            }
+        }
+    }
+}
