@@ -381,7 +381,8 @@ fn file_names_parse() {
 fn a_restored_state_out_of_range_is_named_as_a_full_check_names_it() {
     // (the delta's windows, its max_ts, what restoring says)
     let sum_max = crate::event::EVENTS_MAX as i128 * crate::event::EVENT_INT_MAX as i128;
-    let cases: [(&[(i64, i128, bool)], i64, Result<(), String>); 4] = [
+    type Case<'a> = (&'a [(i64, i128, bool)], i64, Result<(), String>);
+    let cases: [Case; 4] = [
         (&[(20, 7, false)], 17, Ok(())),
         (&[(20, sum_max, false)], 17, Ok(())),
         (
