@@ -190,7 +190,27 @@ pub struct Disk {
     /// btrfs aborted its transaction at a failed fsync: every change fails with EROFS, and
     /// nothing more reaches the disk, until [`Disk::remount`] (or a power loss).
     read_only: bool,
+    /// Whether a failed fsync ever left bytes unpersisted here (or on the disk this one was
+    /// cloned from); see [`UnpersistedEver`].
+    unpersisted_ever: UnpersistedEver,
 }
+
+/// Whether a failed fsync ever left bytes unpersisted on a disk: the only way a file comes
+/// to hold any ([`Disk::fsync_fail`]). Until one does, [`Disk::unpersisted_bytes`] is 0
+/// without visiting every file, which a sweep's point asked several times (every
+/// comparison of two disks does) over a chain of incremental checkpoints hundreds of files
+/// long. A hint about how a disk came to be, not part of what it is: two disks are equal
+/// whatever theirs say.
+#[derive(Clone, Copy, Debug, Default)]
+struct UnpersistedEver(bool);
+
+impl PartialEq for UnpersistedEver {
+    fn eq(&self, _: &UnpersistedEver) -> bool {
+        true
+    }
+}
+
+impl Eq for UnpersistedEver {}
 
 impl Default for Disk {
     fn default() -> Self {
@@ -224,6 +244,7 @@ impl Disk {
             model,
             io_error_armed: false,
             read_only: false,
+            unpersisted_ever: UnpersistedEver::default(),
         }
     }
 
@@ -579,6 +600,7 @@ impl Disk {
             // The file's pages stay dirty (readable, never evicted, never written).
             self.read_only = true;
         } else {
+            self.unpersisted_ever = UnpersistedEver(true);
             self.inode_mut(name)?.sync_failed(size_may_stay);
         }
         Ok(())
@@ -621,6 +643,13 @@ impl Disk {
 
     /// [`Disk::unpersisted_bytes`] but the file `except`'s, if named.
     fn unpersisted_bytes_but(&self, except: Option<&str>) -> u64 {
+        if !self.unpersisted_ever.0 {
+            debug_assert!(self
+                .inodes
+                .values()
+                .all(|inode| inode.unpersisted.is_empty()));
+            return 0;
+        }
         let except = except.and_then(|name| self.names.get(name));
         self.inodes
             .iter()
