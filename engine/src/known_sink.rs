@@ -9,16 +9,33 @@
 //! only the bytes after the whole lines its file shares with it, found by comparing the two
 //! files' shared chunks ([`keel_sim::Contents::common_prefix_len`]).
 //!
+//! It also remembers the last few files connectors found readable, and how far
+//! ([`KnownSinkFile::read_lines_len_bytes`]): a depth-2 sweep's pairs with one first fault
+//! open files that share that fault's duplicate lines, past where they part from the known
+//! file, and checking those lines again at every open was a tenth of a 1,000-event class
+//! sweep's time (line parsing, `Record::is_record_line`).
+//!
 //! It is a cache and nothing else: whatever file it holds, a connector decides exactly what
 //! it decides without it (the same readable length, the same keys; debug builds check both
 //! against a full read), and it is not process state a crash could lose or keep: no trace
 //! line, step or fingerprint depends on it.
 
+use crate::recent::Recent;
 use crate::record::Record;
 use crate::sink::readable_prefix_len_bytes;
 use keel_sim::Contents;
 use std::fmt;
 use std::sync::OnceLock;
+
+/// How many files read by connectors [`KnownSinkFile`] remembers (the newest): a thread's
+/// pairs with one first fault follow each other, and a sweep runs a thread or two.
+pub const READ_FILES_MAX: usize = 4;
+
+/// A file a connector read, and the length of its readable prefix (whole record lines).
+struct ReadFile {
+    contents: Contents,
+    readable_len_bytes: usize,
+}
 
 /// A file of whole, readable record lines and, made at the first lookup, its keys.
 pub struct KnownSinkFile {
@@ -26,6 +43,8 @@ pub struct KnownSinkFile {
     contents: Contents,
     /// Each key, sorted, with the end of the first line that holds it.
     keys: OnceLock<Vec<(Box<str>, u64)>>,
+    /// Files connectors found readable lately (shared between threads).
+    read: Recent<ReadFile, READ_FILES_MAX>,
 }
 
 impl KnownSinkFile {
@@ -39,7 +58,38 @@ impl KnownSinkFile {
         KnownSinkFile {
             contents,
             keys: OnceLock::new(),
+            read: Recent::default(),
         }
+    }
+
+    /// How many bytes at the start of `file` are whole lines that a file read lately holds
+    /// within its readable prefix, as far as the two hold the same bytes: every one of them a
+    /// record line (a line is judged by its bytes alone), so a connector reads on from there.
+    pub fn read_lines_len_bytes(&self, file: &Contents) -> usize {
+        let mut lines_len_bytes = 0;
+        // Bounded: at most READ_FILES_MAX entries.
+        for read in self.read.newest_first() {
+            let same_bytes = read
+                .contents
+                .common_prefix_len(file)
+                .min(read.readable_len_bytes);
+            if same_bytes > lines_len_bytes {
+                let lines_end = file
+                    .last_index_of(b'\n', same_bytes)
+                    .map_or(0, |newline| newline + 1);
+                lines_len_bytes = lines_len_bytes.max(lines_end);
+            }
+        }
+        lines_len_bytes
+    }
+
+    /// Remembers that `file` was found readable up to `readable_len_bytes`.
+    pub fn note_read(&self, file: &Contents, readable_len_bytes: usize) {
+        assert!(readable_len_bytes <= file.len());
+        self.read.remember(ReadFile {
+            contents: file.clone(),
+            readable_len_bytes,
+        });
     }
 
     pub fn len_bytes(&self) -> usize {

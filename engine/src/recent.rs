@@ -21,15 +21,18 @@ impl<T, const MAX: usize> Default for Recent<T, MAX> {
 impl<T, const MAX: usize> Recent<T, MAX> {
     /// The newest entry that `matches`.
     pub fn find(&self, matches: impl Fn(&T) -> bool) -> Option<Arc<T>> {
-        let entries: Vec<Arc<T>> = self
-            .entries
+        self.newest_first().into_iter().find(|entry| matches(entry))
+    }
+
+    /// Every entry, newest first (handles copied out under the lock).
+    pub fn newest_first(&self) -> Vec<Arc<T>> {
+        self.entries
             .lock()
             .expect("no holder panics")
             .iter()
             .rev()
             .cloned()
-            .collect();
-        entries.into_iter().find(|entry| matches(entry))
+            .collect()
     }
 
     /// Keeps `entry`, dropping the oldest one if `MAX` are kept.

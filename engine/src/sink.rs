@@ -333,12 +333,22 @@ pub fn readable_len_bytes_sharing(
     common_bytes: usize,
 ) -> usize {
     let known_len_bytes = known.map_or(0, |known| known.lines_within(common_bytes));
-    let rest = contents.copy_range(known_len_bytes..contents.len());
-    let readable_bytes = known_len_bytes + readable_prefix_len_bytes(&rest);
+    // Past the known file's lines, the lines a file read lately holds too (a depth-2 pair
+    // reads on from its first fault's file).
+    let read_len_bytes = match known {
+        Some(known) if known_len_bytes < contents.len() => known.read_lines_len_bytes(contents),
+        _ => 0,
+    };
+    let from = known_len_bytes.max(read_len_bytes);
+    let rest = contents.copy_range(from..contents.len());
+    let readable_bytes = from + readable_prefix_len_bytes(&rest);
     debug_assert_eq!(
         readable_bytes,
         readable_prefix_len_bytes(&contents.to_vec())
     );
+    if let Some(known) = known.filter(|_| readable_bytes > known_len_bytes) {
+        known.note_read(contents, readable_bytes);
+    }
     readable_bytes
 }
 
