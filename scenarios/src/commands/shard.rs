@@ -39,10 +39,18 @@ pub enum ShardLine {
 }
 
 pub(crate) fn shard_output(lines: &[ShardLine]) -> String {
-    lines
-        .iter()
-        .map(|line| serde_json::to_string(line).expect("shard lines serialize") + "\n")
-        .collect()
+    let mut out = String::new();
+    for line in lines {
+        push_shard_line(&mut out, line);
+    }
+    out
+}
+
+/// Appends `line` to a shard's output, as a JSON line.
+pub(crate) fn push_shard_line(out: &mut String, line: &ShardLine) {
+    let json = serde_json::to_string(line).expect("shard lines serialize");
+    out.push_str(&json);
+    out.push('\n');
 }
 
 impl ShardLine {
