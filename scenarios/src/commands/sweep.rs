@@ -195,32 +195,18 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
             progress.done_many(records[0].points(), records.iter().any(fails))
         }
     };
-    if let Some(shard) = args.job.shard {
-        // A shard prints every point's record, for `keel merge` to tally: each written as
-        // a line as its chunk finishes, in point order, so what waits for the end is text,
-        // not the records (a 3.6M-point shard of a depth-2 sweep held 4 GB of them).
-        let mut out = shard_output(&[ShardLine::SweepHeader {
+    // A shard prints every point's record, for `keel merge` to tally: each written as a
+    // line as its chunk finishes, in point order, so what waits for the end is text, not
+    // the records (a 3.6M-point shard of a depth-2 sweep held 4 GB of them). Otherwise the
+    // records are tallied as the points finish, in point order: no point's record is kept.
+    let mut shard_lines = args.job.shard.map(|shard| {
+        shard_output(&[ShardLine::SweepHeader {
             spec: spec.clone(),
             sweep: sweep.clone(),
             shard,
             total: points.len(),
-        }]);
-        par_fold_interruptible_with(
-            &chunks,
-            threads,
-            worker,
-            run,
-            &on_done,
-            &mut |chunk: Vec<PointRecord>| {
-                for record in chunk {
-                    push_shard_line(&mut out, &ShardLine::Point(record));
-                }
-            },
-            &progress,
-        )?;
-        return Ok(Output::ok(out));
-    }
-    // Tallied as the points finish, in point order: no point's record is kept.
+        }])
+    });
     let mut tally = SweepTally::new(&spec, &sweep, args.expect.as_ref());
     par_fold_interruptible_with(
         &chunks,
@@ -228,10 +214,18 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
         worker,
         run,
         &on_done,
-        &mut |chunk: Vec<PointRecord>| chunk.iter().for_each(|r| tally.add(r)),
+        &mut |chunk: Vec<PointRecord>| match shard_lines.as_mut() {
+            Some(out) => chunk
+                .into_iter()
+                .for_each(|record| push_shard_line(out, &ShardLine::Point(record))),
+            None => chunk.iter().for_each(|record| tally.add(record)),
+        },
         &progress,
     )?;
-    Ok(render(tally, args.format))
+    Ok(match shard_lines {
+        Some(out) => Output::ok(out),
+        None => render(tally, args.format),
+    })
 }
 
 /// Tallies and renders a sweep, with exit status 1 if a point breaks `expect` (or, whatever
