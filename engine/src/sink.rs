@@ -346,7 +346,8 @@ pub fn readable_len_bytes_sharing(
         readable_bytes,
         readable_prefix_len_bytes(&contents.to_vec())
     );
-    if let Some(known) = known.filter(|_| readable_bytes > known_len_bytes) {
+    // Only a file with lines no remembered file covered is worth remembering.
+    if let Some(known) = known.filter(|_| readable_bytes > from) {
         known.note_read(contents, readable_bytes);
     }
     readable_bytes

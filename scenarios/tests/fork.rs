@@ -310,10 +310,11 @@ fn tally(out: &str) -> [usize; 4] {
 
 /// bounded-disk: a point that leaves a file the fault-free run does not (an older checkpoint
 /// a recovery keeps where it cannot trust that the newest is durable; a `.tmp` it removes,
-/// which made 18 and 8 more stray before it did) has a disk that differs from the fault-free run's at
-/// every boundary after, so it never converges, and its stray-file count is the naive one;
-/// a point that converged has the fault-free run's files, none stray. A point that shares
-/// the future of an earlier point that ran to its end has that point's files, strays too.
+/// which made 18 and 8 more stray before it did) has a disk that differs from the fault-free
+/// run's at every boundary after, so it never converges, and its stray-file count is the
+/// naive one; a point that converged has the fault-free run's files, none stray. A point
+/// that shares the future of an earlier point that ran to its end has that point's files,
+/// strays too.
 /// With and without an allowed lateness, judged by exactly-once and bounded-disk.
 #[test]
 fn stray_files_are_counted_as_the_naive_sweep_counts_them() {

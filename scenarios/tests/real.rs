@@ -321,8 +321,8 @@ fn a_crash_before_the_step_for_real_is_the_simulated_one() {
     // Step 23 is the sink write of window 10 (record 13:10): before it, nothing was
     // written, so the replay writes it once; after it, the replay writes it again. Step 30
     // is the rename of checkpoint 16: before it, recovery removes state-16.json.tmp and goes
-    // back to checkpoint 8; after
-    // it, recovery restores checkpoint 16 and removes the subsumed checkpoint 8.
+    // back to checkpoint 8; after it, recovery restores checkpoint 16 and removes the
+    // subsumed checkpoint 8.
     for (step, before, after) in [
         ("23", ("728706de3b939f4c", 0), ("b1fcf20445a93550", 1)),
         ("30", ("98dd29a805ddb192", 1), ("2526dbd56a0bec3c", 0)),

@@ -355,7 +355,8 @@ impl LineFile {
             .entries
             .clone()
             .find_map(|e| {
-                let shortest = self.shortest_length(e, self.entry(e).0, class.kept_len_bytes, torn);
+                let (p, _) = self.entry(e);
+                let shortest = self.shortest_length(e, p, class.kept_len_bytes, torn);
                 debug_assert_eq!(
                     shortest,
                     self.entry_lengths(e)
