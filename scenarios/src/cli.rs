@@ -21,6 +21,7 @@ use crate::commands::sweep::{cmd_sweep, SweepArgs};
 use crate::commands::teach::{cmd_teach, TeachArgs};
 use crate::error::KeelError;
 use clap::{Parser, Subcommand};
+use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -70,10 +71,19 @@ pub enum Command {
 /// Runs a parsed command line and returns what to print on stdout (nothing, when `--out`
 /// wrote it to a file).
 pub fn execute(cli: &Cli) -> Result<Output, KeelError> {
+    execute_to(cli, None)
+}
+
+/// [`execute`], with `stdout` for what a command prints as it goes rather than at its end
+/// (a sweep shard's lines, without `--out`): `keel`'s `main` passes its stdout, and the
+/// output returned then holds the rest.
+pub fn execute_to(cli: &Cli, stdout: Option<&mut (dyn Write + Send)>) -> Result<Output, KeelError> {
     match &cli.command {
         Command::Run(args) => cmd_run(args),
         Command::Sites(args) => cmd_sites(args),
-        Command::Sweep(args) => write_out(args.job.out.as_deref(), cmd_sweep(args)?),
+        // A shard writes its `--out` file itself, as it goes.
+        Command::Sweep(args) if args.job.shard.is_some() => cmd_sweep(args, stdout),
+        Command::Sweep(args) => write_out(args.job.out.as_deref(), cmd_sweep(args, stdout)?),
         Command::Explore(args) => write_out(args.job.out.as_deref(), cmd_explore(args)?),
         Command::Replay(args) => cmd_replay(args),
         Command::Shrink(args) => cmd_shrink(args),
@@ -105,7 +115,10 @@ fn write_out(out: Option<&str>, output: Output) -> Result<Output, KeelError> {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     install_handler();
-    match execute(&cli) {
+    let mut stdout = std::io::BufWriter::new(std::io::stdout());
+    let executed = execute_to(&cli, Some(&mut stdout));
+    drop(stdout);
+    match executed {
         Ok(output) => match print_report(&output.stdout) {
             Ok(()) => ExitCode::from(output.exit_code),
             Err(error) => {

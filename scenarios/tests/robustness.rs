@@ -305,6 +305,97 @@ fn merge_rejects_shard_lines_no_run_writes() {
     );
 }
 
+/// A sweep shard's lines go out as they are made (through stdout, or into the `--out`
+/// file, committed whole at the end): the same bytes as the shard kept and returned in
+/// process on one thread, and `keel merge` of the streamed files prints the unsharded report. A file
+/// that does not start with a shard header is named.
+#[test]
+fn a_streamed_sweep_shard_is_the_shard_and_merges_to_the_sweep() {
+    let sweep = [
+        "sweep",
+        "--faults",
+        "process-crash,power-loss",
+        "--depth",
+        "2",
+        "--sinks",
+        "append",
+        "--power-loss-states-max",
+        "2",
+        "--quiet",
+        "--jobs",
+        "2",
+    ];
+    let (code, whole, _) = keel_bin(&sweep);
+    assert_eq!(code, 0);
+    let mut files = Vec::new();
+    for shard in ["0/2", "1/2"] {
+        let mut args = sweep.to_vec();
+        args.extend_from_slice(&["--shard", shard]);
+        // On one thread: the lines do not depend on --jobs (nor on which thread composed a
+        // pair first, which once decided which pairs shared a record).
+        let mut one_thread = args.clone();
+        let jobs = one_thread.iter().position(|&arg| arg == "--jobs").unwrap();
+        one_thread[jobs + 1] = "1";
+        let kept = stdout(&one_thread);
+        assert!(
+            kept.lines().count() > 1_000,
+            "{shard}: {} lines",
+            kept.lines().count()
+        );
+        let (code, streamed, stderr) = keel_bin(&args);
+        assert_eq!((code, stderr.as_str()), (0, ""));
+        assert!(
+            streamed == kept,
+            "{shard}: stdout differs from the shard kept in process"
+        );
+        let path = tmp(&format!("streamed-{}.jsonl", &shard[..1]));
+        let _ = std::fs::remove_file(&path);
+        args.extend_from_slice(&["--out", &path]);
+        let (code, printed, _) = keel_bin(&args);
+        assert_eq!((code, printed.as_str()), (0, ""));
+        assert!(
+            std::fs::read_to_string(&path).unwrap() == kept,
+            "{shard}: --out differs"
+        );
+        files.push(path);
+    }
+    assert_eq!(keel_bin(&["merge", &files[1], &files[0]]).1, whole);
+
+    // Files that are not shards: empty, or points without their header.
+    let empty = tmp("empty-shard.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    assert_eq!(
+        usage_error(&["merge", &files[0], &empty]),
+        format!("{empty}: no shard header: the file is empty (was the command that wrote it interrupted?)")
+    );
+    let headless = write_lines("headless.jsonl", &sweep_shard()[1..]);
+    assert_eq!(
+        usage_error(&["merge", &headless]),
+        format!(
+            "{headless}: line 1: not a shard header (keel writes one as a shard file's first line)"
+        )
+    );
+    // Points out of order within a file.
+    let mut lines = sweep_shard();
+    lines.swap(1, 2);
+    let swapped = write_lines("swapped.jsonl", &lines);
+    assert_eq!(
+        usage_error(&["merge", &swapped]),
+        "the shard files' points are not exactly the sweep's points"
+    );
+}
+
+/// `--out` where no file can be written fails before the sweep runs, naming the path.
+#[test]
+fn a_shard_out_path_that_cannot_be_written_fails_at_once() {
+    let path = tmp("no-such-dir/shard.jsonl");
+    let error = usage_error(&["sweep", "--shard", "0/2", "--out", &path, "--quiet"]);
+    assert!(
+        error.starts_with(&format!("cannot write {path}: ")),
+        "{error}"
+    );
+}
+
 /// A shard file cut short (its writer killed) is an error naming the file and the line.
 #[test]
 fn merge_rejects_a_truncated_shard_file_naming_the_file_and_line() {

@@ -8,7 +8,7 @@ use crate::plan_file::SavedPlan;
 use crate::spec::ScenarioSpec;
 use keel_engine::{Event, SinkKind};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The input events of a spec: a shipped scenario, or an events file read from disk.
 pub(crate) fn load_events(spec: &ScenarioSpec) -> Result<Vec<Event>, KeelError> {
@@ -59,29 +59,78 @@ pub(crate) fn write_plan_file(path: &str, plan: &SavedPlan) -> Result<(), KeelEr
 /// the previous file) or complete, never half-written; at worst a temp file
 /// `.<name>.keel-tmp-<pid>` is left beside it.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name"))?;
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let mut temp_name = std::ffi::OsString::from(".");
-    temp_name.push(name);
-    temp_name.push(format!(".keel-tmp-{}", std::process::id()));
-    let temp = dir.join(temp_name);
-    let written = (|| {
-        let mut file = std::fs::File::create(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        drop(file);
-        std::fs::rename(&temp, path)?;
-        sync_dir(dir)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temp);
+    let mut file = AtomicFile::create(path)?;
+    file.write_all(bytes)?;
+    file.commit()
+}
+
+/// A file written as [`write_atomically`] writes one, but a piece at a time: its bytes go to
+/// the temp file as they are made (a `--shard` file of millions of points is never held in
+/// memory), and [`AtomicFile::commit`] fsyncs it and renames it over `path`. Dropped without
+/// a commit (an error, Ctrl-C), it removes its temp file and leaves `path` as it was.
+pub(crate) struct AtomicFile {
+    temp: PathBuf,
+    path: PathBuf,
+    dir: PathBuf,
+    /// None once committed.
+    file: Option<std::io::BufWriter<std::fs::File>>,
+}
+
+impl AtomicFile {
+    pub(crate) fn create(path: &Path) -> std::io::Result<AtomicFile> {
+        let name = path.file_name().ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name")
+        })?;
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        let mut temp_name = std::ffi::OsString::from(".");
+        temp_name.push(name);
+        temp_name.push(format!(".keel-tmp-{}", std::process::id()));
+        let temp = dir.join(temp_name);
+        let file = std::fs::File::create(&temp)?;
+        Ok(AtomicFile {
+            temp,
+            path: path.to_path_buf(),
+            dir: dir.to_path_buf(),
+            file: Some(std::io::BufWriter::new(file)),
+        })
     }
-    written
+
+    /// Makes the file whole and durable under its name.
+    pub(crate) fn commit(mut self) -> std::io::Result<()> {
+        let file = self.file.take().expect("an AtomicFile is committed once");
+        let committed = (|| {
+            let file = file.into_inner().map_err(|e| e.into_error())?;
+            file.sync_all()?;
+            drop(file);
+            std::fs::rename(&self.temp, &self.path)?;
+            sync_dir(&self.dir)
+        })();
+        if committed.is_err() {
+            let _ = std::fs::remove_file(&self.temp);
+        }
+        committed
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.file.as_mut().expect("not committed yet").write(bytes)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.as_mut().expect("not committed yet").flush()
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.temp);
+        }
+    }
 }
 
 /// Makes a rename in `dir` durable.

@@ -6,13 +6,15 @@ use super::explore::{explore_baselines, finish_explore};
 use super::fidelity::kill_output;
 use super::files::load_events;
 use super::output::Output;
-use super::shard::{parse_shard_file, ShardLine};
-use super::sweep::sweep_output;
+use super::shard::{ShardLine, ShardLines};
+use super::sweep::render;
 use crate::error::KeelError;
 use crate::explore::ExploreRow;
 use crate::fidelity::{aggregate as fidelity_aggregate, PointComparison};
 use crate::property::Expectation;
-use crate::sweep::PointRecord;
+use crate::spec::ScenarioSpec;
+use crate::sweep::{PointRecord, SweepSpec};
+use crate::tally::SweepTally;
 use clap::Args;
 use keel_engine::SinkKind;
 use std::collections::BTreeMap;
@@ -44,70 +46,43 @@ pub struct MergeArgs {
 }
 
 pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
+    // Every file's header first (its first line), each checked against the first file's:
+    // a sweep's points are then read one file at a time, in shard order, and tallied as
+    // they come, so merging holds no file and no point whole.
     let mut header: Option<(String, ShardLine)> = None;
     let mut shards_seen: Vec<Shard> = Vec::new();
-    let mut points: Vec<PointRecord> = Vec::new();
-    let mut rows: Vec<ExploreRow> = Vec::new();
-    let mut compared: Vec<PointComparison> = Vec::new();
     for path in &args.files {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| KeelError::usage(format!("cannot read shard file {path}: {e}")))?;
-        for (line_number, parsed) in parse_shard_file(path, &text)? {
-            match parsed {
-                ShardLine::Point(record) => points.push(record),
-                ShardLine::Row(row) => rows.push(row),
-                ShardLine::FidelityPoint(point) => compared.push(point),
-                ref h @ (ShardLine::SweepHeader { shard, .. }
-                | ShardLine::ExploreHeader { shard, .. }
-                | ShardLine::FidelityKillHeader { shard, .. }) => {
-                    if line_number != 1 {
-                        return Err(KeelError::usage(format!(
-                            "{path}: line {line_number}: a header after the first line"
-                        )));
-                    }
-                    if shards_seen.contains(&shard) {
-                        return Err(KeelError::usage(format!(
-                            "{path}: shard {}/{} given twice",
-                            shard.index, shard.count
-                        )));
-                    }
-                    shards_seen.push(shard);
-                    let key =
-                        |line: &ShardLine| match line {
-                            ShardLine::SweepHeader {
-                                spec,
-                                sweep,
-                                total,
-                                shard,
-                            } => serde_json::to_string(&(spec, sweep, total, shard.count))
-                                .expect("json"),
-                            ShardLine::ExploreHeader {
-                                spec,
-                                explore,
-                                total,
-                                shard,
-                            } => serde_json::to_string(&(spec, explore, total, shard.count))
-                                .expect("json"),
-                            ShardLine::FidelityKillHeader {
-                                spec,
-                                sinks,
-                                total,
-                                shard,
-                            } => serde_json::to_string(&(spec, sinks, total, shard.count))
-                                .expect("json"),
-                            _ => unreachable!("only headers have keys"),
-                        };
-                    match &header {
-                        None => header = Some((path.clone(), h.clone())),
-                        Some((first_path, first)) if key(first) != key(h) => {
-                            return Err(KeelError::usage(format!(
-                                "{path} is a shard of another run than {first_path} (different command, options or shard count)"
-                            )));
-                        }
-                        Some(_) => {}
-                    }
-                }
+        let h = match open_shard(path)?.next().transpose()? {
+            Some((1, h @ (ShardLine::SweepHeader { .. }
+            | ShardLine::ExploreHeader { .. }
+            | ShardLine::FidelityKillHeader { .. }))) => h,
+            Some((line_number, _)) => {
+                return Err(KeelError::usage(format!(
+                    "{path}: line {line_number}: not a shard header (keel writes one as a shard file's first line)"
+                )))
             }
+            None => {
+                return Err(KeelError::usage(format!(
+                    "{path}: no shard header: the file is empty (was the command that wrote it interrupted?)"
+                )))
+            }
+        };
+        let shard = header_shard(&h);
+        if shards_seen.contains(&shard) {
+            return Err(KeelError::usage(format!(
+                "{path}: shard {}/{} given twice",
+                shard.index, shard.count
+            )));
+        }
+        shards_seen.push(shard);
+        match &header {
+            None => header = Some((path.clone(), h)),
+            Some((first_path, first)) if header_key(first) != header_key(&h) => {
+                return Err(KeelError::usage(format!(
+                    "{path} is a shard of another run than {first_path} (different command, options or shard count)"
+                )));
+            }
+            Some(_) => {}
         }
     }
     let Some((_, header)) = header else {
@@ -115,69 +90,55 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
             "no shard header found: give files written with --shard i/n".to_string(),
         ));
     };
+    if let ShardLine::SweepHeader {
+        spec,
+        sweep,
+        shard,
+        total,
+    } = header
+    {
+        for (given, option) in [
+            (args.no_shrink, "--no-shrink"),
+            (args.summary_only, "--summary-only"),
+        ] {
+            if given {
+                return Err(KeelError::usage(format!(
+                    "{option} applies to explore shards only; these are shards of a sweep, which has no seeds to shrink or summarise"
+                )));
+            }
+        }
+        check_complete(&shards_seen, shard.count, None, total)?;
+        let mut files: Vec<(&String, Shard)> = args.files.iter().zip(shards_seen).collect();
+        files.sort_by_key(|(_, shard)| shard.index);
+        return merge_sweep(args, &files, &spec, &sweep, total);
+    }
+    let mut rows: Vec<ExploreRow> = Vec::new();
+    let mut compared: Vec<PointComparison> = Vec::new();
+    let mut foreign = 0usize;
+    for path in &args.files {
+        for line in open_shard(path)?.skip(1) {
+            match line?.1 {
+                ShardLine::Row(row) => rows.push(row),
+                ShardLine::FidelityPoint(point) => compared.push(point),
+                _ => foreign += 1,
+            }
+        }
+    }
     let (command, foreign) = match header {
-        ShardLine::SweepHeader { .. } => ("keel sweep", rows.len() + compared.len()),
-        ShardLine::ExploreHeader { .. } => ("keel explore", points.len() + compared.len()),
-        _ => ("keel fidelity kill", points.len() + rows.len()),
+        ShardLine::ExploreHeader { .. } => ("keel explore", foreign + compared.len()),
+        _ => ("keel fidelity kill", foreign + rows.len()),
     };
     if foreign > 0 {
-        return Err(KeelError::usage(format!(
-            "these are shards of {command}, but {foreign} of their lines come from another command"
-        )));
+        return Err(foreign_lines(command, foreign));
     }
     match header {
-        ShardLine::SweepHeader {
-            spec,
-            sweep,
-            shard,
-            total,
-        } => {
-            // A transactional point has one record per consumer view, with the same index;
-            // a record with a span stands for the points after it too.
-            points.sort_by_key(|p| (p.index, p.view));
-            let mut starts: Vec<(u64, u64)> =
-                points.iter().map(|p| (p.index, p.points())).collect();
-            starts.dedup();
-            let held = starts
-                .iter()
-                .fold(0u64, |sum, (_, n)| sum.saturating_add(*n));
-            check_complete(&shards_seen, shard.count, held, total)?;
-            // The points covered, in order, each once: exactly 0..total.
-            let mut covered = 0u64;
-            for (index, points) in starts {
-                if index != covered {
-                    return Err(KeelError::usage(
-                        "the shard files' points are not exactly the sweep's points".to_string(),
-                    ));
-                }
-                covered = covered.saturating_add(points);
-            }
-            for (given, option) in [
-                (args.no_shrink, "--no-shrink"),
-                (args.summary_only, "--summary-only"),
-            ] {
-                if given {
-                    return Err(KeelError::usage(format!(
-                        "{option} applies to explore shards only; these are shards of a sweep, which has no seeds to shrink or summarise"
-                    )));
-                }
-            }
-            let expect = args.expect.clone().or(sweep.expect.clone());
-            Ok(sweep_output(
-                &spec,
-                &sweep,
-                &points,
-                expect.as_ref(),
-                args.format,
-            ))
-        }
         ShardLine::ExploreHeader {
             spec,
             explore,
             shard,
             total,
         } => {
-            check_complete(&shards_seen, shard.count, rows.len() as u64, total)?;
+            check_complete(&shards_seen, shard.count, Some(rows.len() as u64), total)?;
             let order: BTreeMap<(u64, SinkKind), usize> = explore
                 .points()
                 .into_iter()
@@ -251,7 +212,12 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
                 }
             }
             compared.sort_by_key(|point| point.index);
-            check_complete(&shards_seen, shard.count, compared.len() as u64, total)?;
+            check_complete(
+                &shards_seen,
+                shard.count,
+                Some(compared.len() as u64),
+                total,
+            )?;
             if compared
                 .iter()
                 .enumerate()
@@ -268,7 +234,14 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
     }
 }
 
-fn check_complete(seen: &[Shard], count: u64, got: u64, total: u64) -> Result<(), KeelError> {
+/// The shards `seen` against the `count` the headers name, then (once read) the results they
+/// hold (`got`) against the run's `total`.
+fn check_complete(
+    seen: &[Shard],
+    count: u64,
+    got: Option<u64>,
+    total: u64,
+) -> Result<(), KeelError> {
     // The first few only: a header may claim any count up to 2^64 - 1.
     let missing: Vec<String> = (0..count)
         .filter(|i| !seen.iter().any(|s| s.index == *i))
@@ -281,10 +254,121 @@ fn check_complete(seen: &[Shard], count: u64, got: u64, total: u64) -> Result<()
             missing.join(", ")
         )));
     }
-    if got != total {
-        return Err(KeelError::usage(format!(
+    match got {
+        Some(got) if got != total => Err(KeelError::usage(format!(
             "the shard files hold {got} results, the run has {total}"
-        )));
+        ))),
+        _ => Ok(()),
     }
-    Ok(())
+}
+
+/// A sweep's shard files (`files`, in shard order) tallied as one sweep: each file's points
+/// read and counted in point order, the records of one point (one a consumer view) together.
+fn merge_sweep(
+    args: &MergeArgs,
+    files: &[(&String, Shard)],
+    spec: &ScenarioSpec,
+    sweep: &SweepSpec,
+    total: u64,
+) -> Result<Output, KeelError> {
+    let expect = args.expect.clone().or(sweep.expect.clone());
+    let mut tally = SweepTally::new(spec, sweep, expect.as_ref());
+    // The points held (a record with a span stands for the points after it too), and
+    // whether they are exactly 0..held, each once, so far: tallying stops at the first that
+    // is not, and the error waits for the count (a file with points given twice holds more
+    // than the run has, and says so).
+    let mut held = 0u64;
+    let mut in_order = true;
+    let mut foreign = 0usize;
+    // The records of the point being read.
+    let mut point: Vec<PointRecord> = Vec::new();
+    let add = |point: &mut Vec<PointRecord>, tally: &mut SweepTally| {
+        point.sort_by_key(|record| record.view);
+        point.iter().for_each(|record| tally.add(record));
+        point.clear();
+    };
+    for (path, _) in files {
+        for line in open_shard(path)?.skip(1) {
+            let record = match line?.1 {
+                ShardLine::Point(record) => record,
+                _ => {
+                    foreign += 1;
+                    continue;
+                }
+            };
+            match point.last() {
+                Some(last) if last.index == record.index => {
+                    in_order &= last.points() == record.points()
+                        && point.iter().all(|r| r.view != record.view);
+                }
+                _ => {
+                    in_order &= record.index == held;
+                    held = held.saturating_add(record.points());
+                    if in_order {
+                        add(&mut point, &mut tally);
+                    }
+                    point.clear();
+                }
+            }
+            point.push(record);
+        }
+    }
+    if foreign > 0 {
+        return Err(foreign_lines("keel sweep", foreign));
+    }
+    check_complete(&[], 0, Some(held), total)?;
+    if !in_order {
+        return Err(KeelError::usage(
+            "the shard files' points are not exactly the sweep's points".to_string(),
+        ));
+    }
+    add(&mut point, &mut tally);
+    Ok(render(tally, args.format))
+}
+
+fn foreign_lines(command: &str, foreign: usize) -> KeelError {
+    KeelError::usage(format!(
+        "these are shards of {command}, but {foreign} of their lines come from another command"
+    ))
+}
+
+/// The lines of the shard file `path`, read as they are asked for.
+fn open_shard(path: &str) -> Result<ShardLines<'_, std::io::BufReader<std::fs::File>>, KeelError> {
+    let file = std::fs::File::open(path)
+        .map_err(|e| KeelError::usage(format!("cannot read shard file {path}: {e}")))?;
+    Ok(ShardLines::new(path, std::io::BufReader::new(file)))
+}
+
+fn header_shard(header: &ShardLine) -> Shard {
+    match header {
+        ShardLine::SweepHeader { shard, .. }
+        | ShardLine::ExploreHeader { shard, .. }
+        | ShardLine::FidelityKillHeader { shard, .. } => *shard,
+        _ => unreachable!("a header"),
+    }
+}
+
+/// What two shards of one run share in their headers: all but the shard's index.
+fn header_key(header: &ShardLine) -> String {
+    match header {
+        ShardLine::SweepHeader {
+            spec,
+            sweep,
+            total,
+            shard,
+        } => serde_json::to_string(&(spec, sweep, total, shard.count)).expect("json"),
+        ShardLine::ExploreHeader {
+            spec,
+            explore,
+            total,
+            shard,
+        } => serde_json::to_string(&(spec, explore, total, shard.count)).expect("json"),
+        ShardLine::FidelityKillHeader {
+            spec,
+            sinks,
+            total,
+            shard,
+        } => serde_json::to_string(&(spec, sinks, total, shard.count)).expect("json"),
+        _ => unreachable!("only headers have keys"),
+    }
 }

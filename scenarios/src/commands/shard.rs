@@ -1,6 +1,8 @@
 //! The lines of a `--shard` output file, and reading them back for `keel merge`.
 
 use super::args::Shard;
+use super::files::AtomicFile;
+use super::output::Output;
 use crate::error::KeelError;
 use crate::explore::{ExploreRow, ExploreSpec};
 use crate::fidelity::PointComparison;
@@ -9,6 +11,8 @@ use crate::sweep::{PointRecord, SweepSpec, SHARING_CHUNK_POINTS};
 use keel_engine::SinkKind;
 use keel_sim::world::STEPS_MAX;
 use keel_sim::Fault;
+use std::io::Write;
+use std::path::Path;
 
 /// One line of a shard file.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
@@ -51,6 +55,98 @@ pub(crate) fn push_shard_line(out: &mut String, line: &ShardLine) {
     let json = serde_json::to_string(line).expect("shard lines serialize");
     out.push_str(&json);
     out.push('\n');
+}
+
+/// Where a sweep shard's lines go as they are made, so that what waits for the end is
+/// neither the points' records nor their text (about 560 bytes a point: a shard of a
+/// depth-2 sweep has millions): into the `--out` file (a temp file, committed whole at the
+/// end), through `keel`'s stdout, or, when [`crate::cli::execute`] runs a command in
+/// process, kept to return as its output.
+pub(crate) struct ShardWriter<'a> {
+    to: ShardTo<'a>,
+    /// The line being written.
+    line: String,
+    /// The first error writing a line; the lines after it are not written.
+    error: Option<std::io::Error>,
+}
+
+enum ShardTo<'a> {
+    Kept(String),
+    Stdout(&'a mut (dyn Write + Send)),
+    File { path: String, file: AtomicFile },
+}
+
+impl<'a> ShardWriter<'a> {
+    /// A writer to `out` (a file path) if given, else to `stdout` if given, else kept. The
+    /// file is created at once, so a path that cannot be written fails before the sweep runs.
+    pub(crate) fn new(
+        out: Option<&str>,
+        stdout: Option<&'a mut (dyn Write + Send)>,
+    ) -> Result<ShardWriter<'a>, KeelError> {
+        let to = match (out, stdout) {
+            (Some(path), _) => ShardTo::File {
+                path: path.to_string(),
+                file: AtomicFile::create(Path::new(path))
+                    .map_err(|e| KeelError::usage(format!("cannot write {path}: {e}")))?,
+            },
+            (None, Some(stdout)) => ShardTo::Stdout(stdout),
+            (None, None) => ShardTo::Kept(String::new()),
+        };
+        Ok(ShardWriter {
+            to,
+            line: String::new(),
+            error: None,
+        })
+    }
+
+    /// Whether the lines go through `keel`'s stdout as they are made (an interrupted shard
+    /// leaves some there).
+    pub(crate) fn streams_to_stdout(&self) -> bool {
+        matches!(self.to, ShardTo::Stdout(_))
+    }
+
+    pub(crate) fn push(&mut self, line: &ShardLine) {
+        if self.error.is_some() {
+            return;
+        }
+        let written = match &mut self.to {
+            ShardTo::Kept(text) => {
+                push_shard_line(text, line);
+                Ok(())
+            }
+            ShardTo::Stdout(out) => {
+                self.line.clear();
+                push_shard_line(&mut self.line, line);
+                out.write_all(self.line.as_bytes())
+            }
+            ShardTo::File { file, .. } => {
+                self.line.clear();
+                push_shard_line(&mut self.line, line);
+                file.write_all(self.line.as_bytes())
+            }
+        };
+        self.error = written.err();
+    }
+
+    /// The command's output once every line is pushed: the lines kept, or nothing once the
+    /// file is committed or stdout flushed. A reader that stopped early (`| head`) closed
+    /// stdout: that is not an error of the run, as [`crate::cli::main`] prints a report.
+    pub(crate) fn finish(self) -> Result<Output, KeelError> {
+        match self.to {
+            ShardTo::Kept(text) => Ok(Output::ok(text)),
+            ShardTo::Stdout(out) => match self.error.map_or_else(|| out.flush(), Err) {
+                Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(
+                    KeelError::usage(format!("cannot write the shard's lines to stdout: {error}")),
+                ),
+                _ => Ok(Output::ok(String::new())),
+            },
+            ShardTo::File { path, file } => self
+                .error
+                .map_or_else(|| file.commit(), Err)
+                .map(|()| Output::ok(String::new()))
+                .map_err(|e| KeelError::usage(format!("cannot write {path}: {e}"))),
+        }
+    }
 }
 
 impl ShardLine {
@@ -183,38 +279,82 @@ fn check_shard(shard: &Shard) -> Result<(), String> {
 }
 
 /// The lines of the shard file `path` (its text), each with its 1-based line number; blank
-/// lines are skipped. Every error names the file and the line: a line that is not a shard
-/// line, and a last line without its newline (keel ends every line with one, so the file was
-/// cut short while it was written).
+/// lines are skipped. Every error names the file and the line (see [`ShardLines`]).
 pub fn parse_shard_file(path: &str, text: &str) -> Result<Vec<(usize, ShardLine)>, KeelError> {
-    let mut lines = Vec::new();
-    let mut rest = text;
-    let mut line_number = 0;
-    while !rest.is_empty() {
-        line_number += 1;
-        let Some(newline) = rest.find('\n') else {
-            return Err(KeelError::usage(format!(
-                "{path}: line {line_number}: the last line has no newline: the file is truncated (was the command that wrote it interrupted?)"
-            )));
-        };
-        let line = &rest[..newline];
-        rest = &rest[newline + 1..];
-        if line.trim().is_empty() {
-            continue;
+    ShardLines::new(path, text.as_bytes()).collect()
+}
+
+/// The lines of a shard file read one at a time (`keel merge` never holds a sweep shard
+/// whole), each with its 1-based line number; blank lines are skipped. Every error names the
+/// file and the line: a line that is not a shard line, and a last line without its newline
+/// (keel ends every line with one, so the file was cut short while it was written).
+pub struct ShardLines<'a, R> {
+    path: &'a str,
+    reader: R,
+    line_number: usize,
+    line: String,
+    /// Set after an error: the iterator ends.
+    done: bool,
+}
+
+impl<'a, R: std::io::BufRead> ShardLines<'a, R> {
+    pub fn new(path: &'a str, reader: R) -> ShardLines<'a, R> {
+        ShardLines {
+            path,
+            reader,
+            line_number: 0,
+            line: String::new(),
+            done: false,
         }
-        let parsed: ShardLine = serde_json::from_str(line).map_err(|e| {
-            KeelError::usage(format!(
-                "{path}: line {line_number}: not a keel shard line: {e}"
-            ))
-        })?;
-        parsed.check().map_err(|e| {
-            KeelError::usage(format!(
-                "{path}: line {line_number}: not what keel writes: {e}"
-            ))
-        })?;
-        lines.push((line_number, parsed));
     }
-    Ok(lines)
+
+    fn next_line(&mut self) -> Result<Option<(usize, ShardLine)>, KeelError> {
+        let path = self.path;
+        loop {
+            self.line.clear();
+            let read = self
+                .reader
+                .read_line(&mut self.line)
+                .map_err(|e| KeelError::usage(format!("cannot read shard file {path}: {e}")))?;
+            if read == 0 {
+                return Ok(None);
+            }
+            self.line_number += 1;
+            let line_number = self.line_number;
+            let Some(line) = self.line.strip_suffix('\n') else {
+                return Err(KeelError::usage(format!(
+                    "{path}: line {line_number}: the last line has no newline: the file is truncated (was the command that wrote it interrupted?)"
+                )));
+            };
+            if line.trim().is_empty() {
+                continue;
+            }
+            let parsed: ShardLine = serde_json::from_str(line).map_err(|e| {
+                KeelError::usage(format!(
+                    "{path}: line {line_number}: not a keel shard line: {e}"
+                ))
+            })?;
+            parsed.check().map_err(|e| {
+                KeelError::usage(format!(
+                    "{path}: line {line_number}: not what keel writes: {e}"
+                ))
+            })?;
+            return Ok(Some((line_number, parsed)));
+        }
+    }
+}
+
+impl<R: std::io::BufRead> Iterator for ShardLines<'_, R> {
+    type Item = Result<(usize, ShardLine), KeelError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let next = self.next_line().transpose();
+        self.done = matches!(next, None | Some(Err(_)));
+        next
+    }
 }
 
 #[cfg(test)]

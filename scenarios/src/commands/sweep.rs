@@ -8,11 +8,10 @@ use super::files::prepare;
 use super::interrupt::par_fold_interruptible_with;
 use super::output::{Output, EXIT_VIOLATION};
 use super::progress::Progress;
-use super::shard::{push_shard_line, shard_output, ShardLine};
+use super::shard::{ShardLine, ShardWriter};
 use crate::error::KeelError;
 use crate::parallel::Threads;
 use crate::property::Expectation;
-use crate::spec::ScenarioSpec;
 use crate::sweep::{
     first_faults_len, sharing_chunks, PointRecord, PowerLossPoints, SweepPoints, SweepSetup,
     SweepSpec, ViewExpectations, POWER_LOSS_STATES_MAX_DEFAULT, REORDER_WINDOW_CHUNKS_PER_JOB,
@@ -21,6 +20,7 @@ use crate::tally::SweepTally;
 use clap::Args;
 use keel_engine::{Event, SinkKind};
 use keel_sim::FaultKind;
+use std::io::Write;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -137,7 +137,12 @@ pub(crate) fn check_classes_pair(
     }
 }
 
-pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
+/// `keel sweep`. A shard writes its lines as they are made: into `--out`, else through
+/// `stdout` when given (`keel`'s own), else into the output returned.
+pub(crate) fn cmd_sweep(
+    args: &SweepArgs,
+    stdout: Option<&mut (dyn Write + Send)>,
+) -> Result<Output, KeelError> {
     check_outage_ms(&args.scenario.given, &args.faults)?;
     let (spec, events) = prepare(&args.scenario)?;
     let sweep = SweepSpec {
@@ -196,56 +201,53 @@ pub(crate) fn cmd_sweep(args: &SweepArgs) -> Result<Output, KeelError> {
         }
     };
     // A shard prints every point's record, for `keel merge` to tally: each written as a
-    // line as its chunk finishes, in point order, so what waits for the end is text, not
-    // the records (a 3.6M-point shard of a depth-2 sweep held 4 GB of them). Otherwise the
-    // records are tallied as the points finish, in point order: no point's record is kept.
-    let mut shard_lines = args.job.shard.map(|shard| {
-        shard_output(&[ShardLine::SweepHeader {
-            spec: spec.clone(),
-            sweep: sweep.clone(),
-            shard,
-            total: points.len(),
-        }])
-    });
+    // line as its chunk finishes, in point order, through `stdout` or into `--out`, so
+    // nothing waits for the end (a 3.6M-point shard of a depth-2 sweep held 4 GB of
+    // records, and then 2 GB of their text). Otherwise the records are tallied as the
+    // points finish, in point order: no point's record is kept.
+    let mut shard_lines = match args.job.shard {
+        Some(shard) => {
+            let mut lines = ShardWriter::new(args.job.out.as_deref(), stdout)?;
+            lines.push(&ShardLine::SweepHeader {
+                spec: spec.clone(),
+                sweep: sweep.clone(),
+                shard,
+                total: points.len(),
+            });
+            Some(lines)
+        }
+        None => None,
+    };
     let mut tally = SweepTally::new(&spec, &sweep, args.expect.as_ref());
-    par_fold_interruptible_with(
+    let swept = par_fold_interruptible_with(
         &chunks,
         threads,
         worker,
         run,
         &on_done,
         &mut |chunk: Vec<PointRecord>| match shard_lines.as_mut() {
-            Some(out) => chunk
+            Some(lines) => chunk
                 .into_iter()
-                .for_each(|record| push_shard_line(out, &ShardLine::Point(record))),
+                .for_each(|record| lines.push(&ShardLine::Point(record))),
             None => chunk.iter().for_each(|record| tally.add(record)),
         },
         &progress,
-    )?;
-    Ok(match shard_lines {
-        Some(out) => Output::ok(out),
-        None => render(tally, args.format),
-    })
-}
-
-/// Tallies and renders a sweep, with exit status 1 if a point breaks `expect` (or, whatever
-/// was asked, when the fault-free run departs from the model).
-pub(crate) fn sweep_output(
-    spec: &ScenarioSpec,
-    sweep: &SweepSpec,
-    records: &[PointRecord],
-    expect: Option<&Expectation>,
-    format: TableFormatArg,
-) -> Output {
-    let mut tally = SweepTally::new(spec, sweep, expect);
-    for record in records {
-        tally.add(record);
+    );
+    match (swept, shard_lines) {
+        (Err(mut error), Some(lines)) if lines.streams_to_stdout() => {
+            error.message.push_str(
+                " (the shard's lines printed so far are not all of them: keel merge refuses them)",
+            );
+            Err(error)
+        }
+        (Err(error), _) => Err(error),
+        (Ok(()), Some(lines)) => lines.finish(),
+        (Ok(()), None) => Ok(render(tally, args.format)),
     }
-    render(tally, format)
 }
 
 /// Renders a finished tally, with its first violation under the table.
-fn render(tally: SweepTally, format: TableFormatArg) -> Output {
+pub(crate) fn render(tally: SweepTally, format: TableFormatArg) -> Output {
     let (report, violation) = tally.finish();
     let mut stdout = match table_format(format) {
         Some(format) => report.render(format),

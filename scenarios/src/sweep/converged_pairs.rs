@@ -399,14 +399,28 @@ impl OnSink<'_> {
                 Rc::clone(&composed.observation)
             }
             _ => {
-                let made = Rc::new(forks.compose_after_converged(converged, single)?);
-                last.composed = Some(Composed {
-                    alike,
-                    observation: Rc::clone(&made),
-                    index,
-                    outcome_key: None,
-                });
-                made
+                let made = forks.compose_after_converged(converged, single)?;
+                match last.composed.as_mut() {
+                    // The last pair's observation, though its single fault was not known
+                    // alike (a slot's neighbour unfilled: a matter of thread timing). Taken
+                    // as the last pair's, so that whether this point's record joins that
+                    // pair's span turns on what the pairs observe alone, and a shard's lines
+                    // are the same for any `--jobs`.
+                    Some(composed) if *composed.observation == made => {
+                        composed.alike = alike;
+                        Rc::clone(&composed.observation)
+                    }
+                    _ => {
+                        let made = Rc::new(made);
+                        last.composed = Some(Composed {
+                            alike,
+                            observation: Rc::clone(&made),
+                            index,
+                            outcome_key: None,
+                        });
+                        made
+                    }
+                }
             }
         };
         #[cfg(debug_assertions)]
