@@ -1,7 +1,7 @@
 //! A second process crash, sink error, lost ack or power loss after the first fault's run
 //! converged:
 //! the depth-2 point's observation composed from two single-fault observations, without
-//! running the pair (step 2 of figure 3b's plan in the README).
+//! running the pair (a step of figure 3b's plan, `scenarios/SCALE-LOG.md`).
 //!
 //! The argument. Let the run of a first fault F converge on the fault-free run at an event
 //! boundary b (`Forks::converges`: everything that can influence what comes next is equal
