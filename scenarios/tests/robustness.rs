@@ -596,3 +596,49 @@ fn wait_at_most(mut child: std::process::Child, limit: Duration) -> std::process
     }
     child.wait_with_output().unwrap()
 }
+
+/// Ctrl-C during a sweep shard that streams its lines to stdout: it stops at the next run
+/// boundary and exits 130, saying that the lines printed are not all of them, and `keel
+/// merge` refuses them.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_during_a_streamed_sweep_shard_leaves_lines_merge_refuses() {
+    let lines = tmp("interrupted-sweep.jsonl");
+    // The chapter at depth 2 with every default fault kind, on one thread: a few seconds.
+    let child = Command::new(env!("CARGO_BIN_EXE_keel"))
+        .args(["sweep", "--depth", "2", "--shard", "0/1", "--jobs", "1"])
+        // A file, not a pipe: nobody reads a pipe here, and a full one would block the writes.
+        .stdout(std::fs::File::create(&lines).unwrap())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once lines come (the count is done, and the sweep is seconds before its end): a
+    // Ctrl-C while counting ends keel at once, with nothing printed.
+    let started = Instant::now();
+    while std::fs::metadata(&lines).unwrap().len() == 0 {
+        assert!(started.elapsed() < Duration::from_secs(120), "no lines");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let signalled = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(signalled.success());
+    let output = wait_at_most(child, Duration::from_secs(120));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.starts_with("error: interrupted (Ctrl-C) after ")
+            && stderr.ends_with(
+                " (the shard's lines printed so far are not all of them: keel merge refuses them)\n"
+            ),
+        "{stderr}"
+    );
+    let (code, _, merged) = keel_bin(&["merge", &lines]);
+    assert_eq!(code, 2, "{merged}");
+    assert!(
+        merged.starts_with("error: the shard files hold ")
+            && merged.ends_with(" results, the run has 361470\n"),
+        "{merged}"
+    );
+}
