@@ -84,7 +84,8 @@ pub fn execute_to(cli: &Cli, stdout: Option<&mut (dyn Write + Send)>) -> Result<
         // A shard writes its `--out` file itself, as it goes.
         Command::Sweep(args) if args.job.shard.is_some() => cmd_sweep(args, stdout),
         Command::Sweep(args) => write_out(args.job.out.as_deref(), cmd_sweep(args, stdout)?),
-        Command::Explore(args) => write_out(args.job.out.as_deref(), cmd_explore(args)?),
+        Command::Explore(args) if args.job.shard.is_some() => cmd_explore(args, stdout),
+        Command::Explore(args) => write_out(args.job.out.as_deref(), cmd_explore(args, stdout)?),
         Command::Replay(args) => cmd_replay(args),
         Command::Shrink(args) => cmd_shrink(args),
         Command::Gen(args) => cmd_gen(args),

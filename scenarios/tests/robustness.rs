@@ -360,6 +360,13 @@ fn a_streamed_sweep_shard_is_the_shard_and_merges_to_the_sweep() {
         files.push(path);
     }
     assert_eq!(keel_bin(&["merge", &files[1], &files[0]]).1, whole);
+    // An exploration's shard streams its rows the same way.
+    let explore = ["explore", "--seeds", "0..50", "--shard", "0/1", "--quiet"];
+    let (code, streamed, _) = keel_bin(&explore);
+    assert_eq!(code, 0);
+    // A header, then a row a seed on each default sink (append and idempotent).
+    assert_eq!(streamed.lines().count(), 1 + 50 * 2);
+    assert!(streamed == stdout(&explore));
 
     // Files that are not shards: empty, or points without their header.
     let empty = tmp("empty-shard.jsonl");

@@ -6,21 +6,23 @@ use super::args::{
     SinkArg, TableFormatArg,
 };
 use super::files::prepare;
-use super::interrupt::par_map_interruptible;
+use super::interrupt::{par_fold_interruptible_with, par_map_interruptible};
 use super::output::{Output, EXIT_VIOLATION};
 use super::progress::Progress;
-use super::shard::{shard_output, ShardLine};
+use super::shard::{interrupted_shard, ShardLine, ShardWriter};
 use crate::baseline::{baselines, Baseline};
 use crate::error::KeelError;
 use crate::explore::{
     explore_one, report as explore_report, ExploreReport, ExploreRow, ExploreSpec,
 };
+use crate::parallel::Threads;
 use crate::property::{Expectation, MATCHES_MODEL};
 use crate::spec::ScenarioSpec;
 use clap::Args;
 use keel_engine::{Event, SinkKind};
 use keel_sim::FaultKind;
 use std::collections::BTreeMap;
+use std::io::Write;
 
 #[derive(Debug, Args)]
 // --seed is refused here (each seed of --seeds is its run's seed), so --help does not show it.
@@ -70,7 +72,12 @@ pub struct ExploreArgs {
     pub format: TableFormatArg,
 }
 
-pub(crate) fn cmd_explore(args: &ExploreArgs) -> Result<Output, KeelError> {
+/// `keel explore`. A shard writes its rows as they come: into `--out`, else through
+/// `stdout` when given (`keel`'s own), else into the output returned.
+pub(crate) fn cmd_explore(
+    args: &ExploreArgs,
+    stdout: Option<&mut (dyn Write + Send)>,
+) -> Result<Output, KeelError> {
     reject_seed_for_seed_range(&args.scenario.given, args.scenario.seed, "explore")?;
     check_outage_ms(&args.scenario.given, &args.plans.faults)?;
     let (spec, events) = prepare(&args.scenario)?;
@@ -82,31 +89,41 @@ pub(crate) fn cmd_explore(args: &ExploreArgs) -> Result<Output, KeelError> {
         .shard
         .map_or(0..points.len(), |shard| shard.range(points.len()));
     let progress = Progress::new(range.len(), args.job.quiet);
-    let rows = par_map_interruptible(
-        &points[range],
-        jobs(&args.job),
-        |&(seed, sink)| explore_one(&explore, &baselines[&sink], seed),
-        &|rows: &Vec<ExploreRow>| {
-            progress.done(
-                rows.iter()
-                    .any(|r| !r.failures(explore.expect.as_ref()).is_empty()),
-            )
-        },
-        &progress,
-    )?
-    .into_iter()
-    .flatten()
-    .collect::<Vec<ExploreRow>>();
+    let run = |&(seed, sink): &(u64, SinkKind)| explore_one(&explore, &baselines[&sink], seed);
+    let on_done = |rows: &Vec<ExploreRow>| {
+        progress.done(
+            rows.iter()
+                .any(|r| !r.failures(explore.expect.as_ref()).is_empty()),
+        )
+    };
     if let Some(shard) = args.job.shard {
-        let mut lines = vec![ShardLine::ExploreHeader {
-            spec,
+        // A shard's rows are written as they come, in seed order, as a sweep shard's points.
+        let mut lines = ShardWriter::new(args.job.out.as_deref(), stdout)?;
+        lines.push(&ShardLine::ExploreHeader {
+            spec: spec.clone(),
             shard,
             total: explore.row_count(),
-            explore,
-        }];
-        lines.extend(rows.into_iter().map(ShardLine::Row));
-        return Ok(Output::ok(shard_output(&lines)));
+            explore: explore.clone(),
+        });
+        par_fold_interruptible_with(
+            &points[range],
+            Threads::new(jobs(&args.job)),
+            |_| (),
+            |_, point| run(point),
+            &on_done,
+            &mut |rows: Vec<ExploreRow>| {
+                rows.into_iter()
+                    .for_each(|row| lines.push(&ShardLine::Row(row)))
+            },
+            &progress,
+        )
+        .map_err(|error| interrupted_shard(error, &lines))?;
+        return lines.finish();
     }
+    let rows = par_map_interruptible(&points[range], jobs(&args.job), run, &on_done, &progress)?
+        .into_iter()
+        .flatten()
+        .collect::<Vec<ExploreRow>>();
     Ok(finish_explore(
         &spec,
         &explore,

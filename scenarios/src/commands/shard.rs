@@ -57,9 +57,9 @@ pub(crate) fn push_shard_line(out: &mut String, line: &ShardLine) {
     out.push('\n');
 }
 
-/// Where a sweep shard's lines go as they are made, so that what waits for the end is
-/// neither the points' records nor their text (about 560 bytes a point: a shard of a
-/// depth-2 sweep has millions): into the `--out` file (a temp file, committed whole at the
+/// Where a sweep's or an exploration's shard lines go as they are made, so that what waits
+/// for the end is neither the points' records nor their text (several hundred bytes a point:
+/// a shard of a depth-2 sweep has millions): into the `--out` file (a temp file, committed whole at the
 /// end), through `keel`'s stdout, or, when [`crate::cli::execute`] runs a command in
 /// process, kept to return as its output.
 pub(crate) struct ShardWriter<'a> {
@@ -278,6 +278,17 @@ fn check_shard(shard: &Shard) -> Result<(), String> {
     Ok(())
 }
 
+/// The error of a shard stopped before its end (Ctrl-C): where its lines went through
+/// stdout, it says that those printed are not all of them (an `--out` file is not left).
+pub(crate) fn interrupted_shard(mut error: KeelError, lines: &ShardWriter) -> KeelError {
+    if lines.streams_to_stdout() {
+        error.message.push_str(
+            " (the shard's lines printed so far are not all of them: keel merge refuses them)",
+        );
+    }
+    error
+}
+
 /// The lines of the shard file `path` (its text), each with its 1-based line number; blank
 /// lines are skipped. Every error names the file and the line (see [`ShardLines`]).
 pub fn parse_shard_file(path: &str, text: &str) -> Result<Vec<(usize, ShardLine)>, KeelError> {
@@ -292,7 +303,7 @@ pub struct ShardLines<'a, R> {
     path: &'a str,
     reader: R,
     line_number: usize,
-    line: String,
+    line: Vec<u8>,
     /// Set after an error: the iterator ends.
     done: bool,
 }
@@ -303,7 +314,7 @@ impl<'a, R: std::io::BufRead> ShardLines<'a, R> {
             path,
             reader,
             line_number: 0,
-            line: String::new(),
+            line: Vec::new(),
             done: false,
         }
     }
@@ -314,18 +325,23 @@ impl<'a, R: std::io::BufRead> ShardLines<'a, R> {
             self.line.clear();
             let read = self
                 .reader
-                .read_line(&mut self.line)
+                .read_until(b'\n', &mut self.line)
                 .map_err(|e| KeelError::usage(format!("cannot read shard file {path}: {e}")))?;
             if read == 0 {
                 return Ok(None);
             }
             self.line_number += 1;
             let line_number = self.line_number;
-            let Some(line) = self.line.strip_suffix('\n') else {
+            let Some(line) = self.line.strip_suffix(b"\n") else {
                 return Err(KeelError::usage(format!(
                     "{path}: line {line_number}: the last line has no newline: the file is truncated (was the command that wrote it interrupted?)"
                 )));
             };
+            let line = std::str::from_utf8(line).map_err(|e| {
+                KeelError::usage(format!(
+                    "{path}: line {line_number}: not a keel shard line: not UTF-8 text ({e})"
+                ))
+            })?;
             if line.trim().is_empty() {
                 continue;
             }
@@ -380,5 +396,13 @@ mod tests {
             "{error}"
         );
         assert_eq!(error.exit_code, 2);
+        let lines: Result<Vec<_>, _> =
+            ShardLines::new("s.jsonl", &b"\n{\"type\": \xff}\n"[..]).collect();
+        assert_eq!(
+            lines.unwrap_err(),
+            KeelError::usage(
+                "s.jsonl: line 2: not a keel shard line: not UTF-8 text (invalid utf-8 sequence of 1 bytes from index 9)"
+            )
+        );
     }
 }

@@ -8,7 +8,7 @@ use super::files::prepare;
 use super::interrupt::par_fold_interruptible_with;
 use super::output::{Output, EXIT_VIOLATION};
 use super::progress::Progress;
-use super::shard::{ShardLine, ShardWriter};
+use super::shard::{interrupted_shard, ShardLine, ShardWriter};
 use crate::error::KeelError;
 use crate::parallel::Threads;
 use crate::property::Expectation;
@@ -234,13 +234,8 @@ pub(crate) fn cmd_sweep(
         &progress,
     );
     match (swept, shard_lines) {
-        (Err(mut error), Some(lines)) if lines.streams_to_stdout() => {
-            error.message.push_str(
-                " (the shard's lines printed so far are not all of them: keel merge refuses them)",
-            );
-            Err(error)
-        }
-        (Err(error), _) => Err(error),
+        (Err(error), Some(lines)) => Err(interrupted_shard(error, &lines)),
+        (Err(error), None) => Err(error),
         (Ok(()), Some(lines)) => lines.finish(),
         (Ok(()), None) => Ok(render(tally, args.format)),
     }
