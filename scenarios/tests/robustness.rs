@@ -382,6 +382,14 @@ fn a_streamed_sweep_shard_is_the_shard_and_merges_to_the_sweep() {
             "{headless}: line 1: not a shard header (keel writes one as a shard file's first line)"
         )
     );
+    // A second header in a file.
+    let mut lines = sweep_shard();
+    lines.insert(2, lines[0].clone());
+    let twice = write_lines("two-headers.jsonl", &lines);
+    assert_eq!(
+        usage_error(&["merge", &twice]),
+        format!("{twice}: line 3: a header after the first line")
+    );
     // Points out of order within a file.
     let mut lines = sweep_shard();
     lines.swap(1, 2);

@@ -53,9 +53,7 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
     let mut shards_seen: Vec<Shard> = Vec::new();
     for path in &args.files {
         let h = match open_shard(path)?.next().transpose()? {
-            Some((1, h @ (ShardLine::SweepHeader { .. }
-            | ShardLine::ExploreHeader { .. }
-            | ShardLine::FidelityKillHeader { .. }))) => h,
+            Some((1, h)) if is_header(&h) => h,
             Some((line_number, _)) => {
                 return Err(KeelError::usage(format!(
                     "{path}: line {line_number}: not a shard header (keel writes one as a shard file's first line)"
@@ -117,9 +115,12 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
     let mut foreign = 0usize;
     for path in &args.files {
         for line in open_shard(path)?.skip(1) {
-            match line?.1 {
-                ShardLine::Row(row) => rows.push(row),
-                ShardLine::FidelityPoint(point) => compared.push(point),
+            match line? {
+                (_, ShardLine::Row(row)) => rows.push(row),
+                (_, ShardLine::FidelityPoint(point)) => compared.push(point),
+                (line_number, line) if is_header(&line) => {
+                    return Err(header_after_first(path, line_number))
+                }
                 _ => foreign += 1,
             }
         }
@@ -289,8 +290,11 @@ fn merge_sweep(
     };
     for (path, _) in files {
         for line in open_shard(path)?.skip(1) {
-            let record = match line?.1 {
-                ShardLine::Point(record) => record,
+            let record = match line? {
+                (_, ShardLine::Point(record)) => record,
+                (line_number, line) if is_header(&line) => {
+                    return Err(header_after_first(path, line_number))
+                }
                 _ => {
                     foreign += 1;
                     continue;
@@ -337,6 +341,21 @@ fn open_shard(path: &str) -> Result<ShardLines<'_, std::io::BufReader<std::fs::F
     let file = std::fs::File::open(path)
         .map_err(|e| KeelError::usage(format!("cannot read shard file {path}: {e}")))?;
     Ok(ShardLines::new(path, std::io::BufReader::new(file)))
+}
+
+fn is_header(line: &ShardLine) -> bool {
+    matches!(
+        line,
+        ShardLine::SweepHeader { .. }
+            | ShardLine::ExploreHeader { .. }
+            | ShardLine::FidelityKillHeader { .. }
+    )
+}
+
+fn header_after_first(path: &str, line_number: usize) -> KeelError {
+    KeelError::usage(format!(
+        "{path}: line {line_number}: a header after the first line"
+    ))
 }
 
 fn header_shard(header: &ShardLine) -> Shard {

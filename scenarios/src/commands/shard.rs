@@ -58,10 +58,10 @@ pub(crate) fn push_shard_line(out: &mut String, line: &ShardLine) {
 }
 
 /// Where a sweep's or an exploration's shard lines go as they are made, so that what waits
-/// for the end is neither the points' records nor their text (several hundred bytes a point:
-/// a shard of a depth-2 sweep has millions): into the `--out` file (a temp file, committed whole at the
-/// end), through `keel`'s stdout, or, when [`crate::cli::execute`] runs a command in
-/// process, kept to return as its output.
+/// for the end is neither the points' records nor their text (several hundred bytes a
+/// point: a shard of a depth-2 sweep has millions): into the `--out` file (a temp file,
+/// committed whole at the end), through `keel`'s stdout, or, when [`crate::cli::execute`]
+/// runs a command in process, kept to return as its output.
 pub(crate) struct ShardWriter<'a> {
     to: ShardTo<'a>,
     /// The line being written.
@@ -109,23 +109,14 @@ impl<'a> ShardWriter<'a> {
         if self.error.is_some() {
             return;
         }
-        let written = match &mut self.to {
-            ShardTo::Kept(text) => {
-                push_shard_line(text, line);
-                Ok(())
-            }
-            ShardTo::Stdout(out) => {
-                self.line.clear();
-                push_shard_line(&mut self.line, line);
-                out.write_all(self.line.as_bytes())
-            }
-            ShardTo::File { file, .. } => {
-                self.line.clear();
-                push_shard_line(&mut self.line, line);
-                file.write_all(self.line.as_bytes())
-            }
+        let out: &mut dyn Write = match &mut self.to {
+            ShardTo::Kept(text) => return push_shard_line(text, line),
+            ShardTo::Stdout(out) => out,
+            ShardTo::File { file, .. } => file,
         };
-        self.error = written.err();
+        self.line.clear();
+        push_shard_line(&mut self.line, line);
+        self.error = out.write_all(self.line.as_bytes()).err();
     }
 
     /// The command's output once every line is pushed: the lines kept, or nothing once the
