@@ -394,33 +394,26 @@ impl OnSink<'_> {
         let (baseline, forks) = (self.baseline, self.forks);
         // Where either fault is a class, the pair stands for the product of their states.
         let class_states = single.class_states_after(converged);
-        let observation = match &last.composed {
+        // The last point that took a composed observation (whether it is this point's
+        // neighbour decides whether this point's record may join that point's).
+        let last_index = last.composed.as_ref().map(|composed| composed.index);
+        let shared = match &last.composed {
             Some(composed) if composed.alike.composes_as(&alike) => {
-                Rc::clone(&composed.observation)
+                Some(Rc::clone(&composed.observation))
             }
-            _ => {
-                let made = forks.compose_after_converged(converged, single)?;
-                match last.composed.as_mut() {
-                    // The last pair's observation, though its single fault was not known
-                    // alike (a slot's neighbour unfilled: a matter of thread timing). Taken
-                    // as the last pair's, so that whether this point's record joins that
-                    // pair's span turns on what the pairs observe alone, and a shard's lines
-                    // are the same for any `--jobs`.
-                    Some(composed) if *composed.observation == made => {
-                        composed.alike = alike;
-                        Rc::clone(&composed.observation)
-                    }
-                    _ => {
-                        let made = Rc::new(made);
-                        last.composed = Some(Composed {
-                            alike,
-                            observation: Rc::clone(&made),
-                            index,
-                            outcome_key: None,
-                        });
-                        made
-                    }
-                }
+            _ => None,
+        };
+        let observation = match &shared {
+            Some(observation) => Rc::clone(observation),
+            None => {
+                let made = Rc::new(forks.compose_after_converged(converged, single)?);
+                last.composed = Some(Composed {
+                    alike,
+                    observation: Rc::clone(&made),
+                    index,
+                    outcome_key: None,
+                });
+                made
             }
         };
         #[cfg(debug_assertions)]
@@ -431,39 +424,91 @@ impl OnSink<'_> {
             assert_eq!(ran.class_states, class_states, "{:?}", point.faults);
         }
         let composed = last.composed.as_mut().expect("set above");
-        // The point before took the same observation: if its record is `out`'s last, it is this
-        // point's but for the faults, and stands for this point too.
-        let before = out
-            .last_mut()
-            .filter(|r| composed.index + 1 == index && r.index + r.points() == index);
-        if let Some(record) = before {
-            assert!(record.view.is_none(), "a file sink's one view");
-            if point.sampled.is_empty()
-                && *record.row == *point.row
-                && record.class_states == class_states
+        composed.index = index;
+        // The record of the point before, if that point was composed too and its record is
+        // `out`'s last: this point's record joins it (a span) when the two are alike but for
+        // the faults.
+        let before_at = out.len().checked_sub(1).filter(|&at| {
+            let record = &out[at];
+            last_index.is_some_and(|last| last + 1 == index)
+                && record.index + record.points() == index
+                && record.view.is_none()
+                && point.sampled.is_empty()
+        });
+        let joins = |record: &PointRecord, other: &PointRecord| {
+            *record.row == *other.row && record.class_states == other.class_states
+        };
+        match (before_at, shared) {
+            // The same observation as the point before: the same record but for the faults,
+            // known without judging it.
+            (Some(at), Some(_))
+                if *out[at].row == *point.row && out[at].class_states == class_states =>
             {
-                let key = *composed.outcome_key.get_or_insert_with(|| {
-                    outcome_key(record.sink, digest_hash(&record.outcome_digest))
-                });
-                let span = record
-                    .span
-                    .get_or_insert_with(|| Folded::of(run_term(key, &record.faults)));
-                span.push(run_term(key, &point.faults));
-                composed.index = index;
-                return Some(());
+                join_span(&mut out[at], composed, &point.faults);
+            }
+            (before_at, _) => {
+                push_point_records(
+                    baseline,
+                    index,
+                    point,
+                    (observation, None, class_states),
+                    judged,
+                    out,
+                );
+                // Composed anew (its single fault not known alike with the last pair's:
+                // which slots are linked is a matter of thread timing), yet judged the same
+                // as the point before: it joins that point's record all the same, so that
+                // which records a sweep's points share turns on what they observe alone, and
+                // a shard's lines are the same for any `--jobs`.
+                if let Some(at) = before_at {
+                    let new = out.last().expect("just pushed");
+                    if out.len() == at + 2 && joins(&out[at], new) && same_but_faults(&out[at], new)
+                    {
+                        let new = out.pop().expect("just pushed");
+                        join_span(&mut out[at], composed, &new.faults);
+                    }
+                }
             }
         }
-        composed.index = index;
-        push_point_records(
-            baseline,
-            index,
-            point,
-            (observation, None, class_states),
-            judged,
-            out,
-        );
         Some(())
     }
+}
+
+/// Extends `record`'s span (made on first use) by the point whose faults are `faults`, which
+/// took the observation `composed` holds.
+fn join_span(record: &mut PointRecord, composed: &mut Composed, faults: &[PlannedFault]) {
+    assert!(record.view.is_none(), "a file sink's one view");
+    let key = *composed
+        .outcome_key
+        .get_or_insert_with(|| outcome_key(record.sink, digest_hash(&record.outcome_digest)));
+    let span = record
+        .span
+        .get_or_insert_with(|| Folded::of(run_term(key, &record.faults)));
+    span.push(run_term(key, faults));
+}
+
+/// Whether two records of composed points say the same of their points but for which points
+/// they are (their number and faults) and the span.
+fn same_but_faults(a: &PointRecord, b: &PointRecord) -> bool {
+    a.sink == b.sink
+        && a.view == b.view
+        && a.dirty_reads == b.dirty_reads
+        && a.visibility_delay_ms_max == b.visibility_delay_ms_max
+        && a.sampled.is_empty()
+        && b.sampled.is_empty()
+        && a.duplicates == b.duplicates
+        && a.lost == b.lost
+        && a.wrong == b.wrong
+        && a.corrupt == b.corrupt
+        && a.stale_windows == b.stale_windows
+        && a.rolled_back == b.rolled_back
+        && a.failed_recovery == b.failed_recovery
+        && a.broken == b.broken
+        && a.model_mismatch == b.model_mismatch
+        && a.outcome == b.outcome
+        && a.outcome_digest == b.outcome_digest
+        && a.fingerprint.is_none()
+        && b.fingerprint.is_none()
 }
 
 #[cfg(test)]
