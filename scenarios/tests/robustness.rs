@@ -581,13 +581,7 @@ fn ctrl_c_stops_a_long_exploration_cleanly_with_exit_130() {
             .spawn()
             .unwrap();
         std::thread::sleep(Duration::from_secs(1));
-        let signalled = Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(signalled.success());
-        // The bound only turns a keel that ignores Ctrl-C into a failure instead of a hang.
-        let output = wait_at_most(child, Duration::from_secs(120));
+        let output = ctrl_c(child);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(130), "{stderr}");
         assert_eq!(String::from_utf8_lossy(&output.stdout), "");
@@ -597,6 +591,18 @@ fn ctrl_c_stops_a_long_exploration_cleanly_with_exit_130() {
         );
         assert!(!std::path::Path::new(&path).exists());
     }
+}
+
+/// Sends `child` a Ctrl-C (SIGINT) and waits for it to end.
+#[cfg(unix)]
+fn ctrl_c(child: std::process::Child) -> std::process::Output {
+    let signalled = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(signalled.success());
+    // The bound only turns a keel that ignores Ctrl-C into a failure instead of a hang.
+    wait_at_most(child, Duration::from_secs(120))
 }
 
 #[cfg(unix)]
@@ -634,12 +640,7 @@ fn ctrl_c_during_a_streamed_sweep_shard_leaves_lines_merge_refuses() {
         assert!(started.elapsed() < Duration::from_secs(120), "no lines");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let signalled = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(signalled.success());
-    let output = wait_at_most(child, Duration::from_secs(120));
+    let output = ctrl_c(child);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(130), "{stderr}");
     assert!(
