@@ -8,7 +8,7 @@ use crate::commands::bench::{cmd_bench, BenchArgs};
 use crate::commands::disk_error::{cmd_disk_error_guest, DiskErrorGuestArgs};
 use crate::commands::explore::{cmd_explore, ExploreArgs};
 use crate::commands::fidelity::{cmd_fidelity, FidelityArgs};
-use crate::commands::files::write_atomically;
+use crate::commands::files::write_out;
 use crate::commands::gen::{cmd_gen, GenArgs};
 use crate::commands::incarnation::{cmd_incarnation, IncarnationArgs};
 use crate::commands::interrupt::install_handler;
@@ -22,7 +22,6 @@ use crate::commands::teach::{cmd_teach, TeachArgs};
 use crate::error::KeelError;
 use clap::{Parser, Subcommand};
 use std::io::Write;
-use std::path::Path;
 use std::process::ExitCode;
 
 /// keel: deterministic simulation testing for a small stream-processing engine.
@@ -75,17 +74,14 @@ pub fn execute(cli: &Cli) -> Result<Output, KeelError> {
 }
 
 /// [`execute`], with `stdout` for what a command prints as it goes rather than at its end
-/// (a sweep shard's lines, without `--out`): `keel`'s `main` passes its stdout, and the
+/// (a shard's lines, without `--out`): `keel`'s `main` passes its stdout, and the
 /// output returned then holds the rest.
 pub fn execute_to(cli: &Cli, stdout: Option<&mut (dyn Write + Send)>) -> Result<Output, KeelError> {
     match &cli.command {
         Command::Run(args) => cmd_run(args),
         Command::Sites(args) => cmd_sites(args),
-        // A shard writes its `--out` file itself, as it goes.
-        Command::Sweep(args) if args.job.shard.is_some() => cmd_sweep(args, stdout),
-        Command::Sweep(args) => write_out(args.job.out.as_deref(), cmd_sweep(args, stdout)?),
-        Command::Explore(args) if args.job.shard.is_some() => cmd_explore(args, stdout),
-        Command::Explore(args) => write_out(args.job.out.as_deref(), cmd_explore(args, stdout)?),
+        Command::Sweep(args) => cmd_sweep(args, stdout),
+        Command::Explore(args) => cmd_explore(args, stdout),
         Command::Replay(args) => cmd_replay(args),
         Command::Shrink(args) => cmd_shrink(args),
         Command::Gen(args) => cmd_gen(args),
@@ -96,19 +92,6 @@ pub fn execute_to(cli: &Cli, stdout: Option<&mut (dyn Write + Send)>) -> Result<
         Command::Incarnation(args) => cmd_incarnation(args),
         Command::DiskErrorGuest(args) => cmd_disk_error_guest(args),
     }
-}
-
-/// With `--out FILE`, the report goes to FILE (atomically) and nothing to stdout.
-fn write_out(out: Option<&str>, output: Output) -> Result<Output, KeelError> {
-    let Some(path) = out else {
-        return Ok(output);
-    };
-    write_atomically(Path::new(path), output.stdout.as_bytes())
-        .map_err(|e| KeelError::usage(format!("cannot write {path}: {e}")))?;
-    Ok(Output {
-        stdout: String::new(),
-        ..output
-    })
 }
 
 /// `keel`'s whole life: parse, execute, print once, exit with a clear code. Ctrl-C stops a

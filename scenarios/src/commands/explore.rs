@@ -5,7 +5,7 @@ use super::args::{
     reject_seed_for_seed_range, table_format, JobArgs, ScenarioArgs, SeedPlanArgs, SeedRange,
     SinkArg, TableFormatArg,
 };
-use super::files::prepare;
+use super::files::{prepare, write_out};
 use super::interrupt::{par_fold_interruptible_with, par_map_interruptible};
 use super::output::{Output, EXIT_VIOLATION};
 use super::progress::Progress;
@@ -72,8 +72,9 @@ pub struct ExploreArgs {
     pub format: TableFormatArg,
 }
 
-/// `keel explore`. A shard writes its rows as they come: into `--out`, else through
-/// `stdout` when given (`keel`'s own), else into the output returned.
+/// `keel explore`: its report, or with `--out` nothing (the report is in the file). A shard
+/// writes its rows as they come: into `--out`, else through `stdout` when given (`keel`'s
+/// own), else into the output returned.
 pub(crate) fn cmd_explore(
     args: &ExploreArgs,
     stdout: Option<&mut (dyn Write + Send)>,
@@ -124,14 +125,15 @@ pub(crate) fn cmd_explore(
         .into_iter()
         .flatten()
         .collect::<Vec<ExploreRow>>();
-    Ok(finish_explore(
+    let report = finish_explore(
         &spec,
         &explore,
         &baselines,
         rows,
         !args.no_shrink,
         (args.format, args.summary_only),
-    ))
+    );
+    write_out(args.job.out.as_deref(), report)
 }
 
 pub(crate) fn explore_spec(

@@ -2,6 +2,7 @@
 //! through which every file keel writes goes.
 
 use super::args::{scenario_spec, ScenarioArgs};
+use super::output::Output;
 use crate::catalogue::{events_from_text, Scenario};
 use crate::error::KeelError;
 use crate::plan_file::SavedPlan;
@@ -131,6 +132,19 @@ impl Drop for AtomicFile {
             let _ = std::fs::remove_file(&self.temp);
         }
     }
+}
+
+/// With `--out FILE`, the report goes to FILE (atomically) and nothing to stdout.
+pub(crate) fn write_out(out: Option<&str>, output: Output) -> Result<Output, KeelError> {
+    let Some(path) = out else {
+        return Ok(output);
+    };
+    write_atomically(Path::new(path), output.stdout.as_bytes())
+        .map_err(|e| KeelError::usage(format!("cannot write {path}: {e}")))?;
+    Ok(Output {
+        stdout: String::new(),
+        ..output
+    })
 }
 
 /// Makes a rename in `dir` durable.

@@ -105,7 +105,7 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
                 )));
             }
         }
-        check_complete(&shards_seen, shard.count, None, total)?;
+        check_every_shard(&shards_seen, shard.count)?;
         let mut files: Vec<(&String, Shard)> = args.files.iter().zip(shards_seen).collect();
         files.sort_by_key(|(_, shard)| shard.index);
         return merge_sweep(args, &files, &spec, &sweep, total);
@@ -139,7 +139,7 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
             shard,
             total,
         } => {
-            check_complete(&shards_seen, shard.count, Some(rows.len() as u64), total)?;
+            check_complete(&shards_seen, shard.count, rows.len() as u64, total)?;
             let order: BTreeMap<(u64, SinkKind), usize> = explore
                 .points()
                 .into_iter()
@@ -213,12 +213,7 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
                 }
             }
             compared.sort_by_key(|point| point.index);
-            check_complete(
-                &shards_seen,
-                shard.count,
-                Some(compared.len() as u64),
-                total,
-            )?;
+            check_complete(&shards_seen, shard.count, compared.len() as u64, total)?;
             if compared
                 .iter()
                 .enumerate()
@@ -235,14 +230,14 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
     }
 }
 
-/// The shards `seen` against the `count` the headers name, then (once read) the results they
-/// hold (`got`) against the run's `total`.
-fn check_complete(
-    seen: &[Shard],
-    count: u64,
-    got: Option<u64>,
-    total: u64,
-) -> Result<(), KeelError> {
+/// The shards `seen` against the `count` the headers name, then the results they hold
+/// (`got`) against the run's `total`.
+fn check_complete(seen: &[Shard], count: u64, got: u64, total: u64) -> Result<(), KeelError> {
+    check_every_shard(seen, count)?;
+    check_held(got, total)
+}
+
+fn check_every_shard(seen: &[Shard], count: u64) -> Result<(), KeelError> {
     // The first few only: a header may claim any count up to 2^64 - 1.
     let missing: Vec<String> = (0..count)
         .filter(|i| !seen.iter().any(|s| s.index == *i))
@@ -255,12 +250,16 @@ fn check_complete(
             missing.join(", ")
         )));
     }
-    match got {
-        Some(got) if got != total => Err(KeelError::usage(format!(
+    Ok(())
+}
+
+fn check_held(got: u64, total: u64) -> Result<(), KeelError> {
+    if got != total {
+        return Err(KeelError::usage(format!(
             "the shard files hold {got} results, the run has {total}"
-        ))),
-        _ => Ok(()),
+        )));
     }
+    Ok(())
 }
 
 /// A sweep's shard files (`files`, in shard order) tallied as one sweep: each file's points
@@ -286,7 +285,6 @@ fn merge_sweep(
     let add = |point: &mut Vec<PointRecord>, tally: &mut SweepTally| {
         point.sort_by_key(|record| record.view);
         point.iter().for_each(|record| tally.add(record));
-        point.clear();
     };
     for (path, _) in files {
         for line in open_shard(path)?.skip(1) {
@@ -320,7 +318,7 @@ fn merge_sweep(
     if foreign > 0 {
         return Err(foreign_lines("keel sweep", foreign));
     }
-    check_complete(&[], 0, Some(held), total)?;
+    check_held(held, total)?;
     if !in_order {
         return Err(KeelError::usage(
             "the shard files' points are not exactly the sweep's points".to_string(),

@@ -4,7 +4,7 @@ use super::args::{
     check_outage_ms, dedup_kinds, jobs, parse_expectation, table_format, FaultArg, JobArgs,
     ScenarioArgs, SinkArg, TableFormatArg,
 };
-use super::files::prepare;
+use super::files::{prepare, write_out};
 use super::interrupt::par_fold_interruptible_with;
 use super::output::{Output, EXIT_VIOLATION};
 use super::progress::Progress;
@@ -137,8 +137,9 @@ pub(crate) fn check_classes_pair(
     }
 }
 
-/// `keel sweep`. A shard writes its lines as they are made: into `--out`, else through
-/// `stdout` when given (`keel`'s own), else into the output returned.
+/// `keel sweep`: its report, or with `--out` nothing (the report is in the file). A shard
+/// writes its lines as they are made: into `--out`, else through `stdout` when given
+/// (`keel`'s own), else into the output returned.
 pub(crate) fn cmd_sweep(
     args: &SweepArgs,
     stdout: Option<&mut (dyn Write + Send)>,
@@ -237,7 +238,7 @@ pub(crate) fn cmd_sweep(
         (Err(error), Some(lines)) => Err(interrupted_shard(error, &lines)),
         (Err(error), None) => Err(error),
         (Ok(()), Some(lines)) => lines.finish(),
-        (Ok(()), None) => Ok(render(tally, args.format)),
+        (Ok(()), None) => write_out(args.job.out.as_deref(), render(tally, args.format)),
     }
 }
 

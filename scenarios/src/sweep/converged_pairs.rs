@@ -397,25 +397,17 @@ impl OnSink<'_> {
         // The last point that took a composed observation (whether it is this point's
         // neighbour decides whether this point's record may join that point's).
         let last_index = last.composed.as_ref().map(|composed| composed.index);
-        let shared = match &last.composed {
-            Some(composed) if composed.alike.composes_as(&alike) => {
-                Some(Rc::clone(&composed.observation))
-            }
-            _ => None,
-        };
-        let observation = match &shared {
-            Some(observation) => Rc::clone(observation),
-            None => {
-                let made = Rc::new(forks.compose_after_converged(converged, single)?);
-                last.composed = Some(Composed {
-                    alike,
-                    observation: Rc::clone(&made),
-                    index,
-                    outcome_key: None,
-                });
-                made
-            }
-        };
+        let shared = matches!(&last.composed, Some(composed) if composed.alike.composes_as(&alike));
+        if !shared {
+            last.composed = Some(Composed {
+                alike,
+                observation: Rc::new(forks.compose_after_converged(converged, single)?),
+                index,
+                outcome_key: None,
+            });
+        }
+        let composed = last.composed.as_mut().expect("set above");
+        let observation = Rc::clone(&composed.observation);
         #[cfg(debug_assertions)]
         if index % CHECKED_EVERY == 0 {
             let plan = FaultPlan::new(point.faults.iter().copied()).expect("distinct steps");
@@ -423,7 +415,6 @@ impl OnSink<'_> {
             assert_eq!(ran.observation, observation, "{:?}", point.faults);
             assert_eq!(ran.class_states, class_states, "{:?}", point.faults);
         }
-        let composed = last.composed.as_mut().expect("set above");
         composed.index = index;
         // The record of the point before, if that point was composed too and its record is
         // `out`'s last: this point's record joins it (a span) when the two are alike but for
@@ -435,18 +426,15 @@ impl OnSink<'_> {
                 && record.view.is_none()
                 && point.sampled.is_empty()
         });
-        let joins = |record: &PointRecord, other: &PointRecord| {
-            *record.row == *other.row && record.class_states == other.class_states
-        };
-        match (before_at, shared) {
+        match before_at {
             // The same observation as the point before: the same record but for the faults,
             // known without judging it.
-            (Some(at), Some(_))
-                if *out[at].row == *point.row && out[at].class_states == class_states =>
+            Some(at)
+                if shared && *out[at].row == *point.row && out[at].class_states == class_states =>
             {
                 join_span(&mut out[at], composed, &point.faults);
             }
-            (before_at, _) => {
+            before_at => {
                 push_point_records(
                     baseline,
                     index,
@@ -462,8 +450,7 @@ impl OnSink<'_> {
                 // a shard's lines are the same for any `--jobs`.
                 if let Some(at) = before_at {
                     let new = out.last().expect("just pushed");
-                    if out.len() == at + 2 && joins(&out[at], new) && same_but_faults(&out[at], new)
-                    {
+                    if out.len() == at + 2 && same_but_faults(&out[at], new) {
                         let new = out.pop().expect("just pushed");
                         join_span(&mut out[at], composed, &new.faults);
                     }
@@ -491,6 +478,8 @@ fn join_span(record: &mut PointRecord, composed: &mut Composed, faults: &[Planne
 /// they are (their number and faults) and the span.
 fn same_but_faults(a: &PointRecord, b: &PointRecord) -> bool {
     a.sink == b.sink
+        && *a.row == *b.row
+        && a.class_states == b.class_states
         && a.view == b.view
         && a.dirty_reads == b.dirty_reads
         && a.visibility_delay_ms_max == b.visibility_delay_ms_max
