@@ -25,7 +25,12 @@
 //!   under the same names, in the same order, inode numbers matched by rank; noted by
 //!   `Forks::run_first_fault`): from b on the two disks take the same operations, so at S
 //!   they have the same crash states, numbered alike, and each leaves the same disk but
-//!   for inode numbers, which nothing reads but to order files.
+//!   for inode numbers, which nothing reads but to order files. F's disk is often not alike
+//!   where its run converged (what it replayed is pending where the fault-free run's was
+//!   durable), and becomes alike at a later boundary b2 (the next checkpoint's fsyncs): from
+//!   b on F's run is the fault-free run's, so the argument holds with b2 for b, and a
+//!   power loss after b2 is composed at b2 (`Forks::disk_alike_boundary`,
+//!   [`Forks::converged_first_at`]); one between b and b2 runs.
 //!
 //! A class of power-loss states (split by tail, as at depth 2), first or second, is its
 //! first state's run, and stands for its states by the class claim
@@ -226,7 +231,25 @@ impl Forks {
     /// can be composed from it: a file sink read where the oracle reads it, its records
     /// ending with the fault-free records from the boundary on ([`Part::of`] for the rest).
     pub fn converged_first(&self, run: &PointRun) -> Option<ConvergedFirst> {
-        let at = run.converged_at?;
+        self.converged_first_at(run, run.converged_at?)
+    }
+
+    /// The first fault's point `run` as [`Forks::converged_first`] takes it, but converged at
+    /// the later boundary `at` of the same run (the run goes on as the fault-free run from
+    /// where it converged, so its records from there to `at` are the fault-free run's):
+    /// where its whole disk is alike too ([`Forks::disk_alike_boundary`]), for the second
+    /// power losses after it.
+    pub fn converged_first_at(&self, run: &PointRun, at: ConvergedAt) -> Option<ConvergedFirst> {
+        let converged = run.converged_at?;
+        assert!(
+            at.run_steps >= converged.run_steps,
+            "a boundary at or after convergence"
+        );
+        assert_eq!(
+            at.run_steps - converged.run_steps,
+            at.fault_free_steps - converged.fault_free_steps,
+            "the same steps as the fault-free run from where it converged"
+        );
         // A later restart is judged a roll-back against the newest checkpoint committed over
         // the run's history, which converging does not compare: where a first fault's
         // history holds a newer one than the fault-free run's (a power loss undid a commit

@@ -152,6 +152,32 @@ impl Forks {
         plan: &FaultPlan,
         record: Option<CrashCounts>,
     ) -> UntilConverged {
+        self.run_until_converged_where(plan, record, record.is_some())
+    }
+
+    /// Where the run under `plan` first converges on the fault-free run with its whole disk
+    /// alike too, through any power loss (None: it never does): from there a second power
+    /// loss is the fault-free run's, shifted (`fork/converged_pairs.rs`). A depth-2 sweep's
+    /// first fault often converges a checkpoint or two before its disk is alike (what it
+    /// replayed is pending where the fault-free run's was durable, or the other way round).
+    pub fn disk_alike_boundary(&self, plan: &FaultPlan) -> Option<ConvergedAt> {
+        match self.run_until_converged_where(plan, None, true) {
+            UntilConverged::Converged { mut at, .. } => {
+                at.disk_alike = Some(true);
+                Some(at)
+            }
+            UntilConverged::Ended(_) => None,
+        }
+    }
+
+    /// [`Forks::run_until_converged`], stopping only where the whole disk is alike too when
+    /// `disk_alike` (whether or not crash-state counts are recorded).
+    fn run_until_converged_where(
+        &self,
+        plan: &FaultPlan,
+        record: Option<CrashCounts>,
+        disk_alike: bool,
+    ) -> UntilConverged {
         let Some(paused) = self.fork(plan, record) else {
             return UntilConverged::Ended(Box::new(self.run_from_scratch(plan, record)));
         };
@@ -162,7 +188,7 @@ impl Forks {
             };
             let made = OnceCell::new();
             let compared = || made.get_or_init(|| comparable(&between, sink)).as_ref();
-            let alike = || record.is_none() || self.disk_alike_between(&between);
+            let alike = || !disk_alike || self.disk_alike_between(&between);
             if self.converges(&between, compared) && alike() {
                 Control::Stop
             } else {
