@@ -32,9 +32,31 @@ pub struct ExploreSpec {
 impl ExploreSpec {
     /// Every (seed, sink) the exploration runs, in report order.
     pub fn points(&self) -> Vec<(u64, SinkKind)> {
-        (self.seeds_start..self.seeds_end)
-            .flat_map(|seed| self.sinks.iter().map(move |&sink| (seed, sink)))
-            .collect()
+        (0..self.points_len()).map(|i| self.point(i)).collect()
+    }
+
+    /// How many (seed, sink) points the exploration runs.
+    pub fn points_len(&self) -> u64 {
+        (self.seeds_end - self.seeds_start) * self.sinks.len() as u64
+    }
+
+    /// The point `index` (below [`ExploreSpec::points_len`]) in report order: seed by seed,
+    /// each on every sink in turn.
+    pub fn point(&self, index: u64) -> (u64, SinkKind) {
+        assert!(index < self.points_len());
+        let sinks = self.sinks.len() as u64;
+        (
+            self.seeds_start + index / sinks,
+            self.sinks[(index % sinks) as usize],
+        )
+    }
+
+    /// Every row the exploration has, as (seed, sink, view), in report order.
+    pub fn row_keys(&self) -> impl Iterator<Item = (u64, SinkKind, Option<View>)> + '_ {
+        (0..self.points_len()).flat_map(move |i| {
+            let (seed, sink) = self.point(i);
+            views_of(sink).iter().map(move |&view| (seed, sink, view))
+        })
     }
 
     /// The options `keel replay` and `keel shrink` need to draw the same plan from a seed.
@@ -231,23 +253,56 @@ pub fn report(
     rows: Vec<ExploreRow>,
     shrink_first: bool,
 ) -> ExploreReport {
-    let (scenario, protocol) = (spec.label(), spec.protocol.name());
-    let asked = explore.expect.as_ref();
-    let mut summary: Vec<SinkSummary> = explore
-        .sinks
-        .iter()
-        .flat_map(|&sink| {
-            views_of(sink).iter().map(move |view| SinkSummary {
-                sink: sink.name().to_string(),
-                view: view.map(|v| v.name().to_string()),
-                ..SinkSummary::default()
+    let mut tally = ExploreTally::new(spec, explore, true);
+    rows.into_iter().for_each(|row| tally.add(row));
+    tally.finish(baselines, shrink_first)
+}
+
+/// An exploration's report, tallied a row at a time as its seeds finish (in point order):
+/// it keeps the summary, the failing seeds and, only where they are printed, the rows, so
+/// that an exploration that prints its summary holds no row.
+pub struct ExploreTally<'a> {
+    spec: &'a ScenarioSpec,
+    explore: &'a ExploreSpec,
+    summary: Vec<SinkSummary>,
+    failing: Vec<FailingSeed>,
+    /// The first failing row: the seed, sink and view shrinking starts from.
+    first_failing: Option<(u64, SinkKind, Option<View>)>,
+    /// Every row, where the report prints them (None: `--summary-only`).
+    rows: Option<Vec<ExploreRow>>,
+}
+
+impl<'a> ExploreTally<'a> {
+    /// An empty tally of `explore` on `spec`, keeping its rows if `keep_rows`.
+    pub fn new(spec: &'a ScenarioSpec, explore: &'a ExploreSpec, keep_rows: bool) -> Self {
+        let summary = explore
+            .sinks
+            .iter()
+            .flat_map(|&sink| {
+                views_of(sink).iter().map(move |view| SinkSummary {
+                    sink: sink.name().to_string(),
+                    view: view.map(|v| v.name().to_string()),
+                    ..SinkSummary::default()
+                })
             })
-        })
-        .collect();
-    let mut failing = Vec::new();
-    for row in &rows {
+            .collect();
+        ExploreTally {
+            spec,
+            explore,
+            summary,
+            failing: Vec::new(),
+            first_failing: None,
+            rows: keep_rows.then(Vec::new),
+        }
+    }
+
+    /// Counts `row`, the next in point order.
+    pub fn add(&mut self, row: ExploreRow) {
+        let (spec, explore) = (self.spec, self.explore);
+        let asked = explore.expect.as_ref();
         let view = row.view.map(|v| v.name().to_string());
-        let s = summary
+        let s = self
+            .summary
             .iter_mut()
             .find(|s| s.sink == row.sink.name() && s.view == view)
             .expect("a row's sink and view were asked for");
@@ -263,10 +318,12 @@ pub fn report(
         s.exactly_once += u64::from(row.exactly_once());
         s.failing += u64::from(!broken.is_empty());
         if !broken.is_empty() {
+            self.first_failing
+                .get_or_insert((row.seed, row.sink, row.view));
             let view_option = view
                 .as_ref()
                 .map_or(String::new(), |v| format!(" --view {v}"));
-            failing.push(FailingSeed {
+            self.failing.push(FailingSeed {
                 seed: row.seed,
                 sink: row.sink.name().to_string(),
                 view,
@@ -283,37 +340,53 @@ pub fn report(
                 ),
             });
         }
+        if let Some(rows) = &mut self.rows {
+            rows.push(row);
+        }
     }
-    for s in &mut summary {
-        s.exactly_once_rate = if s.seeds == 0 {
-            "-".to_string()
-        } else {
-            format!("{:.1}%", s.exactly_once as f64 * 100.0 / s.seeds as f64)
-        };
+
+    /// Whether a row counted so far fails what is asked.
+    pub fn any_failing(&self) -> bool {
+        self.first_failing.is_some()
     }
-    let shrunk = failing.first().filter(|_| shrink_first).and_then(|first| {
-        let row = rows
-            .iter()
-            .find(|r| {
-                r.seed == first.seed
-                    && r.sink.name() == first.sink
-                    && r.view.map(|v| v.name().to_string()) == first.view
-            })
-            .expect("a failing seed has its row");
-        let baseline = &baselines[&row.sink];
-        shrink_seed(explore, baseline, (row.seed, row.view), spec)
-    });
-    ExploreReport {
-        scenario,
-        protocol: protocol.to_string(),
-        checkpoint_mode: (!spec.checkpoint_mode.is_full())
-            .then(|| spec.checkpoint_mode.to_string()),
-        fs_model: spec.fs_model.to_string(),
-        judged_by: asked.map_or("promised".to_string(), Expectation::name),
-        rows,
-        summary,
-        failing,
-        shrunk,
+
+    /// The report of the rows counted, shrinking the first failure if `shrink_first`
+    /// (`baselines`: the sinks' fault-free runs, needed only then).
+    pub fn finish(
+        self,
+        baselines: &BTreeMap<SinkKind, Baseline>,
+        shrink_first: bool,
+    ) -> ExploreReport {
+        let (spec, explore) = (self.spec, self.explore);
+        let mut summary = self.summary;
+        for s in &mut summary {
+            s.exactly_once_rate = if s.seeds == 0 {
+                "-".to_string()
+            } else {
+                format!("{:.1}%", s.exactly_once as f64 * 100.0 / s.seeds as f64)
+            };
+        }
+        let shrunk = self
+            .first_failing
+            .filter(|_| shrink_first)
+            .and_then(|(seed, sink, view)| {
+                shrink_seed(explore, &baselines[&sink], (seed, view), spec)
+            });
+        ExploreReport {
+            scenario: spec.label(),
+            protocol: spec.protocol.name().to_string(),
+            checkpoint_mode: (!spec.checkpoint_mode.is_full())
+                .then(|| spec.checkpoint_mode.to_string()),
+            fs_model: spec.fs_model.to_string(),
+            judged_by: explore
+                .expect
+                .as_ref()
+                .map_or("promised".to_string(), Expectation::name),
+            rows: self.rows.unwrap_or_default(),
+            summary,
+            failing: self.failing,
+            shrunk,
+        }
     }
 }
 

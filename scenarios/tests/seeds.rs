@@ -229,6 +229,66 @@ fn shards_merge_into_the_unsharded_report() {
     }
 }
 
+/// `--summary-only` tallies the seeds as they finish and keeps no row: its JSON report
+/// holds none, and the rest of it (summary, failing seeds and their reproduce commands) is
+/// the full report's, as is a merge of its shards with `--summary-only`.
+#[test]
+fn a_summary_only_exploration_is_the_full_report_without_its_rows() {
+    let command = [
+        "explore",
+        "--seeds",
+        "0..300",
+        "--expect",
+        "exactly-once",
+        "--no-shrink",
+        "--quiet",
+        "--format",
+        "json",
+    ];
+    let parse = |out: Output| -> Value {
+        assert_eq!(out.exit_code, 1, "append breaks exactly-once");
+        serde_json::from_str(&out.stdout).unwrap()
+    };
+    let full = parse(keel(&command));
+    assert_eq!(full["rows"].as_array().unwrap().len(), 600);
+    assert_eq!(full["failing"].as_array().unwrap().len(), 95);
+    assert_eq!(n(&full["summary"][0]["with_duplicates"]), 95);
+    assert_eq!(n(&full["summary"][1]["exactly_once"]), 300);
+    let mut summary_only = command.to_vec();
+    summary_only.push("--summary-only");
+    let summary = parse(keel(&summary_only));
+    let mut without_rows = full.clone();
+    without_rows["rows"] = Value::Array(Vec::new());
+    assert_eq!(summary, without_rows);
+    let mut files = Vec::new();
+    for i in 0..2 {
+        let shard = format!("{i}/2");
+        let args = [
+            "explore",
+            "--seeds",
+            "0..300",
+            "--expect",
+            "exactly-once",
+            "--quiet",
+            "--shard",
+            &shard,
+        ];
+        let path = tmp(&format!("summary-only-{i}.jsonl"));
+        std::fs::write(&path, keel(&args).stdout).unwrap();
+        files.push(path);
+    }
+    let merged = parse(keel(&[
+        "merge",
+        &files[1],
+        &files[0],
+        "--summary-only",
+        "--no-shrink",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(merged, without_rows);
+}
+
 #[test]
 fn replay_gives_one_fingerprint_twice_and_checks_determinism() {
     let first = json(&["replay", "--seed", "7", "--sink", "append"]);

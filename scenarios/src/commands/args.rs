@@ -108,8 +108,20 @@ fn parse_shard(text: &str) -> Result<Shard, String> {
 impl Shard {
     /// This shard's contiguous slice of `len` items.
     pub fn range(&self, len: usize) -> std::ops::Range<usize> {
-        let (i, n) = (self.index as usize, self.count as usize);
-        (i * len / n)..((i + 1) * len / n)
+        let range = self.range_u64(len as u64);
+        range.start as usize..range.end as usize
+    }
+
+    /// [`Shard::range`] of `len` items counted in a u64 (in u128 arithmetic: `i * len`
+    /// does not overflow).
+    pub fn range_u64(&self, len: u64) -> std::ops::Range<u64> {
+        let (i, n, len) = (
+            u128::from(self.index),
+            u128::from(self.count),
+            u128::from(len),
+        );
+        let at = |k: u128| u64::try_from(k * len / n).expect("at most len");
+        at(i)..at(i + 1)
     }
 }
 

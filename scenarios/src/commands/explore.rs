@@ -6,15 +6,13 @@ use super::args::{
     SinkArg, TableFormatArg,
 };
 use super::files::{prepare, write_out};
-use super::interrupt::{par_fold_interruptible_with, par_map_interruptible};
+use super::interrupt::par_fold_interruptible_with;
 use super::output::{Output, EXIT_VIOLATION};
 use super::progress::Progress;
 use super::shard::{interrupted_shard, ShardLine, ShardWriter};
 use crate::baseline::{baselines, Baseline};
 use crate::error::KeelError;
-use crate::explore::{
-    explore_one, report as explore_report, ExploreReport, ExploreRow, ExploreSpec,
-};
+use crate::explore::{explore_one, ExploreReport, ExploreRow, ExploreSpec, ExploreTally};
 use crate::parallel::Threads;
 use crate::property::{Expectation, MATCHES_MODEL};
 use crate::spec::ScenarioSpec;
@@ -23,6 +21,7 @@ use keel_engine::{Event, SinkKind};
 use keel_sim::FaultKind;
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::ops::Range;
 
 #[derive(Debug, Args)]
 // --seed is refused here (each seed of --seeds is its run's seed), so --help does not show it.
@@ -59,8 +58,9 @@ pub struct ExploreArgs {
     #[arg(long, conflicts_with = "shard")]
     pub no_shrink: bool,
 
-    /// Print the summary and failing seeds, not one row per seed (not with --shard: `keel
-    /// merge` prints the report).
+    /// Print the summary and failing seeds, not one row per seed (the JSON report's rows are
+    /// then empty): the seeds are tallied as they finish and no row is kept, so memory does
+    /// not grow with the seeds (not with --shard: `keel merge` prints the report).
     #[arg(long, conflicts_with = "shard")]
     pub summary_only: bool,
 
@@ -84,19 +84,35 @@ pub(crate) fn cmd_explore(
     let (spec, events) = prepare(&args.scenario)?;
     let explore = explore_spec(&args.plans, &args.sinks, args.seeds, args.expect.clone());
     let baselines = explore_baselines(&spec, &events, &explore)?;
-    let points = explore.points();
+    let points_len = explore.points_len();
     let range = args
         .job
         .shard
-        .map_or(0..points.len(), |shard| shard.range(points.len()));
-    let progress = Progress::new(range.len(), args.job.quiet);
-    let run = |&(seed, sink): &(u64, SinkKind)| explore_one(&explore, &baselines[&sink], seed);
-    let on_done = |rows: &Vec<ExploreRow>| {
-        progress.done(
-            rows.iter()
-                .any(|r| !r.failures(explore.expect.as_ref()).is_empty()),
-        )
+        .map_or(0..points_len, |shard| shard.range_u64(points_len));
+    // Chunks of points, not a list of them: what an exploration holds does not grow with
+    // its seeds.
+    let chunks = point_chunks(range.clone());
+    let progress = Progress::new(
+        usize::try_from(range.end - range.start).unwrap_or(usize::MAX),
+        args.job.quiet,
+    );
+    let run = |chunk: &Range<u64>| -> (u64, Vec<ExploreRow>) {
+        let rows = chunk
+            .clone()
+            .flat_map(|index| {
+                let (seed, sink) = explore.point(index);
+                explore_one(&explore, &baselines[&sink], seed)
+            })
+            .collect();
+        (chunk.end - chunk.start, rows)
     };
+    let on_done = |(points, rows): &(u64, Vec<ExploreRow>)| {
+        let failed = rows
+            .iter()
+            .any(|r| !r.failures(explore.expect.as_ref()).is_empty());
+        progress.done_many(*points, failed)
+    };
+    let threads = Threads::new(jobs(&args.job));
     if let Some(shard) = args.job.shard {
         // A shard's rows are written as they come, in seed order, as a sweep shard's points.
         let mut lines = ShardWriter::new(args.job.out.as_deref(), stdout)?;
@@ -107,12 +123,12 @@ pub(crate) fn cmd_explore(
             explore: explore.clone(),
         });
         par_fold_interruptible_with(
-            &points[range],
-            Threads::new(jobs(&args.job)),
+            &chunks,
+            threads,
             |_| (),
-            |_, point| run(point),
+            |_, chunk| run(chunk),
             &on_done,
-            &mut |rows: Vec<ExploreRow>| {
+            &mut |(_, rows): (u64, Vec<ExploreRow>)| {
                 rows.into_iter()
                     .for_each(|row| lines.push(&ShardLine::Row(row)))
             },
@@ -121,19 +137,38 @@ pub(crate) fn cmd_explore(
         .map_err(|error| interrupted_shard(error, &lines))?;
         return lines.finish();
     }
-    let rows = par_map_interruptible(&points[range], jobs(&args.job), run, &on_done, &progress)?
-        .into_iter()
-        .flatten()
-        .collect::<Vec<ExploreRow>>();
-    let report = finish_explore(
-        &spec,
-        &explore,
-        &baselines,
-        rows,
-        !args.no_shrink,
-        (args.format, args.summary_only),
-    );
-    write_out(args.job.out.as_deref(), report)
+    // Tallied as seeds finish, in seed order: rows are kept only where they are printed.
+    let mut tally = ExploreTally::new(&spec, &explore, !args.summary_only);
+    par_fold_interruptible_with(
+        &chunks,
+        threads,
+        |_| (),
+        |_, chunk| run(chunk),
+        &on_done,
+        &mut |(_, rows): (u64, Vec<ExploreRow>)| rows.into_iter().for_each(|row| tally.add(row)),
+        &progress,
+    )?;
+    let report = tally.finish(&baselines, !args.no_shrink);
+    write_out(
+        args.job.out.as_deref(),
+        explore_output(&report, &explore, args.format, args.summary_only),
+    )
+}
+
+/// How many points a thread runs at a time (and the progress bar counts at once).
+const EXPLORE_CHUNK_POINTS: u64 = 64;
+
+/// `range` cut into chunks of at most [`EXPLORE_CHUNK_POINTS`], the same for any thread
+/// count.
+fn point_chunks(range: Range<u64>) -> Vec<Range<u64>> {
+    let mut chunks = Vec::new();
+    let mut start = range.start;
+    while start < range.end {
+        let end = range.end.min(start + EXPLORE_CHUNK_POINTS);
+        chunks.push(start..end);
+        start = end;
+    }
+    chunks
 }
 
 pub(crate) fn explore_spec(
@@ -161,7 +196,7 @@ pub(crate) fn explore_baselines(
     baselines(spec, events, &explore.sinks)
 }
 
-fn explore_output(
+pub(crate) fn explore_output(
     report: &ExploreReport,
     explore: &ExploreSpec,
     format: TableFormatArg,
@@ -199,17 +234,4 @@ fn explore_output(
         None => 0,
     };
     Output { stdout, exit_code }
-}
-
-/// The exploration report from its rows (shrinking the first failure if asked), rendered.
-pub(crate) fn finish_explore(
-    spec: &ScenarioSpec,
-    explore: &ExploreSpec,
-    baselines: &BTreeMap<SinkKind, Baseline>,
-    rows: Vec<ExploreRow>,
-    shrink_first: bool,
-    (format, summary_only): (TableFormatArg, bool),
-) -> Output {
-    let report = explore_report(spec, explore, baselines, rows, shrink_first);
-    explore_output(&report, explore, format, summary_only)
 }

@@ -2,14 +2,14 @@
 //! into the report an unsharded run prints.
 
 use super::args::{parse_expectation, Shard, TableFormatArg};
-use super::explore::{explore_baselines, finish_explore};
+use super::explore::{explore_baselines, explore_output};
 use super::fidelity::kill_output;
 use super::files::load_events;
 use super::output::Output;
 use super::shard::{ShardLine, ShardLines};
 use super::sweep::render;
 use crate::error::KeelError;
-use crate::explore::ExploreRow;
+use crate::explore::{ExploreSpec, ExploreTally};
 use crate::fidelity::{aggregate as fidelity_aggregate, PointComparison};
 use crate::property::Expectation;
 use crate::spec::ScenarioSpec;
@@ -30,7 +30,8 @@ pub struct MergeArgs {
     #[arg(long)]
     pub no_shrink: bool,
 
-    /// Print the summary and failing seeds, not one row per seed (explore shards only).
+    /// Print the summary and failing seeds, not one row per seed (explore shards only; the
+    /// JSON report's rows are then empty, and no row is held).
     #[arg(long)]
     pub summary_only: bool,
 
@@ -106,18 +107,34 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
             }
         }
         check_every_shard(&shards_seen, shard.count)?;
-        let mut files: Vec<(&String, Shard)> = args.files.iter().zip(shards_seen).collect();
-        files.sort_by_key(|(_, shard)| shard.index);
+        let files = in_shard_order(&args.files, &shards_seen);
         return merge_sweep(args, &files, &spec, &sweep, total);
     }
-    let mut rows: Vec<ExploreRow> = Vec::new();
+    if let ShardLine::ExploreHeader {
+        spec,
+        explore,
+        shard,
+        total,
+    } = header
+    {
+        let files = in_shard_order(&args.files, &shards_seen);
+        return merge_explore(
+            args,
+            &files,
+            (&shards_seen, shard.count),
+            spec,
+            explore,
+            total,
+        );
+    }
+    let mut rows = 0usize;
     let mut compared: Vec<PointComparison> = Vec::new();
     let mut foreign = 0usize;
     for path in &args.files {
         for line in open_shard(path)?.skip(1) {
             match line? {
-                (_, ShardLine::Row(row)) => rows.push(row),
                 (_, ShardLine::FidelityPoint(point)) => compared.push(point),
+                (_, ShardLine::Row(_)) => rows += 1,
                 (line_number, line) if is_header(&line) => {
                     return Err(header_after_first(path, line_number))
                 }
@@ -125,76 +142,11 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
             }
         }
     }
-    let (command, foreign) = match header {
-        ShardLine::ExploreHeader { .. } => ("keel explore", foreign + compared.len()),
-        _ => ("keel fidelity kill", foreign + rows.len()),
-    };
+    let foreign = foreign + rows;
     if foreign > 0 {
-        return Err(foreign_lines(command, foreign));
+        return Err(foreign_lines("keel fidelity kill", foreign));
     }
     match header {
-        ShardLine::ExploreHeader {
-            spec,
-            explore,
-            shard,
-            total,
-        } => {
-            check_complete(&shards_seen, shard.count, rows.len() as u64, total)?;
-            let order: BTreeMap<(u64, SinkKind), usize> = explore
-                .points()
-                .into_iter()
-                .enumerate()
-                .map(|(i, p)| (p, i))
-                .collect();
-            let mut keyed = Vec::with_capacity(rows.len());
-            for row in rows {
-                let index = *order.get(&(row.seed, row.sink)).ok_or_else(|| {
-                    KeelError::usage(format!(
-                        "seed {} on {} is not part of this exploration",
-                        row.seed, row.sink
-                    ))
-                })?;
-                keyed.push(((index, row.view), row));
-            }
-            keyed.sort_by_key(|(key, _)| *key);
-            let expected_keys: Vec<(usize, Option<crate::runner::View>)> = explore
-                .points()
-                .iter()
-                .enumerate()
-                .flat_map(|(i, (_, sink))| {
-                    crate::observation::views_of(*sink)
-                        .iter()
-                        .map(move |&view| (i, view))
-                })
-                .collect();
-            if keyed.iter().map(|(key, _)| *key).ne(expected_keys) {
-                return Err(KeelError::usage(
-                    "the shard files' rows are not exactly the exploration's seeds".to_string(),
-                ));
-            }
-            let rows: Vec<ExploreRow> = keyed.into_iter().map(|(_, row)| row).collect();
-            let mut explore = explore;
-            if args.expect.is_some() {
-                explore.expect = args.expect.clone();
-            }
-            let shrink_first = !args.no_shrink
-                && rows
-                    .iter()
-                    .any(|r| !r.failures(explore.expect.as_ref()).is_empty());
-            let baselines = if shrink_first {
-                explore_baselines(&spec, &load_events(&spec)?, &explore)?
-            } else {
-                BTreeMap::new()
-            };
-            Ok(finish_explore(
-                &spec,
-                &explore,
-                &baselines,
-                rows,
-                shrink_first,
-                (args.format, args.summary_only),
-            ))
-        }
         ShardLine::FidelityKillHeader {
             spec,
             sinks,
@@ -228,6 +180,86 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
         }
         _ => unreachable!("the header is a header"),
     }
+}
+
+/// `files` (whose headers named the shards `seen`, in the same order) in shard order.
+fn in_shard_order<'f>(files: &'f [String], seen: &[Shard]) -> Vec<(&'f String, Shard)> {
+    let mut files: Vec<(&String, Shard)> = files.iter().zip(seen.iter().copied()).collect();
+    files.sort_by_key(|(_, shard)| shard.index);
+    files
+}
+
+/// Merges an exploration's shard files, in shard order, a row at a time: each row is checked
+/// to be the exploration's next and tallied as it comes (the rows are kept only where the
+/// report prints them), so merging holds no file whole.
+fn merge_explore(
+    args: &MergeArgs,
+    files: &[(&String, Shard)],
+    (seen, count): (&[Shard], u64),
+    spec: ScenarioSpec,
+    mut explore: ExploreSpec,
+    total: u64,
+) -> Result<Output, KeelError> {
+    if args.expect.is_some() {
+        explore.expect = args.expect.clone();
+    }
+    let mut tally = ExploreTally::new(&spec, &explore, !args.summary_only);
+    let mut expected = explore.row_keys();
+    let (mut held, mut foreign) = (0u64, 0usize);
+    // The first row of another exploration, and whether the rows ever left the
+    // exploration's order: reported once every line is counted, after a count that is off.
+    let mut stray: Option<(u64, SinkKind)> = None;
+    let mut out_of_order = false;
+    for (path, _) in files {
+        for line in open_shard(path)?.skip(1) {
+            match line? {
+                (_, ShardLine::Row(row)) => {
+                    held += 1;
+                    let part = (explore.seeds_start..explore.seeds_end).contains(&row.seed)
+                        && explore.sinks.contains(&row.sink);
+                    if !part {
+                        stray.get_or_insert((row.seed, row.sink));
+                        continue;
+                    }
+                    out_of_order |= expected.next() != Some((row.seed, row.sink, row.view));
+                    if stray.is_none() && !out_of_order {
+                        tally.add(row);
+                    }
+                }
+                (line_number, line) if is_header(&line) => {
+                    return Err(header_after_first(path, line_number))
+                }
+                _ => foreign += 1,
+            }
+        }
+    }
+    if foreign > 0 {
+        return Err(foreign_lines("keel explore", foreign));
+    }
+    check_complete(seen, count, held, total)?;
+    if let Some((seed, sink)) = stray {
+        return Err(KeelError::usage(format!(
+            "seed {seed} on {sink} is not part of this exploration"
+        )));
+    }
+    if out_of_order || expected.next().is_some() {
+        return Err(KeelError::usage(
+            "the shard files' rows are not exactly the exploration's seeds".to_string(),
+        ));
+    }
+    let shrink_first = !args.no_shrink && tally.any_failing();
+    let baselines = if shrink_first {
+        explore_baselines(&spec, &load_events(&spec)?, &explore)?
+    } else {
+        BTreeMap::new()
+    };
+    let report = tally.finish(&baselines, shrink_first);
+    Ok(explore_output(
+        &report,
+        &explore,
+        args.format,
+        args.summary_only,
+    ))
 }
 
 /// The shards `seen` against the `count` the headers name, then the results they hold
