@@ -96,23 +96,34 @@ pub(crate) fn cmd_explore(
         usize::try_from(range.end - range.start).unwrap_or(usize::MAX),
         args.job.quiet,
     );
-    let run = |chunk: &Range<u64>| -> (u64, Vec<ExploreRow>) {
-        let rows = chunk
-            .clone()
-            .flat_map(|index| {
-                let (seed, sink) = explore.point(index);
-                explore_one(&explore, &baselines[&sink], seed)
-            })
-            .collect();
-        (chunk.end - chunk.start, rows)
+    // Each row, in point order, to `consume`, as the chunks finish.
+    let run_rows = |consume: &mut (dyn FnMut(ExploreRow) + Send)| {
+        let run = |_: &mut (), chunk: &Range<u64>| -> (u64, Vec<ExploreRow>) {
+            let rows = chunk
+                .clone()
+                .flat_map(|index| {
+                    let (seed, sink) = explore.point(index);
+                    explore_one(&explore, &baselines[&sink], seed)
+                })
+                .collect();
+            (chunk.end - chunk.start, rows)
+        };
+        let on_done = |(points, rows): &(u64, Vec<ExploreRow>)| {
+            let failed = rows
+                .iter()
+                .any(|r| !r.failures(explore.expect.as_ref()).is_empty());
+            progress.done_many(*points, failed)
+        };
+        par_fold_interruptible_with(
+            &chunks,
+            Threads::new(jobs(&args.job)),
+            |_| (),
+            run,
+            &on_done,
+            &mut |(_, rows): (u64, Vec<ExploreRow>)| rows.into_iter().for_each(&mut *consume),
+            &progress,
+        )
     };
-    let on_done = |(points, rows): &(u64, Vec<ExploreRow>)| {
-        let failed = rows
-            .iter()
-            .any(|r| !r.failures(explore.expect.as_ref()).is_empty());
-        progress.done_many(*points, failed)
-    };
-    let threads = Threads::new(jobs(&args.job));
     if let Some(shard) = args.job.shard {
         // A shard's rows are written as they come, in seed order, as a sweep shard's points.
         let mut lines = ShardWriter::new(args.job.out.as_deref(), stdout)?;
@@ -122,32 +133,13 @@ pub(crate) fn cmd_explore(
             total: explore.row_count(),
             explore: explore.clone(),
         });
-        par_fold_interruptible_with(
-            &chunks,
-            threads,
-            |_| (),
-            |_, chunk| run(chunk),
-            &on_done,
-            &mut |(_, rows): (u64, Vec<ExploreRow>)| {
-                rows.into_iter()
-                    .for_each(|row| lines.push(&ShardLine::Row(row)))
-            },
-            &progress,
-        )
-        .map_err(|error| interrupted_shard(error, &lines))?;
+        run_rows(&mut |row| lines.push(&ShardLine::Row(row)))
+            .map_err(|error| interrupted_shard(error, &lines))?;
         return lines.finish();
     }
     // Tallied as seeds finish, in seed order: rows are kept only where they are printed.
     let mut tally = ExploreTally::new(&spec, &explore, !args.summary_only);
-    par_fold_interruptible_with(
-        &chunks,
-        threads,
-        |_| (),
-        |_, chunk| run(chunk),
-        &on_done,
-        &mut |(_, rows): (u64, Vec<ExploreRow>)| rows.into_iter().for_each(|row| tally.add(row)),
-        &progress,
-    )?;
+    run_rows(&mut |row| tally.add(row))?;
     let report = tally.finish(&baselines, !args.no_shrink);
     write_out(
         args.job.out.as_deref(),
