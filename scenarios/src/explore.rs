@@ -244,20 +244,6 @@ pub struct ExploreReport {
     pub shrunk: Option<ShrunkReport>,
 }
 
-/// Builds the report of an exploration of `spec` from its rows (in point order), shrinking
-/// the first failure unless not asked to.
-pub fn report(
-    spec: &ScenarioSpec,
-    explore: &ExploreSpec,
-    baselines: &BTreeMap<SinkKind, Baseline>,
-    rows: Vec<ExploreRow>,
-    shrink_first: bool,
-) -> ExploreReport {
-    let mut tally = ExploreTally::new(spec, explore, true);
-    rows.into_iter().for_each(|row| tally.add(row));
-    tally.finish(baselines, shrink_first)
-}
-
 /// An exploration's report, tallied a row at a time as its seeds finish (in point order):
 /// it keeps the summary, the failing seeds and, only where they are printed, the rows, so
 /// that an exploration that prints its summary holds no row.

@@ -182,6 +182,20 @@ pub fn par_fold_until_with<T: Sync, W, R: Send>(
     state.next_to_consume == items.len()
 }
 
+/// `range` (indices of consecutive items) cut into chunks at the multiples of `size`: the
+/// same cuts whatever the thread count, and a chunk a thread runs at a time.
+pub fn chunks_at_multiples(range: std::ops::Range<u64>, size: u64) -> Vec<std::ops::Range<u64>> {
+    assert!(size >= 1);
+    let mut chunks = Vec::new();
+    let mut start = range.start;
+    while start < range.end {
+        let end = ((start / size + 1) * size).min(range.end);
+        chunks.push(start..end);
+        start = end;
+    }
+    chunks
+}
+
 /// The machine's cores, the default for `--jobs`.
 pub fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())

@@ -13,7 +13,7 @@ use super::shard::{interrupted_shard, ShardLine, ShardWriter};
 use crate::baseline::{baselines, Baseline};
 use crate::error::KeelError;
 use crate::explore::{explore_one, ExploreReport, ExploreRow, ExploreSpec, ExploreTally};
-use crate::parallel::Threads;
+use crate::parallel::{chunks_at_multiples, Threads};
 use crate::property::{Expectation, MATCHES_MODEL};
 use crate::spec::ScenarioSpec;
 use clap::Args;
@@ -91,7 +91,7 @@ pub(crate) fn cmd_explore(
         .map_or(0..points_len, |shard| shard.range_u64(points_len));
     // Chunks of points, not a list of them: what an exploration holds does not grow with
     // its seeds.
-    let chunks = point_chunks(range.clone());
+    let chunks = chunks_at_multiples(range.clone(), EXPLORE_CHUNK_POINTS);
     let progress = Progress::new(
         usize::try_from(range.end - range.start).unwrap_or(usize::MAX),
         args.job.quiet,
@@ -149,19 +149,6 @@ pub(crate) fn cmd_explore(
 
 /// How many points a thread runs at a time (and the progress bar counts at once).
 const EXPLORE_CHUNK_POINTS: u64 = 64;
-
-/// `range` cut into chunks of at most [`EXPLORE_CHUNK_POINTS`], the same for any thread
-/// count.
-fn point_chunks(range: Range<u64>) -> Vec<Range<u64>> {
-    let mut chunks = Vec::new();
-    let mut start = range.start;
-    while start < range.end {
-        let end = range.end.min(start + EXPLORE_CHUNK_POINTS);
-        chunks.push(start..end);
-        start = end;
-    }
-    chunks
-}
 
 pub(crate) fn explore_spec(
     args: &SeedPlanArgs,

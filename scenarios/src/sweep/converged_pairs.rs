@@ -516,26 +516,51 @@ fn join_span(record: &mut PointRecord, composed: &mut Composed, faults: &[Planne
 /// Whether two records of composed points say the same of their points but for which points
 /// they are (their number and faults) and the span.
 fn same_but_faults(a: &PointRecord, b: &PointRecord) -> bool {
-    a.sink == b.sink
-        && *a.row == *b.row
-        && a.class_states == b.class_states
-        && a.view == b.view
-        && a.dirty_reads == b.dirty_reads
-        && a.visibility_delay_ms_max == b.visibility_delay_ms_max
-        && a.sampled.is_empty()
+    // Every field named, so a new one cannot be left out.
+    let PointRecord {
+        index: _,
+        sink,
+        row,
+        view,
+        class_states,
+        dirty_reads,
+        visibility_delay_ms_max,
+        faults: _,
+        sampled,
+        duplicates,
+        lost,
+        wrong,
+        corrupt,
+        stale_windows,
+        rolled_back,
+        failed_recovery,
+        broken,
+        model_mismatch,
+        outcome,
+        outcome_digest,
+        fingerprint,
+        span: _,
+    } = a;
+    *sink == b.sink
+        && **row == *b.row
+        && *class_states == b.class_states
+        && *view == b.view
+        && *dirty_reads == b.dirty_reads
+        && *visibility_delay_ms_max == b.visibility_delay_ms_max
+        && sampled.is_empty()
         && b.sampled.is_empty()
-        && a.duplicates == b.duplicates
-        && a.lost == b.lost
-        && a.wrong == b.wrong
-        && a.corrupt == b.corrupt
-        && a.stale_windows == b.stale_windows
-        && a.rolled_back == b.rolled_back
-        && a.failed_recovery == b.failed_recovery
-        && a.broken == b.broken
-        && a.model_mismatch == b.model_mismatch
-        && a.outcome == b.outcome
-        && a.outcome_digest == b.outcome_digest
-        && a.fingerprint.is_none()
+        && *duplicates == b.duplicates
+        && *lost == b.lost
+        && *wrong == b.wrong
+        && *corrupt == b.corrupt
+        && *stale_windows == b.stale_windows
+        && *rolled_back == b.rolled_back
+        && *failed_recovery == b.failed_recovery
+        && *broken == b.broken
+        && *model_mismatch == b.model_mismatch
+        && *outcome == b.outcome
+        && *outcome_digest == b.outcome_digest
+        && fingerprint.is_none()
         && b.fingerprint.is_none()
 }
 

@@ -204,14 +204,7 @@ pub fn run_chunk(
 /// `range` (indices of consecutive points) cut into chunks at the multiples of
 /// [`SHARING_CHUNK_POINTS`]: the same cuts whatever the thread count.
 pub fn sharing_chunks(range: Range<u64>) -> Vec<Range<u64>> {
-    let mut chunks = Vec::new();
-    let mut start = range.start;
-    while start < range.end {
-        let end = ((start / SHARING_CHUNK_POINTS + 1) * SHARING_CHUNK_POINTS).min(range.end);
-        chunks.push(start..end);
-        start = end;
-    }
-    chunks
+    crate::parallel::chunks_at_multiples(range, SHARING_CHUNK_POINTS)
 }
 
 /// The last observation a thread judged, with its verdicts and outcome digest: points whose
