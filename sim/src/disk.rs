@@ -80,6 +80,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
+mod chunk_list;
 mod compare;
 mod contents;
 mod fs_model;

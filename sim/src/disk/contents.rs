@@ -13,16 +13,20 @@
 //! keeps hundreds of snapshots of a growing sink file, each of which had held a copy of up
 //! to a chunk. A write to such a chunk first cuts it to the file (copying it if shared).
 
+use super::chunk_list::ChunkList;
 use std::sync::Arc;
 
-/// The bytes of one chunk: a write into a shared chunk copies at most this much.
-pub const CHUNK_BYTES: usize = 64 * 1024;
+/// The bytes of one chunk: a write into a shared chunk copies at most this much (and the
+/// chunk's group of pointers, `chunk_list.rs`). Measured on forked sweeps (`keel bench
+/// --sweep 3000`): 64 KiB chunks spent a quarter of the sweep copying its sink's last chunk.
+pub const CHUNK_BYTES: usize = 4 * 1024;
 
 /// A file's bytes (see the module header). The chunk list is shared too, so a copy of a disk
-/// costs one count per file, and its first write copies the list (a pointer per chunk).
+/// costs one count per file, and its first write copies the list's groups it writes in
+/// (`chunk_list.rs`).
 #[derive(Clone, Default)]
 pub struct Contents {
-    chunks: Arc<Vec<Arc<Vec<u8>>>>,
+    chunks: ChunkList,
     len_bytes: usize,
 }
 
@@ -38,7 +42,7 @@ impl Contents {
     /// Whether `other` is a copy of this very file (one chunk list): equal without reading a
     /// byte. False says nothing about the bytes.
     pub fn is_same_copy(&self, other: &Contents) -> bool {
-        Arc::ptr_eq(&self.chunks, &other.chunks) && self.len_bytes == other.len_bytes
+        self.chunks.is_same_list(&other.chunks) && self.len_bytes == other.len_bytes
     }
 
     /// Whether the two hold the same bytes in the very same chunks (a pointer test a chunk,
@@ -46,13 +50,8 @@ impl Contents {
     /// one file's chunks made apart (`prefix`, `share_prefix_of`). False says nothing.
     pub fn is_same_chunks(&self, other: &Contents) -> bool {
         self.len_bytes == other.len_bytes
-            && (Arc::ptr_eq(&self.chunks, &other.chunks)
-                || self.chunks.len() == other.chunks.len()
-                    && self
-                        .chunks
-                        .iter()
-                        .zip(other.chunks.iter())
-                        .all(|(a, b)| Arc::ptr_eq(a, b)))
+            && self.chunks.len() == other.chunks.len()
+            && self.chunks.shared_prefix_len(&other.chunks) == self.chunks.len()
     }
 
     /// The chunks, in order: every byte once, none empty.
@@ -65,7 +64,7 @@ impl Contents {
         let start = i * CHUNK_BYTES;
         assert!(start < self.len_bytes);
         let len = (self.len_bytes - start).min(CHUNK_BYTES);
-        &self.chunks[i][..len]
+        &self.chunks.get(i)[..len]
     }
 
     /// The file's first `len_bytes` (at most its length), sharing every chunk, the one it
@@ -76,7 +75,7 @@ impl Contents {
             return self.clone();
         }
         let prefix = Contents {
-            chunks: Arc::new(self.chunks[..len_bytes.div_ceil(CHUNK_BYTES)].to_vec()),
+            chunks: self.chunks.prefix(len_bytes.div_ceil(CHUNK_BYTES)),
             len_bytes,
         };
         prefix.check();
@@ -102,11 +101,10 @@ impl Contents {
             return;
         };
         let keep = self.len_bytes - last_index * CHUNK_BYTES;
-        if self.chunks[last_index].len() == keep {
+        if self.chunks.get(last_index).len() == keep {
             return;
         }
-        let chunks = Arc::make_mut(&mut self.chunks);
-        let last = &mut chunks[last_index];
+        let last = self.chunks.slot_mut(last_index);
         match Arc::get_mut(last) {
             Some(last) => last.truncate(keep),
             None => *last = Arc::new(last[..keep].to_vec()),
@@ -139,7 +137,7 @@ impl Contents {
         let mut at = range.start;
         // Bounded: one round per chunk the range touches.
         while at < range.end {
-            let chunk = &self.chunks[at / CHUNK_BYTES];
+            let chunk = self.chunks.get(at / CHUNK_BYTES);
             let from = at % CHUNK_BYTES;
             let to = (range.end - (at - from)).min(chunk.len());
             bytes.extend_from_slice(&chunk[from..to]);
@@ -160,7 +158,7 @@ impl Contents {
         let (mut at, mut rest) = (offset_bytes, bytes);
         // Bounded: one round per chunk the range touches.
         while !rest.is_empty() {
-            let chunk = &self.chunks[at / CHUNK_BYTES];
+            let chunk = self.chunks.get(at / CHUNK_BYTES);
             let from = at % CHUNK_BYTES;
             let len = rest.len().min(chunk.len() - from);
             if chunk[from..from + len] != rest[..len] {
@@ -175,7 +173,7 @@ impl Contents {
     /// The byte at `at` (within the file).
     pub fn byte_at(&self, at: usize) -> u8 {
         assert!(at < self.len_bytes);
-        self.chunks[at / CHUNK_BYTES][at % CHUNK_BYTES]
+        self.chunks.get(at / CHUNK_BYTES)[at % CHUNK_BYTES]
     }
 
     /// The file's bytes from `at` to the end of the chunk they lie in, at most `max_bytes`
@@ -205,7 +203,8 @@ impl Contents {
 
     /// The last byte, if any.
     pub fn last(&self) -> Option<u8> {
-        self.chunks().last().and_then(|chunk| chunk.last().copied())
+        let last = self.chunks.len().checked_sub(1)?;
+        self.chunk(last).last().copied()
     }
 
     /// Writes `bytes` at `offset_bytes`, extending the file with zeros if needed. A chunk
@@ -225,10 +224,10 @@ impl Contents {
         // Bounded: one round per chunk the write touches.
         while at < end {
             let from = at % CHUNK_BYTES;
-            let to = (end - (at - from)).min(self.chunks[at / CHUNK_BYTES].len());
+            let to = (end - (at - from)).min(self.chunks.get(at / CHUNK_BYTES).len());
             let written = &bytes[at - offset_bytes..at - offset_bytes + to - from];
-            if self.chunks[at / CHUNK_BYTES][from..to] != *written {
-                let chunk = Arc::make_mut(&mut Arc::make_mut(&mut self.chunks)[at / CHUNK_BYTES]);
+            if self.chunks.get(at / CHUNK_BYTES)[from..to] != *written {
+                let chunk = Arc::make_mut(self.chunks.slot_mut(at / CHUNK_BYTES));
                 chunk[from..to].copy_from_slice(written);
             }
             at += to - from;
@@ -249,10 +248,8 @@ impl Contents {
         for (i, chunk) in other.chunks.iter().enumerate() {
             let theirs = other.chunk(i);
             // Shared, and this file holds at least the bytes `other` has there.
-            let shared = self
-                .chunks
-                .get(i)
-                .is_some_and(|ours| Arc::ptr_eq(ours, chunk))
+            let shared = i < self.chunks.len()
+                && Arc::ptr_eq(self.chunks.get(i), chunk)
                 && (self.len_bytes - i * CHUNK_BYTES).min(CHUNK_BYTES) >= theirs.len();
             if !shared {
                 self.write_at(i * CHUNK_BYTES, theirs);
@@ -267,21 +264,20 @@ impl Contents {
             return;
         }
         self.own_last_chunk_bytes();
-        let chunks = Arc::make_mut(&mut self.chunks);
         let mut rest = bytes;
         // Bounded: one round per chunk the bytes reach (the last, then new ones).
         while !rest.is_empty() {
-            match chunks.last_mut() {
-                Some(last) if last.len() < CHUNK_BYTES => {
+            match self.chunks.len().checked_sub(1) {
+                Some(last) if self.chunks.get(last).len() < CHUNK_BYTES => {
+                    let last = Arc::make_mut(self.chunks.slot_mut(last));
                     let n = rest.len().min(CHUNK_BYTES - last.len());
-                    let last = Arc::make_mut(last);
                     reserve_within_chunk(last, n);
                     last.extend_from_slice(&rest[..n]);
                     rest = &rest[n..];
                 }
                 _ => {
                     let n = rest.len().min(CHUNK_BYTES);
-                    chunks.push(Arc::new(rest[..n].to_vec()));
+                    self.chunks.push(Arc::new(rest[..n].to_vec()));
                     rest = &rest[n..];
                 }
             }
@@ -296,13 +292,13 @@ impl Contents {
             return;
         }
         self.own_last_chunk_bytes();
-        let chunks = Arc::make_mut(&mut self.chunks);
         if len_bytes <= self.len_bytes {
             let kept_chunks = len_bytes.div_ceil(CHUNK_BYTES);
-            chunks.truncate(kept_chunks);
-            if let Some(last) = chunks.last_mut() {
-                let keep = len_bytes - (kept_chunks - 1) * CHUNK_BYTES;
-                if last.len() != keep {
+            self.chunks.truncate(kept_chunks);
+            if let Some(last_index) = kept_chunks.checked_sub(1) {
+                let keep = len_bytes - last_index * CHUNK_BYTES;
+                if self.chunks.get(last_index).len() != keep {
+                    let last = self.chunks.slot_mut(last_index);
                     match Arc::get_mut(last) {
                         Some(last) => last.truncate(keep),
                         // Shared: copy only what stays.
@@ -314,17 +310,17 @@ impl Contents {
             let mut missing = len_bytes - self.len_bytes;
             // Bounded: one round per chunk the file grows into (the last, then new ones).
             while missing > 0 {
-                match chunks.last_mut() {
-                    Some(last) if last.len() < CHUNK_BYTES => {
+                match self.chunks.len().checked_sub(1) {
+                    Some(last) if self.chunks.get(last).len() < CHUNK_BYTES => {
+                        let last = Arc::make_mut(self.chunks.slot_mut(last));
                         let grow = missing.min(CHUNK_BYTES - last.len());
-                        let last = Arc::make_mut(last);
                         reserve_within_chunk(last, grow);
                         last.resize(last.len() + grow, 0);
                         missing -= grow;
                     }
                     _ => {
                         let grow = missing.min(CHUNK_BYTES);
-                        chunks.push(Arc::new(vec![0; grow]));
+                        self.chunks.push(Arc::new(vec![0; grow]));
                         missing -= grow;
                     }
                 }
@@ -339,14 +335,8 @@ impl Contents {
         if prefix.len_bytes > self.len_bytes {
             return false;
         }
-        prefix
-            .chunks
-            .iter()
-            .zip(self.chunks.iter())
-            .enumerate()
-            .all(|(i, (theirs, ours))| {
-                Arc::ptr_eq(theirs, ours) || self.chunk(i).starts_with(prefix.chunk(i))
-            })
+        let shared = prefix.chunks.shared_prefix_len(&self.chunks);
+        (shared..prefix.chunks.len()).all(|i| self.chunk(i).starts_with(prefix.chunk(i)))
     }
 
     /// How many bytes `self` and `other` have in common at their start: chunks the two
@@ -354,12 +344,7 @@ impl Contents {
     pub fn common_prefix_len(&self, other: &Contents) -> usize {
         // The chunks both begin with, shared, first: a fork shares every chunk but those it
         // wrote, so this is most of a long file, one pointer comparison a chunk.
-        let shared_chunks = self
-            .chunks
-            .iter()
-            .zip(other.chunks.iter())
-            .take_while(|(ours, theirs)| Arc::ptr_eq(ours, theirs))
-            .count();
+        let shared_chunks = self.chunks.shared_prefix_len(&other.chunks);
         let from = (shared_chunks * CHUNK_BYTES)
             .min(self.len_bytes)
             .min(other.len_bytes);
@@ -383,7 +368,7 @@ impl Contents {
         for i in from / CHUNK_BYTES..self.chunks.len().min(other.chunks.len()) {
             let (ours, theirs) = (self.chunk(i), other.chunk(i));
             let skip_bytes = common_bytes - i * CHUNK_BYTES;
-            let same_bytes = if Arc::ptr_eq(&self.chunks[i], &other.chunks[i]) {
+            let same_bytes = if Arc::ptr_eq(self.chunks.get(i), other.chunks.get(i)) {
                 ours.len().min(theirs.len()) - skip_bytes
             } else {
                 common_prefix_len_of(&ours[skip_bytes..], &theirs[skip_bytes..])
@@ -406,7 +391,7 @@ impl Contents {
         while chunk_end > 0 {
             let chunk_index = (chunk_end - 1) / CHUNK_BYTES;
             let chunk_start = chunk_index * CHUNK_BYTES;
-            let chunk = &self.chunks[chunk_index][..chunk_end - chunk_start];
+            let chunk = &self.chunks.get(chunk_index)[..chunk_end - chunk_start];
             if let Some(at) = chunk.iter().rposition(|&b| b == byte) {
                 return Some(chunk_start + at);
             }
@@ -474,7 +459,7 @@ impl From<Vec<u8>> for Contents {
                 vec![Arc::new(bytes)]
             };
             return Contents {
-                chunks: Arc::new(chunks),
+                chunks: ChunkList::from_chunks(chunks),
                 len_bytes,
             };
         }
@@ -485,7 +470,7 @@ impl From<Vec<u8>> for Contents {
 impl From<&[u8]> for Contents {
     fn from(bytes: &[u8]) -> Contents {
         let contents = Contents {
-            chunks: Arc::new(
+            chunks: ChunkList::from_chunks(
                 bytes
                     .chunks(CHUNK_BYTES)
                     .map(|chunk| Arc::new(chunk.to_vec()))
@@ -502,13 +487,8 @@ impl From<&[u8]> for Contents {
 impl PartialEq for Contents {
     fn eq(&self, other: &Contents) -> bool {
         self.len_bytes == other.len_bytes
-            && (Arc::ptr_eq(&self.chunks, &other.chunks)
-                || self
-                    .chunks
-                    .iter()
-                    .zip(other.chunks.iter())
-                    .enumerate()
-                    .all(|(i, (a, b))| Arc::ptr_eq(a, b) || self.chunk(i) == other.chunk(i)))
+            && (self.chunks.shared_prefix_len(&other.chunks)..self.chunks.len())
+                .all(|i| self.chunk(i) == other.chunk(i))
     }
 }
 
@@ -621,7 +601,7 @@ mod tests {
                     if is_prefix {
                         assert!(std::sync::Arc::ptr_eq(
                             contents.chunks.last().unwrap(),
-                            &fork.chunks[contents.chunks.len() - 1]
+                            fork.chunks.get(contents.chunks.len() - 1)
                         ));
                     }
                 }
@@ -738,6 +718,36 @@ mod tests {
             },
             Op::Fork,
             Op::Resize(c + 1),
+        ]);
+    }
+
+    /// The same across the groups of the chunk list (`chunk_list.rs`): writes, cuts,
+    /// prefixes and shared prefixes at and around a group's end, forks kept throughout.
+    #[test]
+    fn files_longer_than_a_group_of_chunks_act_as_a_vec_and_forks_keep_theirs() {
+        let c = CHUNK_BYTES;
+        let g = super::super::chunk_list::GROUP_CHUNKS * c;
+        let write = |offset, len, byte| Op::Write { offset, len, byte };
+        check(&[
+            write(0, g - 1, 1),
+            Op::Fork,
+            write(g - 1, 2, 2),
+            Op::Fork,
+            write(2 * g + 3, c, 3),
+            Op::Prefix(g),
+            write(g - c / 2, c, 4),
+            Op::Fork,
+            Op::Resize(g + 1),
+            Op::Prefix(g - 1),
+            write(g - 1, 3 * c, 5),
+            Op::ShareNewestFork,
+            Op::Resize(3 * g),
+            Op::Fork,
+            write(g + 7, 1, 6),
+            Op::Prefix(2 * g),
+            Op::Resize(g),
+            Op::ShareNewestFork,
+            Op::Resize(0),
         ]);
     }
 

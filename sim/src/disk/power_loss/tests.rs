@@ -35,6 +35,7 @@ fn one(name: &str, contents: &[u8]) -> BTreeMap<String, Vec<u8>> {
 #[test]
 fn a_crash_state_changes_only_the_sectors_at_risk_of_a_file_past_a_chunk() {
     for model in [FsModel::Posix, FsModel::Xfs] {
+        assert_eq!(65_536 % crate::CHUNK_BYTES, 0);
         let durable: Vec<u8> = (0..65_530u32).map(|i| (i % 251) as u8 + 1).collect();
         let at_risk_from = 65_024; // 127 sectors of 512 bytes
         let disk_of = |bytes: &[u8]| {
@@ -43,7 +44,8 @@ fn a_crash_state_changes_only_the_sectors_at_risk_of_a_file_past_a_chunk() {
             disk.append("f", bytes).unwrap();
             disk.fsync("f").unwrap();
             disk.fsync_dir().unwrap();
-            // Across the chunk boundary at 65,536: an append, a hole, an overwrite.
+            // Across the chunk boundary at 65,536 (a multiple of `CHUNK_BYTES`): an append,
+            // a hole, an overwrite.
             disk.append("f", &[b'a'; 20]).unwrap();
             let len = disk.read("f").unwrap().len() as u64;
             disk.truncate("f", len + 30).unwrap();
