@@ -22,7 +22,6 @@
 
 use crate::recent::Recent;
 use crate::record::Record;
-use crate::sink::readable_prefix_len_bytes;
 use keel_sim::Contents;
 use std::fmt;
 use std::sync::OnceLock;
@@ -172,4 +171,16 @@ impl fmt::Debug for KnownSinkFile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "KnownSinkFile({} bytes)", self.contents.len())
     }
+}
+
+/// The length of the longest prefix of `contents` made of complete, readable record lines.
+pub fn readable_prefix_len_bytes(contents: &[u8]) -> usize {
+    let mut offset = 0;
+    while let Some(newline) = contents[offset..].iter().position(|&b| b == b'\n') {
+        if !Record::is_record_line(&contents[offset..offset + newline]) {
+            break;
+        }
+        offset += newline + 1;
+    }
+    offset
 }

@@ -6,6 +6,7 @@
 //! its own contents when the request arrives, so a retried or replayed record whose key is
 //! already there is skipped, whoever sent it.
 
+pub use crate::known_sink::readable_prefix_len_bytes;
 use crate::known_sink::KnownSinkFile;
 use crate::protocol::CheckpointProtocol;
 use crate::record::Record;
@@ -266,18 +267,6 @@ impl PartialEq for KeyIndex {
 }
 
 impl Eq for KeyIndex {}
-
-/// The length of the longest prefix of `contents` made of complete, readable record lines.
-pub fn readable_prefix_len_bytes(contents: &[u8]) -> usize {
-    let mut offset = 0;
-    while let Some(newline) = contents[offset..].iter().position(|&b| b == b'\n') {
-        if !Record::is_record_line(&contents[offset..offset + newline]) {
-            break;
-        }
-        offset += newline + 1;
-    }
-    offset
-}
 
 /// The files the engine reads as whole lines after a power loss, in the sense of the
 /// simulated disk's power-loss classes (`keel_sim::disk::PowerLossClasses`): recovery keeps

@@ -38,18 +38,11 @@
 
 use crate::event::Event;
 use crate::record::{Record, RecordKind};
+pub use crate::windows_map::WindowState;
 use crate::windows_map::Windows;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
-
-/// The state of one window.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WindowState {
-    pub sum: i128,
-    pub cnt: u64,
-    pub fired: bool,
-}
 
 /// Everything the operator remembers across events: what a checkpoint saves.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

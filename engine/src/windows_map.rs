@@ -23,12 +23,19 @@
 //! map and an `Arc` check to save copying a few dozen entries. It turns chunked when it
 //! grows past that, and stays so (until it is emptied).
 
-use crate::window::WindowState;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::{Bound, Deref, DerefMut, RangeBounds};
 use std::sync::Arc;
+
+/// The state of one window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WindowState {
+    pub sum: i128,
+    pub cnt: u64,
+    pub fired: bool,
+}
 
 /// The most entries a chunk holds: a write to a shared chunk copies at most this many. 256
 /// rather than 64: a point of a sweep at 1,000,000 events (100,000 windows) copies the

@@ -134,10 +134,61 @@ fn print_report(report: &str) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
+    use crate::commands::fidelity::FidelityCheck;
+    use clap::{CommandFactory, Parser};
 
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// Each command's scenario options record which were given on the command line (what
+    /// `replay` and `shrink` pass on), and none that was not.
+    #[test]
+    fn given_sees_every_option() {
+        let given = |argv: &[&str]| {
+            let cli = Cli::try_parse_from(argv).expect("a valid command line");
+            match cli.command {
+                Command::Run(args) => args.scenario.given,
+                Command::Sites(args) => args.scenario.given,
+                Command::Sweep(args) => args.scenario.given,
+                Command::Explore(args) => args.scenario.given,
+                Command::Replay(args) => args.target.scenario.given,
+                Command::Shrink(args) => args.target.scenario.given,
+                Command::Bench(args) => args.scenario.given,
+                Command::Fidelity(cmd) => match cmd.check {
+                    FidelityCheck::Kill(args) => args.scenario.given,
+                    FidelityCheck::PowerCut(args) => args.scenario.given,
+                    FidelityCheck::DiskError(args) => args.scenario.given,
+                },
+                Command::Merge(_)
+                | Command::Teach(_)
+                | Command::Gen(_)
+                | Command::Incarnation(_)
+                | Command::DiskErrorGuest(_) => {
+                    unreachable!("no scenario options")
+                }
+            }
+        };
+        for (argv, id) in [
+            (&["keel", "run", "--seed", "5"][..], "seed"),
+            (&["keel", "run", "--sink", "idempotent"][..], "sink"),
+            (&["keel", "run", "--format", "json"][..], "format"),
+            (&["keel", "sites", "--seed", "5"][..], "seed"),
+            (&["keel", "sweep", "--outage-ms", "5"][..], "outage_ms"),
+            (&["keel", "explore", "--seed", "5"][..], "seed"),
+            (&["keel", "explore", "--outage-ms", "5"][..], "outage_ms"),
+            (&["keel", "replay", "--view", "read_committed"][..], "view"),
+            (
+                &["keel", "replay", "--check-determinism"][..],
+                "check_determinism",
+            ),
+            (&["keel", "shrink", "--window", "20"][..], "window"),
+            (&["keel", "bench", "--seed", "5"][..], "seed"),
+        ] {
+            let given = given(argv);
+            assert!(given.has(id), "{argv:?}: {given:?}");
+            assert!(!given.has("checkpoint_every"), "{argv:?}: {given:?}");
+        }
     }
 }

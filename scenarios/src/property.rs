@@ -27,14 +27,39 @@
 //! windows, counts and checkpoints on the documented cadence), or a simulated run on a file
 //! sink whose reported sink writes (written plus skipped) differ from the ones the simulated
 //! sink served (the world's own count), or that restarted over one sink outage the
-//! documented retries ride out (`observation.rs`). See [`crate::verdict::Verdict::failures`].
+//! documented retries ride out (`observation.rs`). See `Verdict::failures` (`verdict.rs`).
+//!
+//! The definitions read a run's figures through [`Judged`], which the oracle's `Verdict`
+//! implements: the oracle depends on these definitions, not the other way round.
 
+use crate::observation::Recovery;
 use crate::runner::View;
-use crate::verdict::{Recovery, Verdict};
 use keel_engine::SinkKind;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeSet;
 use std::fmt;
+
+/// The figures the properties are defined on: what the oracle (`verdict.rs`) found in one
+/// consumer view of one run, its `Verdict` being the one implementation.
+pub trait Judged {
+    /// Records of the fault-free run the consumer never saw.
+    fn lost(&self) -> u64;
+    /// Records seen more often than the fault-free run emitted them.
+    fn duplicates(&self) -> u64;
+    /// Records seen that the fault-free run never emitted.
+    fn wrong(&self) -> u64;
+    /// Lines that are not whole records.
+    fn corrupt(&self) -> u64;
+    /// Restarts that restored an older checkpoint than the newest one committed.
+    fn rolled_back(&self) -> u64;
+    fn recovery(&self) -> Recovery;
+    /// The final operator state equals the fault-free run's.
+    fn final_windows_match(&self) -> bool;
+    /// Windows whose value, upserted in sink order, is not the fault-free final one.
+    fn stale_windows(&self) -> u64;
+    /// Files left beside the sink and its newest checkpoint.
+    fn stray_files(&self) -> u64;
+}
 
 /// One named property of a run, as seen by one consumer view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -109,15 +134,15 @@ impl Property {
     }
 
     /// The one definition of each property.
-    pub fn holds(self, verdict: &Verdict) -> bool {
+    pub fn holds(self, judged: &impl Judged) -> bool {
         match self {
-            Property::NoLoss => verdict.lost == 0,
-            Property::NoDuplicates => verdict.duplicates == 0,
-            Property::NoWrong => verdict.wrong == 0 && verdict.corrupt == 0,
-            Property::NoRollback => verdict.rolled_back == 0,
-            Property::Recovers => verdict.recovery == Recovery::Ok && verdict.final_windows_match,
-            Property::ConsistentView => verdict.stale_windows == 0,
-            Property::BoundedDisk => verdict.stray_files == 0,
+            Property::NoLoss => judged.lost() == 0,
+            Property::NoDuplicates => judged.duplicates() == 0,
+            Property::NoWrong => judged.wrong() == 0 && judged.corrupt() == 0,
+            Property::NoRollback => judged.rolled_back() == 0,
+            Property::Recovers => judged.recovery() == Recovery::Ok && judged.final_windows_match(),
+            Property::ConsistentView => judged.stale_windows() == 0,
+            Property::BoundedDisk => judged.stray_files() == 0,
         }
     }
 }
@@ -233,10 +258,10 @@ impl Expectation {
     }
 
     /// The asked properties the verdict breaks, most serious first.
-    pub fn broken(&self, verdict: &Verdict) -> Vec<Property> {
+    pub fn broken(&self, judged: &impl Judged) -> Vec<Property> {
         Property::ALL
             .into_iter()
-            .filter(|p| self.properties.contains(p) && !p.holds(verdict))
+            .filter(|p| self.properties.contains(p) && !p.holds(judged))
             .collect()
     }
 

@@ -24,7 +24,7 @@ use crate::model::{self, ModelMismatch};
 use crate::observation::records::Records;
 pub use crate::observation::Recovery;
 use crate::observation::{Observation, SinkOutage, SinkWriteCounts, ViewObservation};
-use crate::property::{self, Expectation, Property};
+use crate::property::{self, Expectation, Judged, Property};
 use crate::recipe;
 use crate::runner::{run, Outcome, RunResult, RunSpec, View};
 use keel_engine::{EngineConfig, KeyScheme, Record, SinkKind};
@@ -243,6 +243,36 @@ pub struct Verdict {
     pub model_mismatch: Option<ModelMismatch>,
     /// Each property, held or not.
     pub properties: BTreeMap<&'static str, bool>,
+}
+
+impl Judged for Verdict {
+    fn lost(&self) -> u64 {
+        self.lost
+    }
+    fn duplicates(&self) -> u64 {
+        self.duplicates
+    }
+    fn wrong(&self) -> u64 {
+        self.wrong
+    }
+    fn corrupt(&self) -> u64 {
+        self.corrupt
+    }
+    fn rolled_back(&self) -> u64 {
+        self.rolled_back
+    }
+    fn recovery(&self) -> Recovery {
+        self.recovery
+    }
+    fn final_windows_match(&self) -> bool {
+        self.final_windows_match
+    }
+    fn stale_windows(&self) -> u64 {
+        self.stale_windows
+    }
+    fn stray_files(&self) -> u64 {
+        self.stray_files
+    }
 }
 
 impl Verdict {

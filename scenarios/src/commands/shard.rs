@@ -60,7 +60,7 @@ pub(crate) fn push_shard_line(out: &mut String, line: &ShardLine) {
 /// Where a sweep's or an exploration's shard lines go as they are made, so that what waits
 /// for the end is neither the points' records nor their text (several hundred bytes a
 /// point: a shard of a depth-2 sweep has millions): into the `--out` file (a temp file,
-/// committed whole at the end), through `keel`'s stdout, or, when [`crate::cli::execute`]
+/// committed whole at the end), through `keel`'s stdout, or, when `cli::execute`
 /// runs a command in process, kept to return as its output.
 pub(crate) struct ShardWriter<'a> {
     to: ShardTo<'a>,
@@ -121,7 +121,7 @@ impl<'a> ShardWriter<'a> {
 
     /// The command's output once every line is pushed: the lines kept, or nothing once the
     /// file is committed or stdout flushed. A reader that stopped early (`| head`) closed
-    /// stdout: that is not an error of the run, as [`crate::cli::main`] prints a report.
+    /// stdout: that is not an error of the run, as `cli::main` prints a report.
     pub(crate) fn finish(self) -> Result<Output, KeelError> {
         match self.to {
             ShardTo::Kept(text) => Ok(Output::ok(text)),
