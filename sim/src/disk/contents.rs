@@ -721,6 +721,56 @@ mod tests {
         ]);
     }
 
+    /// Seeded sequences of operations on files of up to three groups of chunks
+    /// (`chunk_list.rs`), appends and forks most often, as a sweep's runs do: the same
+    /// bytes as a `Vec`, every fork unchanged.
+    #[test]
+    fn seeded_operations_on_files_of_several_groups_act_as_a_vec() {
+        use rand_chacha::ChaCha8Rng;
+        use rand_core::{RngCore, SeedableRng};
+        let c = CHUNK_BYTES;
+        let g = super::super::chunk_list::GROUP_CHUNKS * c;
+        let mut longest_bytes = 0;
+        for seed in 0..6u64 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let mut below = |n: usize| (rng.next_u64() % n as u64) as usize;
+            let (mut len, mut ops, mut forks) = (0usize, Vec::new(), 0usize);
+            for i in 0..24 {
+                let op = match below(10) {
+                    0..=3 => {
+                        let longest = if below(2) == 0 { 300 } else { g };
+                        Op::Write {
+                            offset: len,
+                            len: 1 + below(longest),
+                            byte: (i % 250) as u8 + 1,
+                        }
+                    }
+                    4 => Op::Write {
+                        offset: below(len + 2 * c),
+                        len: 1 + below(2 * c),
+                        byte: 251,
+                    },
+                    5 => Op::Resize(below(len + c + 1)),
+                    6 | 7 => Op::Fork,
+                    8 => Op::Prefix(below(len + 1)),
+                    _ if forks > 0 => Op::ShareNewestFork,
+                    _ => Op::Fork,
+                };
+                len = match op {
+                    Op::Write { offset, len: n, .. } => len.max(offset + n),
+                    Op::Resize(n) | Op::Prefix(n) => n,
+                    Op::Fork | Op::ShareNewestFork => len,
+                };
+                forks += usize::from(matches!(op, Op::Fork | Op::Prefix(_)));
+                longest_bytes = longest_bytes.max(len);
+                ops.push(op);
+            }
+            assert!(ops.iter().any(|op| matches!(op, Op::Fork)), "seed {seed}");
+            check(&ops);
+        }
+        assert!(longest_bytes > 2 * g, "{longest_bytes} bytes at most");
+    }
+
     /// The same across the groups of the chunk list (`chunk_list.rs`): writes, cuts,
     /// prefixes and shared prefixes at and around a group's end, forks kept throughout.
     #[test]
