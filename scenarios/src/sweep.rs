@@ -18,10 +18,14 @@ use std::sync::Arc;
 
 mod class_runs;
 mod converged_pairs;
+mod counts_file;
+pub use counts_file::CountsFile;
 mod fingerprint;
 pub use fingerprint::{digest_hash, digest_number, outcome_key, run_term, Folded};
 mod points;
-pub use points::{first_faults_len, points, power_loss_states, Sampled, SweepPoint, SweepPoints};
+pub use points::{
+    first_faults_len, points, power_loss_states, PairCounts, Sampled, SweepPoint, SweepPoints,
+};
 mod run;
 #[cfg(test)]
 pub(crate) use run::crash_and_sink_error_sweep;

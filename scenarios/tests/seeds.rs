@@ -229,6 +229,65 @@ fn shards_merge_into_the_unsharded_report() {
     }
 }
 
+/// The shards of a depth-2 sweep given `--counts FILE`: the first writes the count of pairs,
+/// the others read it instead of counting, and each prints the very bytes it prints without
+/// it. A file of another sweep, an edited one, one that is not a counts file, and `--counts`
+/// at depth 1 are refused with the file and the reason, exit 2.
+#[test]
+fn shards_given_a_counts_file_count_once_and_print_what_they_print_without() {
+    let sweep = [
+        "sweep",
+        "--depth",
+        "2",
+        "--faults",
+        "process-crash,power-loss",
+        "--power-loss-points",
+        "classes",
+        "--quiet",
+    ];
+    let counts = tmp("counts.json");
+    let _ = std::fs::remove_file(&counts);
+    for i in 0..3 {
+        let shard = format!("{i}/3");
+        let plain = with(&sweep, &["--shard", &shard]);
+        let counted = with(&plain, &["--counts", &counts]);
+        let exists = std::path::Path::new(&counts).exists();
+        assert_eq!(exists, i > 0, "shard {i}");
+        assert_eq!(keel(&counted).stdout, keel(&plain).stdout, "shard {i}");
+        let file: Value = serde_json::from_str(&std::fs::read_to_string(&counts).unwrap()).unwrap();
+        // Both sinks, each first kind: a row of first faults each.
+        assert_eq!(file["counts"]["rows"].as_array().unwrap().len(), 4);
+    }
+    let refused = |args: &[&str], why: &str| {
+        let (code, stdout, stderr) = keel_bin(args);
+        assert_eq!(code, 2, "{args:?}: {stdout}");
+        assert!(stderr.contains(why), "{args:?}: {stderr}");
+    };
+    let with_counts = with(&sweep, &["--shard", "1/3", "--counts", &counts]);
+    refused(
+        &with(&with_counts, &["--sinks", "idempotent"]),
+        "counted for another sweep",
+    );
+    refused(
+        &with(&with_counts, &["--checkpoint-every", "5"]),
+        "counted for another scenario or other options",
+    );
+    let text = std::fs::read_to_string(&counts).unwrap();
+    let edited = tmp("counts-edited.json");
+    let mut file: Value = serde_json::from_str(&text).unwrap();
+    let first = &mut file["counts"]["rows"][0][0][0];
+    *first = Value::from(n(first) + 1);
+    std::fs::write(&edited, file.to_string()).unwrap();
+    let edited_args = with(&sweep, &["--shard", "1/3", "--counts", &edited]);
+    refused(&edited_args, "do not match their digest");
+    std::fs::write(&edited, "{\"counts\": 3}").unwrap();
+    refused(&edited_args, "not a counts file");
+    refused(
+        &["sweep", "--counts", &counts, "--quiet"],
+        "--counts keeps a depth-2 sweep's count of pairs: it needs --depth 2",
+    );
+}
+
 /// `--summary-only` tallies the seeds as they finish and keeps no row: its JSON report
 /// holds none, and the rest of it (summary, failing seeds and their reproduce commands) is
 /// the full report's, as is a merge of its shards with `--summary-only`.

@@ -4,7 +4,7 @@ use super::args::{
     check_outage_ms, dedup_kinds, jobs, parse_expectation, table_format, FaultArg, JobArgs,
     ScenarioArgs, SinkArg, TableFormatArg,
 };
-use super::files::{prepare, write_out};
+use super::files::{prepare, write_atomically, write_out};
 use super::interrupt::par_fold_interruptible_with;
 use super::output::{Output, EXIT_VIOLATION};
 use super::progress::Progress;
@@ -13,8 +13,9 @@ use crate::error::KeelError;
 use crate::parallel::Threads;
 use crate::property::Expectation;
 use crate::sweep::{
-    first_faults_len, sharing_chunks, PointRecord, PowerLossPoints, SweepPoints, SweepSetup,
-    SweepSpec, ViewExpectations, POWER_LOSS_STATES_MAX_DEFAULT, REORDER_WINDOW_CHUNKS_PER_JOB,
+    first_faults_len, sharing_chunks, CountsFile, PairCounts, PointRecord, PowerLossPoints,
+    SweepPoints, SweepSetup, SweepSpec, ViewExpectations, POWER_LOSS_STATES_MAX_DEFAULT,
+    REORDER_WINDOW_CHUNKS_PER_JOB,
 };
 use crate::tally::SweepTally;
 use clap::Args;
@@ -89,6 +90,14 @@ pub struct SweepArgs {
     #[arg(long)]
     pub naive: bool,
 
+    /// At --depth 2: a file that keeps the count of the sweep's pairs, which each shard
+    /// would otherwise run again (every first fault once: a quarter of a shard's time on a
+    /// 1,000-event stream). If FILE exists it must hold this very sweep's count (the same
+    /// scenario, events, options and keel version; anything else is refused), and no first
+    /// fault runs to count; else the count runs and is written to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub counts: Option<std::path::PathBuf>,
+
     #[command(flatten)]
     pub job: JobArgs,
 
@@ -156,11 +165,24 @@ pub(crate) fn cmd_sweep(
         power_loss_points: args.power_loss_points.into(),
     };
     check_classes_pair(sweep.power_loss_points, sweep.depth, &sweep.faults)?;
+    if args.counts.is_some() && sweep.depth != 2 {
+        return Err(KeelError::usage(
+            "--counts keeps a depth-2 sweep's count of pairs: it needs --depth 2",
+        ));
+    }
     let events: Arc<[Event]> = events.into();
+    let saved = match &args.counts {
+        Some(path) => read_counts(path, &spec, &sweep, &events)?,
+        None => None,
+    };
     let setup = SweepSetup::new(&spec, Arc::clone(&events), &sweep, args.naive)?;
     // Counted, not listed: each chunk draws its points when it runs. At depth 2 counting
-    // runs every first fault once, with a bar of its own.
-    let counting = Progress::counting(first_faults_len(&sweep, &setup.baselines), args.job.quiet);
+    // runs every first fault once, with a bar of its own (unless --counts holds the count).
+    let to_count = match saved {
+        Some(_) => 0,
+        None => first_faults_len(&sweep, &setup.baselines),
+    };
+    let counting = Progress::counting(to_count, args.job.quiet);
     let points = SweepPoints::counting(
         &spec,
         &sweep,
@@ -168,8 +190,23 @@ pub(crate) fn cmd_sweep(
         setup.forks.as_ref(),
         jobs(&args.job),
         &|| counting.done(false),
-    );
+        saved.as_ref(),
+    )
+    .map_err(|why| {
+        let path = args
+            .counts
+            .as_ref()
+            .expect("only given counts disagree")
+            .display();
+        KeelError::usage(format!("--counts {path}: {why}"))
+    })?;
     counting.finish();
+    if let (Some(path), None) = (&args.counts, &saved) {
+        let file = CountsFile::new(&spec, &sweep, &events, points.pair_counts());
+        write_atomically(path, file.to_json().as_bytes()).map_err(|e| {
+            KeelError::usage(format!("cannot write --counts {}: {e}", path.display()))
+        })?;
+    }
     let range = args.job.shard.map_or(0..points.len(), |shard| {
         let range = shard.range(points.len() as usize);
         range.start as u64..range.end as u64
@@ -240,6 +277,28 @@ pub(crate) fn cmd_sweep(
         (Ok(()), Some(lines)) => lines.finish(),
         (Ok(()), None) => write_out(args.job.out.as_deref(), render(tally, args.format)),
     }
+}
+
+/// The count `--counts` holds at `path` for this sweep, or None where there is no file yet.
+fn read_counts(
+    path: &std::path::Path,
+    spec: &crate::spec::ScenarioSpec,
+    sweep: &SweepSpec,
+    events: &[Event],
+) -> Result<Option<PairCounts>, KeelError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(KeelError::usage(format!(
+                "cannot read --counts {}: {e}",
+                path.display()
+            )))
+        }
+    };
+    CountsFile::counts_of(&text, spec, sweep, events)
+        .map(Some)
+        .map_err(|why| KeelError::usage(format!("--counts {}: {why}", path.display())))
 }
 
 /// Renders a finished tally, with its first violation under the table.

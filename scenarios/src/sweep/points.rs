@@ -236,6 +236,17 @@ pub struct SweepPoints {
     starts: Vec<u64>,
     seed: u64,
     sweep: SweepSpec,
+    /// At depth 2, what counting found (or was given), for `keel sweep --counts` to save.
+    pair_counts: PairCounts,
+}
+
+/// How many pairs each first fault of a depth-2 sweep starts, per second kind: what counting
+/// runs every first fault for. In the order of the sweep's groups: a row per sink and first
+/// kind (the sweep's orders), in it a count per first fault and per second kind. Saved and
+/// read back by `keel sweep --counts`, so that the shards of one sweep count once.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PairCounts {
+    pub rows: Vec<Vec<Vec<u64>>>,
 }
 
 /// How many sites one count of a depth-1 group covers: drawing a cut reads at most this many
@@ -313,6 +324,58 @@ pub fn first_faults_len(sweep: &SweepSpec, baselines: &BTreeMap<SinkKind, Baseli
     first_faults
 }
 
+/// How many pairs each first fault of `firsts` starts, per second kind of the sweep: its run
+/// once, on any thread, in first-fault order. Its later sites are kept while the sweep's
+/// kept ones (`later_aims_kept`) fit the bound, so a chunk draws its pairs without running
+/// the first fault again.
+#[allow(clippy::too_many_arguments)]
+fn count_pairs(
+    sweep: &SweepSpec,
+    baseline: &Baseline,
+    forks: Option<&Forks>,
+    firsts: &[(PlannedFault, Option<Sampled>)],
+    suffixes: &[Arc<[u64]>],
+    jobs: usize,
+    counted: &(dyn Fn() + Sync),
+    later_aims_kept: &mut usize,
+) -> (Vec<Vec<u64>>, Vec<KeptLater>) {
+    let how = LaterRun::of(sweep);
+    let mut lens: Vec<Vec<u64>> = Vec::with_capacity(firsts.len());
+    let mut kept: Vec<KeptLater> = Vec::with_capacity(firsts.len());
+    let never = AtomicBool::new(false);
+    let threads = Threads {
+        jobs,
+        window_items_per_job: COUNT_WINDOW_FIRSTS_PER_JOB,
+    };
+    let complete = par_fold_until_with(
+        firsts,
+        threads,
+        |_| (),
+        |_, (first, _)| {
+            let later = later_sites(baseline, forks, *first, how);
+            let first_lens: Vec<u64> = sweep
+                .faults
+                .iter()
+                .zip(suffixes)
+                .map(|(&second, suffix)| later.points_len(second, sweep, suffix))
+                .collect();
+            (first_lens, later)
+        },
+        &|_| counted(),
+        &mut |(first_lens, later): (Vec<u64>, Later)| {
+            let keep = *later_aims_kept + later.own.len() <= LATER_AIMS_KEPT_MAX;
+            *later_aims_kept += if keep { later.own.len() } else { 0 };
+            lens.push(first_lens);
+            kept.push(keep.then(|| Arc::new(later)));
+        },
+        &never,
+    );
+    assert!(complete, "nothing sets the stop flag");
+    assert_eq!(lens.len(), firsts.len());
+    assert!(*later_aims_kept <= LATER_AIMS_KEPT_MAX);
+    (lens, kept)
+}
+
 impl SweepPoints {
     /// Counts the sweep's points: at depth 2 that runs each first fault once (with `forks`,
     /// from a snapshot), keeping only how many pairs it starts.
@@ -322,7 +385,8 @@ impl SweepPoints {
         baselines: &BTreeMap<SinkKind, Baseline>,
         forks: Option<&BTreeMap<SinkKind, Forks>>,
     ) -> SweepPoints {
-        SweepPoints::counting(spec, sweep, baselines, forks, 1, &|| {})
+        SweepPoints::counting(spec, sweep, baselines, forks, 1, &|| {}, None)
+            .expect("no counts given to disagree with")
     }
 
     /// [`SweepPoints::new`] on `jobs` threads, calling `counted` once a first fault's run is
@@ -330,6 +394,10 @@ impl SweepPoints {
     /// count can show its progress: on a stream of thousands of events it runs thousands of
     /// first faults to their end. The points are the same for any `jobs`: each first fault's
     /// run is its own, and what it counts is taken in first-fault order.
+    ///
+    /// With `given` (counts an earlier count of this very sweep saved), no first fault runs:
+    /// its pairs are drawn by running it when a chunk needs them. An error says how `given`
+    /// does not fit the sweep's first faults.
     pub fn counting(
         spec: &ScenarioSpec,
         sweep: &SweepSpec,
@@ -337,7 +405,8 @@ impl SweepPoints {
         forks: Option<&BTreeMap<SinkKind, Forks>>,
         jobs: usize,
         counted: &(dyn Fn() + Sync),
-    ) -> SweepPoints {
+        given: Option<&PairCounts>,
+    ) -> Result<SweepPoints, String> {
         assert!(jobs >= 1);
         assert!(sweep.depth == 1 || sweep.depth == 2);
         assert!(
@@ -347,6 +416,8 @@ impl SweepPoints {
         );
         let mut groups = Vec::new();
         let mut later_aims_kept = 0;
+        let mut pair_counts = PairCounts::default();
+        let mut given_rows = given.map(|given| given.rows.iter());
         for &sink in &sweep.sinks {
             let baseline = &baselines[&sink];
             for &first_kind in &sweep.faults {
@@ -372,45 +443,39 @@ impl SweepPoints {
                     .iter()
                     .map(|&second| suffix_lens(&baseline.sites, second, sweep).into())
                     .collect();
-                let how = LaterRun::of(sweep);
-                // How many pairs each first fault starts, per second kind: its run once, on
-                // any thread. Its later sites are kept, in first-fault order, while the
-                // sweep's kept ones fit the bound, so a chunk draws its pairs without running
-                // the first fault again.
-                let forks_of_sink = forks.map(|f| &f[&sink]);
-                let mut lens: Vec<Vec<u64>> = Vec::with_capacity(firsts.len());
-                let mut kept: Vec<KeptLater> = Vec::with_capacity(firsts.len());
-                let never = AtomicBool::new(false);
-                let threads = Threads {
-                    jobs,
-                    window_items_per_job: COUNT_WINDOW_FIRSTS_PER_JOB,
+                let (lens, kept) = match given_rows.as_mut() {
+                    Some(rows) => {
+                        let row = rows.next().ok_or_else(|| {
+                            format!(
+                                "it holds {} rows of first faults, the sweep has more",
+                                pair_counts.rows.len()
+                            )
+                        })?;
+                        let shape_ok = row.len() == firsts.len()
+                            && row.iter().all(|lens| lens.len() == sweep.faults.len());
+                        if !shape_ok {
+                            return Err(format!(
+                                "its row {} ({sink}, {}) counts {} first faults, the sweep has {} with {} second kinds each",
+                                pair_counts.rows.len(),
+                                first_kind.name(),
+                                row.len(),
+                                firsts.len(),
+                                sweep.faults.len()
+                            ));
+                        }
+                        (row.clone(), vec![None; row.len()])
+                    }
+                    None => count_pairs(
+                        sweep,
+                        baseline,
+                        forks.map(|f| &f[&sink]),
+                        &firsts,
+                        &suffixes,
+                        jobs,
+                        counted,
+                        &mut later_aims_kept,
+                    ),
                 };
-                let complete = par_fold_until_with(
-                    &firsts,
-                    threads,
-                    |_| (),
-                    |_, (first, _)| {
-                        let later = later_sites(baseline, forks_of_sink, *first, how);
-                        let first_lens: Vec<u64> = sweep
-                            .faults
-                            .iter()
-                            .zip(&suffixes)
-                            .map(|(&second, suffix)| later.points_len(second, sweep, suffix))
-                            .collect();
-                        (first_lens, later)
-                    },
-                    &|_| counted(),
-                    &mut |(first_lens, later): (Vec<u64>, Later)| {
-                        let keep = later_aims_kept + later.own.len() <= LATER_AIMS_KEPT_MAX;
-                        later_aims_kept += if keep { later.own.len() } else { 0 };
-                        lens.push(first_lens);
-                        kept.push(keep.then(|| Arc::new(later)));
-                    },
-                    &never,
-                );
-                assert!(complete, "nothing sets the stop flag");
-                assert_eq!(lens.len(), firsts.len());
-                assert!(later_aims_kept <= LATER_AIMS_KEPT_MAX);
                 for (k, &second) in sweep.faults.iter().enumerate() {
                     let opens = sampled_first_steps(&firsts, |i| lens[i][k]);
                     for (((&(first, _), len), opens), later) in
@@ -428,20 +493,35 @@ impl SweepPoints {
                         });
                     }
                 }
+                pair_counts.rows.push(lens);
+            }
+        }
+        if let Some(mut rows) = given_rows {
+            if rows.next().is_some() {
+                return Err(format!(
+                    "it holds {} rows of first faults, the sweep has {}",
+                    given.map_or(0, |g| g.rows.len()),
+                    pair_counts.rows.len()
+                ));
             }
         }
         let mut starts = vec![0];
         for group in &groups {
             starts.push(starts.last().expect("starts at 0") + group.len());
         }
-        SweepPoints {
+        Ok(SweepPoints {
             groups,
             starts,
             seed: spec.seed,
             sweep: sweep.clone(),
-        }
+            pair_counts,
+        })
     }
 
+    /// At depth 2, how many pairs each first fault starts (empty at depth 1).
+    pub fn pair_counts(&self) -> &PairCounts {
+        &self.pair_counts
+    }
     /// How many points the sweep has.
     pub fn len(&self) -> u64 {
         *self.starts.last().expect("starts at 0")

@@ -100,12 +100,28 @@ fn check(protocol: CheckpointProtocol, faults: &[FaultKind], depth: u8, max: u64
     for (forks, jobs) in [(None, 1), (forks.as_ref(), 1), (forks.as_ref(), 2)] {
         // Counting calls back once a first fault, as many times as the sites say.
         let counted = std::sync::atomic::AtomicU64::new(0);
-        let points = SweepPoints::counting(&spec, &sweep, &baselines, forks, jobs, &|| {
+        let count = || {
             counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        });
+        };
+        let points =
+            SweepPoints::counting(&spec, &sweep, &baselines, forks, jobs, &count, None).unwrap();
         let first_faults = first_faults_len(&sweep, &baselines);
-        assert_eq!(counted.into_inner(), first_faults);
+        assert_eq!(
+            counted.load(std::sync::atomic::Ordering::Relaxed),
+            first_faults
+        );
         assert_eq!(first_faults == 0, depth == 1);
+        assert_eq!(points.pair_counts().rows.is_empty(), depth == 1);
+        // The same points from the counts alone (`keel sweep --counts`), no first fault run
+        // to count them, each run again to draw its pairs.
+        let given = points.pair_counts().clone();
+        let from_counts =
+            SweepPoints::counting(&spec, &sweep, &baselines, forks, jobs, &count, Some(&given))
+                .unwrap();
+        assert_eq!(counted.into_inner(), first_faults);
+        assert_eq!(from_counts.pair_counts(), &given);
+        assert_eq!(from_counts.len(), whole.len() as u64);
+        assert_eq!(from_counts.all(&baselines, forks), whole);
         assert_eq!(points.len(), whole.len() as u64);
         assert_eq!(points.all(&baselines, forks), whole);
         // Every cut at depth 1; at depth 2 each cut runs its first faults again.
