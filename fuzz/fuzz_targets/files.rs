@@ -1,10 +1,12 @@
 //! Fuzz target 2: the files keel reads back, on arbitrary bytes and on structurally valid
 //! JSON with hostile values: plan files (`keel replay --plan`), shard files (`keel merge`)
-//! and the reports they carry (sweep points, explore rows).
+//! and the reports they carry (sweep points, explore rows), and depth-2 counts files
+//! (`keel sweep --counts`).
 //!
-//! The first byte chooses the surface: 0 plan file and 1 shard file take the rest as raw
-//! bytes; 2 to 4 take a valid file keel wrote (a saved plan, a sweep shard, an explore
-//! shard) and let the rest of the bytes replace values in it by hostile ones (extreme
+//! The first byte chooses the surface: 0 plan file, 1 shard file and 5 counts file take the
+//! rest as raw bytes; 2 to 4 and 6 take a valid file keel wrote (a saved plan, a sweep
+//! shard, an explore shard, a counts file) and let the rest of the bytes replace values in
+//! it by hostile ones (extreme
 //! numbers, wrong types, empty lists) or drop, repeat and swap its lines. Every input goes
 //! through the real command (`cli::execute` on a file): it must end with output or an error
 //! of exit status 2, never a panic or a hang; a shard file's parse errors name the file.
@@ -24,7 +26,14 @@ struct Templates {
     plan: Value,
     sweep_shard: Vec<Value>,
     explore_shard: Vec<Value>,
+    counts: Value,
 }
+
+/// The depth-2 sweep whose counts file the counts surfaces read (with `--counts <path>`).
+const COUNTED_SWEEP: [&str; 10] = [
+    "keel", "sweep", "--depth", "2", "--faults", "process-crash", "--sinks", "append", "--shard",
+    "0/1",
+];
 
 fn keel(args: &[&str]) -> String {
     let cli = Cli::try_parse_from(args).expect("a valid command line");
@@ -53,11 +62,18 @@ fn templates() -> &'static Templates {
         let explore_shard = lines(keel(&[
             "keel", "explore", "--seeds", "0..3", "--shard", "0/1", "--quiet",
         ]));
+        let counts_path = dir.join("template-counts.json");
+        let counts_path = counts_path.to_str().unwrap();
+        let mut counted = COUNTED_SWEEP.to_vec();
+        counted.extend_from_slice(&["--quiet", "--counts", counts_path]);
+        keel(&counted);
+        let counts = serde_json::from_str(&std::fs::read_to_string(counts_path).unwrap()).unwrap();
         Templates {
             dir,
             plan,
             sweep_shard,
             explore_shard,
+            counts,
         }
     })
 }
@@ -190,6 +206,12 @@ fn merge(path: &str, text: &[u8]) {
     run_file(&["merge", path, "--format", "json"], path, text);
 }
 
+fn sweep_with_counts(path: &str, text: &[u8]) {
+    let mut command = COUNTED_SWEEP[1..].to_vec();
+    command.extend_from_slice(&["--quiet", "--counts", path]);
+    run_file(&command, path, text);
+}
+
 fuzz_target!(|data: &[u8]| {
     let Some((&surface, rest)) = data.split_first() else {
         return;
@@ -199,10 +221,19 @@ fuzz_target!(|data: &[u8]| {
     let plan_path = plan_path.to_str().unwrap();
     let shard_path = templates.dir.join("shard.jsonl");
     let shard_path = shard_path.to_str().unwrap();
+    let counts_path = templates.dir.join("counts.json");
+    let counts_path = counts_path.to_str().unwrap();
     let mut u = Unstructured::new(rest);
-    match surface % 5 {
+    match surface % 7 {
         0 => replay(plan_path, rest),
         1 => merge(shard_path, rest),
+        5 => sweep_with_counts(counts_path, rest),
+        6 => {
+            let mut counts = templates.counts.clone();
+            if mutate(&mut u, &mut counts).is_ok() {
+                sweep_with_counts(counts_path, counts.to_string().as_bytes());
+            }
+        }
         2 => {
             let mut plan = templates.plan.clone();
             if mutate(&mut u, &mut plan).is_ok() {
