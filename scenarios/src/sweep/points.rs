@@ -684,7 +684,12 @@ impl SweepPoints {
                     site_start += site_len;
                 }
                 if whole {
-                    assert_eq!(site_start, *len, "the first fault's run is deterministic");
+                    // The run is deterministic: only a count read from a forged
+                    // `--counts` file (whose digest was made to match) can differ.
+                    assert_eq!(
+                        site_start, *len,
+                        "{first:?}: its run has {site_start} later points, its count {len}"
+                    );
                 }
             }
         }
