@@ -51,6 +51,11 @@ impl ExploreSpec {
         )
     }
 
+    /// Whether `seed` on `sink` is one of the exploration's points.
+    pub fn covers(&self, seed: u64, sink: SinkKind) -> bool {
+        (self.seeds_start..self.seeds_end).contains(&seed) && self.sinks.contains(&sink)
+    }
+
     /// Every row the exploration has, as (seed, sink, view), in report order.
     pub fn row_keys(&self) -> impl Iterator<Item = (u64, SinkKind, Option<View>)> + '_ {
         (0..self.points_len()).flat_map(move |i| {

@@ -215,9 +215,7 @@ fn merge_explore(
             match line? {
                 (_, ShardLine::Row(row)) => {
                     held += 1;
-                    let part = (explore.seeds_start..explore.seeds_end).contains(&row.seed)
-                        && explore.sinks.contains(&row.sink);
-                    if !part {
+                    if !explore.covers(row.seed, row.sink) {
                         stray.get_or_insert((row.seed, row.sink));
                         continue;
                     }
