@@ -131,16 +131,15 @@ impl ChunkList {
 
     /// Whether `other` is this very list (a copy of it, not a list made apart).
     pub(super) fn is_same_list(&self, other: &ChunkList) -> bool {
-        Arc::ptr_eq(&self.groups, &other.groups) && self.len == other.len
+        Arc::ptr_eq(&self.groups, &other.groups)
     }
 
     /// How many chunks the two begin with that are the same chunks (one allocation each):
     /// a group the two share counts whole, unread, so two versions of a long file cost a
     /// pointer comparison every [`GROUP_CHUNKS`] chunks where they agree.
     pub(super) fn shared_prefix_len(&self, other: &ChunkList) -> usize {
-        let len = self.len.min(other.len);
         if Arc::ptr_eq(&self.groups, &other.groups) {
-            return len;
+            return self.len;
         }
         let mut shared = 0;
         // Bounded: one round per group both have.
@@ -156,8 +155,9 @@ impl ChunkList {
                 .count();
             break;
         }
-        // A shared group may be longer in one list than the other lists' file holds.
-        shared.min(len)
+        // A group or chunk both hold is in both lists.
+        debug_assert!(shared <= self.len.min(other.len));
+        shared
     }
 
     /// The invariant of the module header (debug builds only: O(groups)).

@@ -343,7 +343,8 @@ impl Contents {
     /// share are counted unread, so two versions of one file cost the chunks they differ in.
     pub fn common_prefix_len(&self, other: &Contents) -> usize {
         // The chunks both begin with, shared, first: a fork shares every chunk but those it
-        // wrote, so this is most of a long file, one pointer comparison a chunk.
+        // wrote, so this is most of a long file, one pointer comparison a shared group of
+        // chunks (`ChunkList::shared_prefix_len`).
         let shared_chunks = self.chunks.shared_prefix_len(&other.chunks);
         let from = (shared_chunks * CHUNK_BYTES)
             .min(self.len_bytes)
