@@ -12,6 +12,7 @@ pub mod encode_memo;
 pub mod engine;
 pub mod event;
 pub mod incremental;
+pub mod job;
 pub mod known_sink;
 pub mod protocol;
 pub mod recent;

@@ -10,6 +10,7 @@ pub mod decimal;
 pub mod disk;
 pub mod fault;
 pub mod rng;
+pub mod schedule;
 pub mod storage;
 pub mod trace;
 pub mod txlog;
@@ -20,6 +21,7 @@ pub use decimal::Decimal;
 pub use disk::{Contents, Disk, DiskError, CHUNK_BYTES};
 pub use fault::{CrashPoint, Fault, FaultKind, FaultPlan, PlanError, PlannedFault};
 pub use rng::{SeedTree, Subsystem};
+pub use schedule::{SchedulePolicy, Scheduler};
 pub use storage::Storage;
 pub use trace::{hex16, Fingerprint, FingerprintBuilder, NoteText, Trace, TraceLine};
 pub use txlog::{

@@ -19,6 +19,8 @@ pub enum Subsystem {
     DiskCrash = 3,
     /// Sink and service failures.
     Sink = 4,
+    /// Which enabled action of a job's tasks runs next (`schedule.rs`).
+    Schedule = 5,
 }
 
 /// Derives one independent random stream per subsystem from a single seed.
