@@ -12,6 +12,7 @@ use crate::commands::files::write_out;
 use crate::commands::gen::{cmd_gen, GenArgs};
 use crate::commands::incarnation::{cmd_incarnation, IncarnationArgs};
 use crate::commands::interrupt::install_handler;
+use crate::commands::job::{cmd_job, JobCommandArgs};
 use crate::commands::merge::{cmd_merge, MergeArgs};
 use crate::commands::replay::{cmd_replay, ReplayArgs};
 use crate::commands::run::{cmd_run, RunArgs};
@@ -55,6 +56,9 @@ pub enum Command {
     Merge(MergeArgs),
     /// The chapter's tables (and more), each computed live, in English or Chinese; pictures.
     Teach(TeachArgs),
+    /// A parallel job (sources, keyed window operators, a sink) under a seeded scheduler:
+    /// barriers, aligned, unaligned and at-least-once checkpoints, two-phase commit.
+    Job(JobCommandArgs),
     /// Measure simulation speed: explore seeds on the wall clock, print runs and steps per second.
     Bench(BenchArgs),
     /// Does the simulator predict reality? Run each crash point simulated and for real, compare.
@@ -85,6 +89,7 @@ pub fn execute_to(cli: &Cli, stdout: Option<&mut (dyn Write + Send)>) -> Result<
         Command::Replay(args) => cmd_replay(args),
         Command::Shrink(args) => cmd_shrink(args),
         Command::Gen(args) => cmd_gen(args),
+        Command::Job(args) => cmd_job(args),
         Command::Merge(args) => cmd_merge(args),
         Command::Teach(args) => cmd_teach(args),
         Command::Bench(args) => cmd_bench(args),

@@ -16,6 +16,7 @@ pub mod explore;
 pub mod fidelity;
 pub mod fork;
 pub mod gen;
+pub mod graph;
 pub mod model;
 pub mod observation;
 pub mod parallel;

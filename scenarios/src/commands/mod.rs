@@ -11,6 +11,7 @@ pub(crate) mod files;
 pub mod gen;
 pub mod incarnation;
 pub mod interrupt;
+pub mod job;
 pub mod merge;
 pub mod output;
 pub mod power_cut;

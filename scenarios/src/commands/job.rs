@@ -1,0 +1,891 @@
+//! `keel job`: a parallel job (sources, keyed window operators, a sink) under a seeded
+//! scheduler: `run` one schedule, `sweep` every schedule crossed with every crash point,
+//! `explore` seeds.
+
+use super::output::{Output, EXIT_VIOLATION};
+use crate::catalogue::Scenario;
+use crate::error::KeelError;
+use crate::graph::oracle::{judge, sink_records, JobProperty, JobVerdict};
+use crate::graph::schedules::{enumerate, Enumeration, STATES_MAX_DEFAULT};
+use crate::graph::{run, GraphRun, GraphSpec};
+use crate::parallel::{default_jobs, par_map};
+use clap::{Args, Subcommand, ValueEnum};
+use keel_engine::job::{parse_keyed_events, AlignmentMode, JobConfig, JobSinkKind, KeyedEvent};
+use keel_sim::disk::FsModel;
+use keel_sim::{CrashPoint, Fault, FaultPlan, PlannedFault, SchedulePolicy, SeedTree, Subsystem};
+use num_bigint::BigUint;
+use rand_core::RngCore;
+use std::fmt::Write as _;
+
+#[derive(Debug, Args)]
+pub struct JobCommandArgs {
+    #[command(subcommand)]
+    pub command: JobCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum JobCommand {
+    /// Run the job once under one schedule, optionally with one crash, and judge its sink.
+    Run(JobRunArgs),
+    /// Every schedule (or N seeded ones) crossed with a crash before and after every step.
+    Sweep(JobSweepArgs),
+    /// Many seeds, each a schedule and a crash at a step drawn from the seed.
+    Explore(JobExploreArgs),
+}
+
+/// The job: its input, its graph and its knobs.
+#[derive(Debug, Args)]
+pub struct JobArgs {
+    /// A built-in scenario whose events are split over the sources (`ch04`).
+    #[arg(long, value_name = "NAME", conflicts_with = "events")]
+    pub scenario: Option<String>,
+    /// Keyed events, one JSON object a line: {"ts": .., "value": .., "key": "..",
+    /// "partition": ..}; key and partition optional (no key: one key for all; no
+    /// partition: event i goes to partition i mod P).
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub events: Option<String>,
+    /// P: source partitions.
+    #[arg(long, value_name = "P", default_value_t = 2)]
+    pub sources: u32,
+    /// M: parallel window operators (key k goes to operator fnv1a64(k) mod M).
+    #[arg(long, value_name = "M", default_value_t = 2)]
+    pub parallelism: u32,
+    /// Tumbling window size W (event-time units).
+    #[arg(long, value_name = "W", default_value_t = 10)]
+    pub window: i64,
+    /// Out-of-orderness D: a source's watermark is its max ts - D.
+    #[arg(
+        long,
+        value_name = "D",
+        default_value_t = 5,
+        allow_negative_numbers = true
+    )]
+    pub out_of_orderness: i64,
+    /// The coordinator triggers a checkpoint this often (simulated ms; every action of a
+    /// task takes 1 ms).
+    #[arg(long, value_name = "MS", default_value_t = 40)]
+    pub checkpoint_interval_ms: u64,
+    /// A checkpoint not complete this long after its trigger is declined.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    pub checkpoint_timeout_ms: u64,
+    /// The coordinator triggers at most this many checkpoints on its interval, the final
+    /// one aside (0: no bound): keeps `sweep --schedules all` small.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub checkpoints_max: u64,
+    /// Items a channel holds before its producer waits (backpressure).
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub channel_capacity: u32,
+    /// Pause between a crash and the restart of the job, in simulated ms.
+    #[arg(long, value_name = "MS", default_value_t = 500)]
+    pub restart_delay_ms: u64,
+    /// How the scheduler picks among enabled actions.
+    #[arg(long, value_enum, default_value_t = ScheduleArg::Random)]
+    pub schedule: ScheduleArg,
+    /// The seed: the schedule's draws (and explore's crash) come from it.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ScheduleArg {
+    Random,
+    RoundRobin,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    Aligned,
+    Unaligned,
+    AtLeastOnce,
+}
+
+impl From<ModeArg> for AlignmentMode {
+    fn from(mode: ModeArg) -> AlignmentMode {
+        match mode {
+            ModeArg::Aligned => AlignmentMode::Aligned,
+            ModeArg::Unaligned => AlignmentMode::Unaligned,
+            ModeArg::AtLeastOnce => AlignmentMode::AtLeastOnce,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum JobSinkArg {
+    Append,
+    Idempotent,
+    Transactional,
+}
+
+impl From<JobSinkArg> for JobSinkKind {
+    fn from(sink: JobSinkArg) -> JobSinkKind {
+        match sink {
+            JobSinkArg::Append => JobSinkKind::Append,
+            JobSinkArg::Idempotent => JobSinkKind::Idempotent,
+            JobSinkArg::Transactional => JobSinkKind::Transactional,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum JobFaultArg {
+    ProcessCrash,
+    PowerLoss,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AtArg {
+    Before,
+    After,
+}
+
+#[derive(Debug, Args)]
+pub struct JobRunArgs {
+    #[command(flatten)]
+    pub job: JobArgs,
+    /// How a task with several inputs aligns barriers.
+    #[arg(long, value_enum, default_value_t = ModeArg::Aligned)]
+    pub checkpoint_mode: ModeArg,
+    /// The sink.
+    #[arg(long, value_enum, default_value_t = JobSinkArg::Transactional)]
+    pub sink: JobSinkArg,
+    /// One fault at --at-step.
+    #[arg(long, value_enum, requires = "at_step")]
+    pub fault: Option<JobFaultArg>,
+    /// The step of --fault (the trace numbers them: --trace).
+    #[arg(long, value_name = "N", requires = "fault")]
+    pub at_step: Option<u64>,
+    /// Before or after the step's effect [default: after].
+    #[arg(long, value_enum, requires = "fault")]
+    pub at: Option<AtArg>,
+    /// For --fault power-loss: the crash state the disk is left in [default: 0].
+    #[arg(long, value_name = "S", requires = "fault")]
+    pub crash_state: Option<u64>,
+    /// Replay a schedule: the choices, comma-separated, as a sweep prints them.
+    #[arg(long, value_name = "CHOICES", value_parser = parse_choices)]
+    pub replay_schedule: Option<Choices>,
+    /// Print every step, crash, restart and recovery decision.
+    #[arg(long)]
+    pub trace: bool,
+    /// Exit 1 unless these hold: recovers, no-loss, no-duplicates, no-wrong,
+    /// state-exactly-once, or the shorthands exactly-once and at-least-once.
+    #[arg(long, value_name = "PROPERTIES", value_parser = parse_properties)]
+    pub expect: Option<Properties>,
+}
+
+#[derive(Debug, Args)]
+pub struct JobSweepArgs {
+    #[command(flatten)]
+    pub job: JobArgs,
+    /// The checkpoint modes to sweep.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "aligned,unaligned,at-least-once"
+    )]
+    pub modes: Vec<ModeArg>,
+    /// The sinks to sweep.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "transactional"
+    )]
+    pub sinks: Vec<JobSinkArg>,
+    /// `all`: every schedule (small jobs: see --states-max); N: the schedules of seeds
+    /// --seed .. --seed+N.
+    #[arg(long, value_name = "all|N", default_value = "1", value_parser = parse_schedules)]
+    pub schedules: SchedulesArg,
+    /// With --schedules all: also every schedule of the recovered job after each crash
+    /// (default: the one the seed's scheduler picks).
+    #[arg(long)]
+    pub all_after_crash: bool,
+    /// With --schedules all: stop after this many distinct states (the row is then marked
+    /// exhaustive: false).
+    #[arg(long, value_name = "N", default_value_t = STATES_MAX_DEFAULT)]
+    pub states_max: u64,
+    /// Exit 1 unless these hold at every point (default: report only).
+    #[arg(long, value_name = "PROPERTIES", value_parser = parse_properties)]
+    pub expect: Option<Properties>,
+}
+
+#[derive(Debug, Args)]
+pub struct JobExploreArgs {
+    #[command(flatten)]
+    pub job: JobArgs,
+    /// How a task with several inputs aligns barriers.
+    #[arg(long, value_enum, default_value_t = ModeArg::Aligned)]
+    pub checkpoint_mode: ModeArg,
+    /// The sinks to explore.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "transactional"
+    )]
+    pub sinks: Vec<JobSinkArg>,
+    /// The seeds, a half-open range A..B.
+    #[arg(long, value_name = "A..B", default_value = "0..1000", value_parser = parse_range)]
+    pub seeds: SeedSpan,
+    /// Threads (independent runs only; the report is the same for any N).
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Exit 1 unless these hold for every seed (default: report only).
+    #[arg(long, value_name = "PROPERTIES", value_parser = parse_properties)]
+    pub expect: Option<Properties>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Choices(pub Vec<u32>);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Properties(pub Vec<JobProperty>);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchedulesArg {
+    All,
+    Seeds(u64),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SeedSpan {
+    pub start: u64,
+    pub end: u64,
+}
+
+fn parse_choices(text: &str) -> Result<Choices, String> {
+    if text.trim().is_empty() {
+        return Ok(Choices(Vec::new()));
+    }
+    text.split(',')
+        .map(|c| {
+            c.trim()
+                .parse::<u32>()
+                .map_err(|_| format!("{c:?} is not a choice (a small non-negative integer)"))
+        })
+        .collect::<Result<Vec<u32>, String>>()
+        .map(Choices)
+}
+
+fn parse_properties(text: &str) -> Result<Properties, String> {
+    JobProperty::parse_list(text).map(Properties)
+}
+
+fn parse_schedules(text: &str) -> Result<SchedulesArg, String> {
+    if text == "all" {
+        return Ok(SchedulesArg::All);
+    }
+    match text.parse::<u64>() {
+        Ok(n) if (1..=1_000_000).contains(&n) => Ok(SchedulesArg::Seeds(n)),
+        _ => Err(format!(
+            "expected `all` or a count from 1 to 1000000, got {text:?}"
+        )),
+    }
+}
+
+fn parse_range(text: &str) -> Result<SeedSpan, String> {
+    let (a, b) = text
+        .split_once("..")
+        .ok_or_else(|| format!("expected A..B, got {text:?}"))?;
+    let start: u64 = a.parse().map_err(|_| format!("{a:?} is not a seed"))?;
+    let end: u64 = b.parse().map_err(|_| format!("{b:?} is not a seed"))?;
+    if start >= end {
+        return Err(format!("the range {text} is empty"));
+    }
+    Ok(SeedSpan { start, end })
+}
+
+pub fn cmd_job(args: &JobCommandArgs) -> Result<Output, KeelError> {
+    match &args.command {
+        JobCommand::Run(run_args) => cmd_job_run(run_args),
+        JobCommand::Sweep(sweep_args) => cmd_job_sweep(sweep_args),
+        JobCommand::Explore(explore_args) => cmd_job_explore(explore_args),
+    }
+}
+
+/// The job's events and the spec every command starts from.
+fn spec_of(job: &JobArgs, mode: AlignmentMode, sink: JobSinkKind) -> Result<GraphSpec, KeelError> {
+    let config = JobConfig {
+        sources: job.sources,
+        parallelism: job.parallelism,
+        window_size: job.window,
+        out_of_orderness: job.out_of_orderness,
+        mode,
+        sink,
+        checkpoint_interval_ms: job.checkpoint_interval_ms,
+        checkpoint_timeout_ms: job.checkpoint_timeout_ms,
+        channel_capacity: job.channel_capacity,
+        action_ms: 1,
+        checkpoints_max: job.checkpoints_max,
+    };
+    config.validate().map_err(KeelError::usage)?;
+    let events: Vec<KeyedEvent> = match &job.events {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| KeelError::usage(format!("--events {path}: {e}")))?;
+            let events = parse_keyed_events(&text, job.sources)
+                .map_err(|e| KeelError::usage(format!("{path}: {e}")))?;
+            if events.is_empty() {
+                return Err(KeelError::usage(format!("no events in {path}")));
+            }
+            events
+        }
+        None => {
+            let name = job.scenario.as_deref().unwrap_or("ch04");
+            KeyedEvent::from_events(&Scenario::by_name(name)?.events(), job.sources)
+        }
+    };
+    Ok(GraphSpec {
+        events: events.into(),
+        config,
+        plan: FaultPlan::none(),
+        seed: job.seed,
+        schedule: match job.schedule {
+            ScheduleArg::Random => SchedulePolicy::Random,
+            ScheduleArg::RoundRobin => SchedulePolicy::RoundRobin,
+        },
+        script: Vec::new(),
+        restart_delay_ms: job.restart_delay_ms,
+        fs_model: FsModel::Posix,
+    })
+}
+
+fn job_line(spec: &GraphSpec, events: usize) -> String {
+    let c = &spec.config;
+    format!(
+        "job: sources={} parallelism={} events={events} window={} out_of_orderness={} checkpoint_interval_ms={} channel_capacity={} schedule={} seed={}",
+        c.sources, c.parallelism, c.window_size, c.out_of_orderness, c.checkpoint_interval_ms, c.channel_capacity, spec.schedule, spec.seed
+    )
+}
+
+/// The `keel job run` command line that replays `spec` with `fault` and `schedule`.
+fn reproduce_line(
+    job: &JobArgs,
+    spec: &GraphSpec,
+    fault: Option<PlannedFault>,
+    schedule: Option<&[u32]>,
+) -> String {
+    let mut line = String::from("keel job run");
+    match (&job.events, &job.scenario) {
+        (Some(path), _) => write!(line, " --events {path}").unwrap(),
+        (None, Some(name)) => write!(line, " --scenario {name}").unwrap(),
+        (None, None) => {}
+    }
+    let c = &spec.config;
+    write!(
+        line,
+        " --sources {} --parallelism {} --window {} --out-of-orderness {} --checkpoint-interval-ms {} --channel-capacity {} --checkpoint-mode {} --sink {} --seed {}",
+        c.sources, c.parallelism, c.window_size, c.out_of_orderness, c.checkpoint_interval_ms, c.channel_capacity, c.mode, c.sink, spec.seed
+    )
+    .unwrap();
+    if c.checkpoints_max != 0 {
+        write!(line, " --checkpoints-max {}", c.checkpoints_max).unwrap();
+    }
+    if c.checkpoint_timeout_ms != 10_000 {
+        write!(line, " --checkpoint-timeout-ms {}", c.checkpoint_timeout_ms).unwrap();
+    }
+    if spec.schedule == SchedulePolicy::RoundRobin {
+        line.push_str(" --schedule round-robin");
+    }
+    if let Some(planned) = fault {
+        match planned.fault {
+            Fault::ProcessCrash { at } => write!(
+                line,
+                " --fault process-crash --at-step {} --at {at}",
+                planned.step
+            )
+            .unwrap(),
+            Fault::PowerLoss { at, state } => write!(
+                line,
+                " --fault power-loss --at-step {} --at {at} --crash-state {state}",
+                planned.step
+            )
+            .unwrap(),
+            _ => {}
+        }
+    }
+    if let Some(schedule) = schedule {
+        let choices: Vec<String> = schedule.iter().map(u32::to_string).collect();
+        write!(line, " --replay-schedule {}", choices.join(",")).unwrap();
+    }
+    line
+}
+
+fn verdict_text(verdict: &JobVerdict) -> String {
+    format!(
+        "records={} lost={} duplicates={} wrong={} over_counted={} under_counted={}",
+        verdict.records,
+        verdict.lost,
+        verdict.duplicates,
+        verdict.wrong,
+        verdict.over_counted,
+        verdict.under_counted
+    )
+}
+
+fn properties_text(verdict: &JobVerdict) -> String {
+    let parts: Vec<String> = JobProperty::ALL
+        .iter()
+        .map(|p| format!("{p} {}", if verdict.holds(*p) { "holds" } else { "FAILED" }))
+        .collect();
+    parts.join(", ")
+}
+
+fn cmd_job_run(args: &JobRunArgs) -> Result<Output, KeelError> {
+    let mut spec = spec_of(&args.job, args.checkpoint_mode.into(), args.sink.into())?;
+    let fault = match (args.fault, args.at_step) {
+        (Some(kind), Some(step)) => {
+            let at = match args.at.unwrap_or(AtArg::After) {
+                AtArg::Before => CrashPoint::Before,
+                AtArg::After => CrashPoint::After,
+            };
+            if kind == JobFaultArg::ProcessCrash && args.crash_state.is_some() {
+                return Err(KeelError::usage(
+                    "--crash-state is only for --fault power-loss",
+                ));
+            }
+            let fault = match kind {
+                JobFaultArg::ProcessCrash => Fault::ProcessCrash { at },
+                JobFaultArg::PowerLoss => Fault::PowerLoss {
+                    at,
+                    state: args.crash_state.unwrap_or(0),
+                },
+            };
+            Some(PlannedFault { step, fault })
+        }
+        _ => None,
+    };
+    spec.plan = FaultPlan::new(fault).map_err(|e| KeelError::usage(e.to_string()))?;
+    if let Some(choices) = &args.replay_schedule {
+        spec.script = choices.0.clone();
+    }
+    let ran = run(&spec);
+    let verdict = judge(
+        &ran,
+        &spec.events,
+        spec.config.window_size,
+        spec.config.sink,
+    );
+    let mut out = String::new();
+    writeln!(out, "{}", job_line(&spec, spec.events.len())).unwrap();
+    writeln!(
+        out,
+        "checkpoint_mode={} sink={}",
+        spec.config.mode, spec.config.sink
+    )
+    .unwrap();
+    if args.trace {
+        for line in ran.world.trace().text_lines() {
+            writeln!(out, "  {line}").unwrap();
+        }
+    }
+    for crash in &ran.crashes {
+        writeln!(out, "crash: {crash}").unwrap();
+    }
+    report_run(&mut out, &spec, &ran, &verdict);
+    writeln!(
+        out,
+        "reproduce: {}",
+        reproduce_line(
+            &args.job,
+            &spec,
+            fault,
+            args.replay_schedule.as_ref().map(|c| c.0.as_slice())
+        )
+    )
+    .unwrap();
+    let broken = args
+        .expect
+        .as_ref()
+        .map(|e| verdict.broken(&e.0))
+        .unwrap_or_default();
+    if !broken.is_empty() {
+        let names: Vec<&str> = broken.iter().map(|p| p.name()).collect();
+        writeln!(out, "=> expected {} broken", names.join(", ")).unwrap();
+    }
+    Ok(Output {
+        stdout: out,
+        exit_code: if broken.is_empty() { 0 } else { EXIT_VIOLATION },
+    })
+}
+
+fn report_run(out: &mut String, spec: &GraphSpec, ran: &GraphRun, verdict: &JobVerdict) {
+    let totals = ran.totals();
+    writeln!(
+        out,
+        "outcome: {} after {} restart(s); restored checkpoint {}",
+        ran.outcome.describe(),
+        ran.crashes.len(),
+        totals
+            .restored
+            .map_or("none".to_string(), |c| c.to_string())
+    )
+    .unwrap();
+    writeln!(
+        out,
+        "checkpoints: completed={} declined={} largest_bytes={} in_flight_items={} alignment_ms={}",
+        totals.checkpoints_completed,
+        totals.checkpoints_declined,
+        totals.checkpoint_bytes_max,
+        totals.in_flight_items,
+        totals.alignment_ms
+    )
+    .unwrap();
+    writeln!(
+        out,
+        "sink: written={} skipped={} committed_transactions={}",
+        totals.sink.written, totals.sink.skipped, totals.sink.committed
+    )
+    .unwrap();
+    let (records, _) = sink_records(ran, spec.config.sink);
+    writeln!(out, "sink shows ({} records):", records.len()).unwrap();
+    for record in records.iter().take(20) {
+        writeln!(out, "  {}", record.to_json_line()).unwrap();
+    }
+    if records.len() > 20 {
+        writeln!(out, "  ... {} more", records.len() - 20).unwrap();
+    }
+    writeln!(out, "tally: {}", verdict_text(verdict)).unwrap();
+    writeln!(out, "properties: {}", properties_text(verdict)).unwrap();
+    writeln!(
+        out,
+        "fingerprint={} steps={} choices={}",
+        ran.fingerprint(),
+        ran.world.steps_taken(),
+        ran.schedule.len()
+    )
+    .unwrap();
+}
+
+/// One row of a job sweep.
+struct SweepRow {
+    mode: AlignmentMode,
+    sink: JobSinkKind,
+    points: BigUint,
+    schedules: BigUint,
+    states: u64,
+    outcomes: usize,
+    failing_points: BigUint,
+    exhaustive: bool,
+    first_failure: Option<(
+        Vec<JobProperty>,
+        JobVerdict,
+        Option<PlannedFault>,
+        Option<Vec<u32>>,
+    )>,
+    /// The seed whose schedule the first failure ran.
+    failure_seed: u64,
+}
+
+fn cmd_job_sweep(args: &JobSweepArgs) -> Result<Output, KeelError> {
+    let mut rows = Vec::new();
+    let mut out = String::new();
+    for mode in &args.modes {
+        for sink in &args.sinks {
+            let spec = spec_of(&args.job, (*mode).into(), (*sink).into())?;
+            if rows.is_empty() {
+                writeln!(out, "{}", job_line(&spec, spec.events.len())).unwrap();
+                match args.schedules {
+                    SchedulesArg::All => writeln!(
+                    out,
+                    "schedules=all {} faults=process-crash before and after every step",
+                    if args.all_after_crash { "(before and after the crash)" } else { "(every schedule up to the crash; after it, the seed's)" }
+                )
+                .unwrap(),
+                    SchedulesArg::Seeds(n) => writeln!(out, "schedules={n} seeded (seeds {}..{}), sampled, not every interleaving; faults=process-crash before and after every step", spec.seed, spec.seed + n).unwrap(),
+                }
+            }
+            let expected = JobProperty::promised_by(spec.config.sink);
+            rows.push(match args.schedules {
+                SchedulesArg::All => {
+                    sweep_all(&spec, args.states_max, args.all_after_crash, expected)
+                }
+                SchedulesArg::Seeds(n) => sweep_seeded(&spec, n, expected),
+            });
+        }
+    }
+    writeln!(
+        out,
+        "{:<14} {:<14} {:>28} {:>16} {:>9} {:>8} {:>28} {:<10}",
+        "mode", "sink", "points", "schedules", "states", "outcomes", "failing", "exhaustive"
+    )
+    .unwrap();
+    for row in &rows {
+        writeln!(
+            out,
+            "{:<14} {:<14} {:>28} {:>16} {:>9} {:>8} {:>28} {:<10}",
+            row.mode.name(),
+            row.sink.name(),
+            row.points,
+            row.schedules,
+            row.states,
+            row.outcomes,
+            row.failing_points,
+            row.exhaustive
+        )
+        .unwrap();
+    }
+    let mut violated = false;
+    for row in &rows {
+        let promised: Vec<&str> = JobProperty::promised_by(row.sink)
+            .iter()
+            .map(|p| p.name())
+            .collect();
+        match &row.first_failure {
+            None => writeln!(
+                out,
+                "{} {}: {} hold at every point{}",
+                row.mode,
+                row.sink,
+                promised.join(", "),
+                if row.exhaustive {
+                    ""
+                } else {
+                    " run (not every point: see exhaustive)"
+                }
+            )
+            .unwrap(),
+            Some((broken, verdict, fault, schedule)) => {
+                let names: Vec<&str> = broken.iter().map(|p| p.name()).collect();
+                writeln!(
+                    out,
+                    "{} {}: {} FAILED at {} points; first: {}",
+                    row.mode,
+                    row.sink,
+                    names.join(", "),
+                    row.failing_points,
+                    verdict_text(verdict)
+                )
+                .unwrap();
+                let spec = GraphSpec {
+                    seed: row.failure_seed,
+                    ..spec_of(&args.job, row.mode, row.sink)?
+                };
+                writeln!(
+                    out,
+                    "  reproduce: {}",
+                    reproduce_line(&args.job, &spec, *fault, schedule.as_deref())
+                )
+                .unwrap();
+            }
+        }
+        if let (Some(expect), Some((_, verdict, _, _))) = (&args.expect, &row.first_failure) {
+            violated |= !verdict.broken(&expect.0).is_empty();
+        }
+    }
+    Ok(Output {
+        stdout: out,
+        exit_code: if violated { EXIT_VIOLATION } else { 0 },
+    })
+}
+
+fn sweep_all(
+    spec: &GraphSpec,
+    states_max: u64,
+    after_crash_all: bool,
+    expected: &[JobProperty],
+) -> SweepRow {
+    let enumeration = Enumeration {
+        spec: spec.clone(),
+        crashes: true,
+        reduce: true,
+        after_crash_all,
+        states_max,
+    };
+    // The enumeration recurses once per step: a run of thousands of steps needs more stack
+    // than a main thread has.
+    let found = std::thread::Builder::new()
+        .stack_size(1 << 30)
+        .spawn(move || enumerate(&enumeration))
+        .expect("a thread")
+        .join()
+        .expect("the enumeration does not panic");
+    let failing = found.failing(expected);
+    let failing_points = failing.iter().map(|(o, _)| o.points.clone()).sum();
+    let first_failure = failing.first().map(|(o, broken)| {
+        (
+            broken.clone(),
+            o.verdict.clone(),
+            o.example_crash,
+            Some(o.example_schedule.clone()),
+        )
+    });
+    SweepRow {
+        mode: spec.config.mode,
+        sink: spec.config.sink,
+        points: found.points,
+        schedules: found.fault_free_points,
+        states: found.states,
+        outcomes: found.outcomes.len(),
+        failing_points,
+        exhaustive: found.exhaustive,
+        first_failure,
+        failure_seed: spec.seed,
+    }
+}
+
+fn sweep_seeded(spec: &GraphSpec, schedules: u64, expected: &[JobProperty]) -> SweepRow {
+    let mut row = SweepRow {
+        mode: spec.config.mode,
+        sink: spec.config.sink,
+        points: BigUint::ZERO,
+        schedules: BigUint::from(schedules),
+        states: 0,
+        outcomes: 0,
+        failing_points: BigUint::ZERO,
+        exhaustive: false,
+        first_failure: None,
+        failure_seed: spec.seed,
+    };
+    let mut outcomes = std::collections::BTreeSet::new();
+    for seed in spec.seed..spec.seed + schedules {
+        let base = GraphSpec {
+            seed,
+            ..spec.clone()
+        };
+        let fault_free = run(&base);
+        let steps = fault_free.world.steps_taken();
+        let mut points: Vec<Option<PlannedFault>> = vec![None];
+        for step in 0..steps {
+            for at in [CrashPoint::Before, CrashPoint::After] {
+                points.push(Some(PlannedFault {
+                    step,
+                    fault: Fault::ProcessCrash { at },
+                }));
+            }
+        }
+        let judged = par_map(
+            &points,
+            default_jobs(),
+            |fault| {
+                let point = GraphSpec {
+                    plan: FaultPlan::new(*fault).expect("one fault"),
+                    ..base.clone()
+                };
+                let ran = run(&point);
+                let verdict = judge(
+                    &ran,
+                    &point.events,
+                    point.config.window_size,
+                    point.config.sink,
+                );
+                let (records, _) = sink_records(&ran, point.config.sink);
+                let shown: Vec<String> = records.iter().map(|r| r.to_json_line()).collect();
+                (verdict, shown.join("\n"))
+            },
+            &|_| {},
+        );
+        for (fault, (verdict, shown)) in points.iter().zip(judged) {
+            row.points += 1u8;
+            let broken = verdict.broken(expected);
+            outcomes.insert(format!("{verdict:?}\n{shown}"));
+            if !broken.is_empty() {
+                row.failing_points += 1u8;
+                if row.first_failure.is_none() {
+                    row.first_failure = Some((broken, verdict, *fault, None));
+                    row.failure_seed = seed;
+                }
+            }
+        }
+    }
+    row.outcomes = outcomes.len();
+    row
+}
+
+fn cmd_job_explore(args: &JobExploreArgs) -> Result<Output, KeelError> {
+    let seeds: Vec<u64> = (args.seeds.start..args.seeds.end).collect();
+    let jobs = args.jobs.unwrap_or_else(default_jobs);
+    let mut out = String::new();
+    let mut violated = false;
+    for (index, sink) in args.sinks.iter().enumerate() {
+        let spec = spec_of(&args.job, args.checkpoint_mode.into(), (*sink).into())?;
+        if index == 0 {
+            writeln!(out, "{}", job_line(&spec, spec.events.len())).unwrap();
+            writeln!(out, "checkpoint_mode={} seeds={}..{}: each seed a schedule and one process crash at a step drawn from it", spec.config.mode, args.seeds.start, args.seeds.end).unwrap();
+        }
+        let expected: Vec<JobProperty> = args.expect.as_ref().map_or_else(
+            || JobProperty::promised_by(spec.config.sink).to_vec(),
+            |e| e.0.clone(),
+        );
+        let results = par_map(
+            &seeds,
+            jobs,
+            |seed| explore_seed(&spec, *seed, &expected),
+            &|_| {},
+        );
+        let failing: Vec<&SeedResult> = results.iter().filter(|r| !r.2.is_empty()).collect();
+        let mut fingerprint = keel_sim::FingerprintBuilder::default();
+        for (seed, _, _, verdict) in &results {
+            write!(fingerprint, "{seed}:{verdict:?}\n").unwrap();
+        }
+        writeln!(
+            out,
+            "{sink:?}: seeds={} failing={} report_fingerprint={}",
+            results.len(),
+            failing.len(),
+            fingerprint.finish()
+        )
+        .unwrap();
+        if let Some((seed, fault, broken, verdict)) = failing.first() {
+            let names: Vec<&str> = broken.iter().map(|p| p.name()).collect();
+            writeln!(
+                out,
+                "  first failing seed {seed}: {} broken; {}",
+                names.join(", "),
+                verdict_text(verdict)
+            )
+            .unwrap();
+            let seed_spec = GraphSpec {
+                seed: *seed,
+                ..spec.clone()
+            };
+            writeln!(
+                out,
+                "  reproduce: {}",
+                reproduce_line(&args.job, &seed_spec, *fault, None)
+            )
+            .unwrap();
+            violated |= args.expect.is_some();
+        }
+    }
+    Ok(Output {
+        stdout: out,
+        exit_code: if violated { EXIT_VIOLATION } else { 0 },
+    })
+}
+
+/// A seed, its crash, the properties it broke, its verdict.
+type SeedResult = (u64, Option<PlannedFault>, Vec<JobProperty>, JobVerdict);
+
+/// One seed: its schedule's fault-free length, a crash at a step drawn from the seed's plan
+/// stream (before or after its effect), the run, its verdict.
+fn explore_seed(spec: &GraphSpec, seed: u64, expected: &[JobProperty]) -> SeedResult {
+    let base = GraphSpec {
+        seed,
+        ..spec.clone()
+    };
+    let steps = run(&base).world.steps_taken();
+    let mut draws = SeedTree::new(seed).stream(Subsystem::Plan);
+    let step = draws.next_u64() % steps.max(1);
+    let at = if draws.next_u64() % 2 == 0 {
+        CrashPoint::Before
+    } else {
+        CrashPoint::After
+    };
+    let fault = PlannedFault {
+        step,
+        fault: Fault::ProcessCrash { at },
+    };
+    let point = GraphSpec {
+        plan: FaultPlan::new([fault]).expect("one fault"),
+        ..base
+    };
+    let ran = run(&point);
+    let verdict = judge(
+        &ran,
+        &point.events,
+        point.config.window_size,
+        point.config.sink,
+    );
+    (seed, Some(fault), verdict.broken(expected), verdict)
+}
