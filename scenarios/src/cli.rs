@@ -169,6 +169,7 @@ mod tests {
                 Command::Merge(_)
                 | Command::Teach(_)
                 | Command::Gen(_)
+                | Command::Job(_)
                 | Command::Incarnation(_)
                 | Command::DiskErrorGuest(_) => {
                     unreachable!("no scenario options")

@@ -557,6 +557,15 @@ fn report_run(out: &mut String, spec: &GraphSpec, ran: &GraphRun, verdict: &JobV
     .unwrap();
 }
 
+/// What a row's first failing point broke, its verdict, its crash and (from an
+/// enumeration) its schedule.
+type FirstFailure = (
+    Vec<JobProperty>,
+    JobVerdict,
+    Option<PlannedFault>,
+    Option<Vec<u32>>,
+);
+
 /// One row of a job sweep.
 struct SweepRow {
     mode: AlignmentMode,
@@ -567,12 +576,7 @@ struct SweepRow {
     outcomes: usize,
     failing_points: BigUint,
     exhaustive: bool,
-    first_failure: Option<(
-        Vec<JobProperty>,
-        JobVerdict,
-        Option<PlannedFault>,
-        Option<Vec<u32>>,
-    )>,
+    first_failure: Option<FirstFailure>,
     /// The seed whose schedule the first failure ran.
     failure_seed: u64,
 }
@@ -816,7 +820,7 @@ fn cmd_job_explore(args: &JobExploreArgs) -> Result<Output, KeelError> {
         let failing: Vec<&SeedResult> = results.iter().filter(|r| !r.2.is_empty()).collect();
         let mut fingerprint = keel_sim::FingerprintBuilder::default();
         for (seed, _, _, verdict) in &results {
-            write!(fingerprint, "{seed}:{verdict:?}\n").unwrap();
+            writeln!(fingerprint, "{seed}:{verdict:?}").unwrap();
         }
         writeln!(
             out,
