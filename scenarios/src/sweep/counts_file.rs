@@ -87,12 +87,7 @@ impl CountsFile {
 }
 
 fn events_digest(events: &[Event]) -> String {
-    let mut digest = FingerprintBuilder::default();
-    for event in events {
-        digest.write(&event.ts.to_le_bytes());
-        digest.write(&event.value.to_le_bytes());
-    }
-    hex16(digest.finish().0).as_str().to_string()
+    crate::catalogue::events_digest(events).to_string()
 }
 
 fn counts_digest(counts: &PairCounts) -> String {
