@@ -16,7 +16,7 @@ use crate::record::Record;
 use crate::sink::{SinkConnector, SinkError, SinkKind};
 use crate::txsink::TxSink;
 use crate::window::OperatorState;
-use keel_sim::{Contents, Crash, Storage, World};
+use keel_sim::{Contents, Crash, Data, Storage, World};
 use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
@@ -488,6 +488,20 @@ fn disk_step<S: Storage>(
     world
         .effect(op, target, |env| operation(&mut env.disk))?
         .map_err(|e| abort(format!("{op} {target}: {e}")))
+}
+
+/// A write of the file `name` as one step, its line showing the file's running digest after
+/// it (`World::effect_data`); an I/O error aborts the incarnation.
+fn disk_write_step<S: Storage>(
+    world: &mut World<S>,
+    name: &str,
+    operation: impl FnOnce(&mut S) -> Result<(), keel_sim::DiskError>,
+) -> Result<(), Interrupt> {
+    world
+        .effect_data("disk.write", name, Data::File(name), |env| {
+            operation(&mut env.disk)
+        })?
+        .map_err(|e| abort(format!("disk.write {name}: {e}")))
 }
 
 fn describe(result: &Result<(), Interrupt>) -> String {

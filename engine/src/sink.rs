@@ -11,7 +11,7 @@ use crate::known_sink::KnownSinkFile;
 use crate::protocol::CheckpointProtocol;
 use crate::record::Record;
 use keel_sim::disk::CrashReaders;
-use keel_sim::{Contents, Crash, DiskError, Storage, World};
+use keel_sim::{Contents, Crash, Data, DiskError, Storage, World};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fmt;
@@ -382,7 +382,7 @@ impl SinkConnector {
     ) -> Result<SinkConnector, SinkError> {
         let file = kind.file_name().to_string();
         let (contents, readable_len_bytes, found) = world
-            .effect("sink.open", file.clone(), |env| {
+            .effect_data("sink.open", file.as_str(), Data::File(&file), |env| {
                 let found = env.disk.exists(&file);
                 env.disk.open_or_create(&file)?;
                 let contents = env.disk.read_shared(&file)?;
@@ -409,7 +409,7 @@ impl SinkConnector {
                     "sink repair: truncate {file} at byte {readable_len_bytes} ({dropped} unreadable bytes)"
                 ));
                 world
-                    .effect("disk.truncate", file.clone(), |env| {
+                    .effect_data("disk.truncate", file.as_str(), Data::File(&file), |env| {
                         env.disk.truncate(&file, readable_len_bytes as u64)
                     })?
                     .map_err(|e| SinkError::Fatal(format!("sink repair: {e}")))?;
@@ -467,7 +467,8 @@ impl SinkConnector {
         let mut backoff_ms = SINK_BACKOFF_MS;
         for attempt in 1..=SINK_ATTEMPTS_MAX {
             let (file, kind, index) = (&self.file, self.kind, &mut self.index);
-            let reply = world.request(SINK_WRITE_OP, record.key.clone(), |env| {
+            let data = Data::File(file);
+            let reply = world.request_data(SINK_WRITE_OP, record.key.as_str(), data, |env| {
                 if kind == SinkKind::Idempotent {
                     index
                         .refresh(&env.disk, file)

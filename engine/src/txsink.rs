@@ -15,7 +15,7 @@ use crate::checkpoint::PendingTxn;
 use crate::record::Record;
 use crate::sink::SinkError;
 use keel_sim::txlog::{LogError, Producer};
-use keel_sim::{Storage, World};
+use keel_sim::{Data, Storage, World};
 
 /// The engine's end of the two-phase-commit sink.
 #[derive(Clone, Debug)]
@@ -83,14 +83,19 @@ impl TxSink {
         let payload = record.to_json_line();
         let producer = &self.producer;
         world
-            .request("log.send", record.key.clone(), |env| {
-                let now_ms = env.clock.now_ms();
-                let sent = env.txlog.send(producer, &payload, now_ms);
-                if sent.is_ok() {
-                    *written += 1;
-                }
-                sent
-            })?
+            .request_data(
+                "log.send",
+                record.key.as_str(),
+                Data::Bytes(payload.as_bytes()),
+                |env| {
+                    let now_ms = env.clock.now_ms();
+                    let sent = env.txlog.send(producer, &payload, now_ms);
+                    if sent.is_ok() {
+                        *written += 1;
+                    }
+                    sent
+                },
+            )?
             .map_err(|e| fatal("log.send", e))?
             .map_err(|e| fatal("log.send", e))?;
         Ok(())

@@ -152,6 +152,7 @@ fuzz_target!(|data: &[u8]| {
         } else {
             keel_engine::CheckpointMode::Full
         },
+        events_digest: None,
     };
     let valid = (1..=max).contains(&spec.window)
         && (0..=max).contains(&spec.out_of_orderness)

@@ -2,6 +2,7 @@
 
 use crate::error::KeelError;
 use keel_engine::{parse_events, Event};
+use keel_sim::{Fingerprint, FingerprintBuilder};
 
 /// A named input stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +47,19 @@ pub fn events_from_text(path: &str, text: &str) -> Result<Vec<Event>, KeelError>
         return Err(KeelError::usage(format!("no events in {path}")));
     }
     Ok(events)
+}
+
+/// The digest of a stream of events, as loaded (FNV-1a 64 of each event's `ts` and `value`,
+/// 8 bytes each, little-endian, in order): what plan files, shard headers and counts files
+/// name their events by (their `spec` names only a path or a scenario), and what a run's
+/// input digest starts from (`RunSpec::input_digest`).
+pub fn events_digest(events: &[Event]) -> Fingerprint {
+    let mut digest = FingerprintBuilder::default();
+    for event in events {
+        digest.write(&event.ts.to_le_bytes());
+        digest.write(&event.value.to_le_bytes());
+    }
+    digest.finish()
 }
 
 #[cfg(test)]

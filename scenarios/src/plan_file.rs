@@ -97,6 +97,7 @@ mod tests {
             fs_model: keel_sim::disk::FsModel::Posix,
             allowed_lateness: None,
             checkpoint_mode: keel_engine::CheckpointMode::Full,
+            events_digest: Some("0123456789abcdef".to_string()),
         }
     }
 

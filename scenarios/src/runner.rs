@@ -36,6 +36,46 @@ pub struct RunSpec {
     pub fs_model: FsModel,
 }
 
+impl RunSpec {
+    /// The digest of this run's input: its events ([`crate::catalogue::events_digest`]) and
+    /// every knob that changes what it does, as [`RunSpec::input_text`] writes them. The
+    /// world's fingerprint hashes it first (`World::set_input_digest`), so two runs on
+    /// different events or knobs never share a fingerprint, however alike their steps. The
+    /// plan is not part of it (the trace shows the faults that took effect, and a planned
+    /// fault that did not is no part of the run), nor the seed (a run never reads it: a plan
+    /// drawn from a seed is the plan).
+    pub fn input_digest(&self) -> u64 {
+        keel_sim::fnv1a64(self.input_text().as_bytes())
+    }
+
+    /// The input as one line of text: `events=<digest>` and each knob as `name=value`.
+    pub fn input_text(&self) -> String {
+        let config = &self.config;
+        let key = match config.key {
+            keel_engine::KeyScheme::EventIndex => "event-index",
+            keel_engine::KeyScheme::ProcessingTime => "processing-time",
+        };
+        let lateness = config
+            .allowed_lateness
+            .map_or("unbounded".to_string(), |l| l.to_string());
+        format!(
+            "events={} window={} out_of_orderness={} checkpoint_every={} allowed_lateness={lateness} event_interval_ms={} sink={} protocol={} checkpoint_mode={} key={key} restart_delay_ms={} sector_size_bytes={} transaction_timeout_ms={} fs_model={}",
+            crate::catalogue::events_digest(&self.events),
+            config.window_size,
+            config.out_of_orderness,
+            config.checkpoint_every,
+            config.event_interval_ms,
+            config.sink,
+            config.protocol,
+            config.checkpoint_mode,
+            self.restart_delay_ms,
+            self.sector_size_bytes,
+            self.transaction_timeout_ms,
+            self.fs_model,
+        )
+    }
+}
+
 #[cfg(test)]
 impl RunSpec {
     /// ch04 with the default knobs, no fault, on `fs_model`: where unit tests start.
@@ -185,6 +225,7 @@ pub fn run_on_disk(spec: &RunSpec, disk: Disk) -> RunResult {
         spec.plan.clone(),
         Env::new(disk, TxLog::new(spec.transaction_timeout_ms)),
     );
+    world.set_input_digest(spec.input_digest());
     world.read_after_power_loss(crash_readers(spec.config.sink, spec.config.protocol));
     run_world(spec, world)
 }
@@ -200,6 +241,7 @@ fn new_world(spec: &RunSpec, plan: FaultPlan) -> World {
             TxLog::new(spec.transaction_timeout_ms),
         ),
     );
+    world.set_input_digest(spec.input_digest());
     world.read_after_power_loss(crash_readers(spec.config.sink, spec.config.protocol));
     world
 }

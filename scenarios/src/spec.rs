@@ -42,6 +42,13 @@ pub struct ScenarioSpec {
     /// that keep the default, full).
     #[serde(default, skip_serializing_if = "CheckpointMode::is_full")]
     pub checkpoint_mode: CheckpointMode,
+    /// The digest of the events as loaded (`catalogue::events_digest`: `events` and
+    /// `scenario` name them only by path or name), filled in when they are
+    /// (`commands::files::prepare_spec`). A plan file or a shard header that records it is
+    /// refused against events that differ (the file changed since). Absent from files that
+    /// predate it, and from specs whose events were never loaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events_digest: Option<String>,
 }
 
 impl ScenarioSpec {
@@ -65,6 +72,7 @@ impl ScenarioSpec {
             allowed_lateness: None,
             fs_model: FsModel::Posix,
             checkpoint_mode: CheckpointMode::Full,
+            events_digest: None,
         }
     }
 

@@ -63,6 +63,7 @@ pub fn teach_spec(scenario: Option<String>, events: Option<String>) -> ScenarioS
         fs_model: keel_sim::disk::FsModel::Posix,
         allowed_lateness: None,
         checkpoint_mode: keel_engine::CheckpointMode::Full,
+        events_digest: None,
     }
 }
 

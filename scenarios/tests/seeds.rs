@@ -686,6 +686,75 @@ fn a_saved_plan_carries_its_run_and_replays_alone() {
     assert_eq!(replayed["fingerprint"], ran["fingerprint"]);
 }
 
+/// A saved plan and a shard name their events by digest: the same plan on an events file
+/// that changed since is refused with both digests (exit 2), as are shards of two event
+/// files given to one merge; the two files' runs have two fingerprints.
+#[test]
+fn a_plan_or_a_shard_of_other_events_is_refused_with_both_digests() {
+    use keel_engine::Event;
+    use keel_scenarios::catalogue::events_digest;
+    let events = tmp("changing.jsonl");
+    let write = |value: i64| {
+        std::fs::write(
+            &events,
+            format!("{{\"ts\":1,\"value\":{value}}}\n{{\"ts\":2,\"value\":2}}\n"),
+        )
+        .unwrap();
+        events_digest(&[Event { ts: 1, value }, Event { ts: 2, value: 2 }]).to_string()
+    };
+    let before = write(1);
+    let plan = tmp("changing-plan.json");
+    let shard = |index: &str| {
+        let out = tmp(&format!("changing-shard-{}.jsonl", &index[..1]));
+        let args = [
+            "sweep", "--events", &events, "--shard", index, "--out", &out,
+        ];
+        let (code, _, stderr) = keel_bin(&args);
+        assert_eq!(code, 0, "{stderr}");
+        out
+    };
+    let run = [
+        "run",
+        "--events",
+        events.as_str(),
+        "--crash-after-event",
+        "1",
+    ];
+    let (code, ran) = json_bin(&with(&run, &["--save-plan", &plan]));
+    assert_eq!(code, 0);
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
+    assert_eq!(saved["spec"]["events_digest"], before.as_str());
+    assert_eq!(
+        json_bin(&["replay", "--plan", &plan]).1["fingerprint"],
+        ran["fingerprint"]
+    );
+    let first_shard = shard("0/2");
+
+    let after = write(100);
+    assert_ne!(json_bin(&run).1["fingerprint"], ran["fingerprint"]);
+    assert_eq!(
+        keel_bin(&["replay", "--plan", &plan]),
+        (
+            2,
+            String::new(),
+            format!(
+                "error: {plan}: the events file {events} changed since it was recorded here: recorded events digest {before}, events digest now {after} (give back the events it was recorded with, or run again on these)\n"
+            )
+        )
+    );
+    let second_shard = shard("1/2");
+    assert_eq!(
+        keel_bin(&["merge", &first_shard, &second_shard]),
+        (
+            2,
+            String::new(),
+            format!(
+                "error: {second_shard} is a shard of a run on other events than {first_shard} (events digest {after} against {before})\n"
+            )
+        )
+    );
+}
+
 #[test]
 fn a_saved_plan_holds_the_crash_states_that_ran() {
     let mut power_losses = 0;

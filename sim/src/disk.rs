@@ -76,6 +76,7 @@
 //! Bounds: file names are at most 255 bytes and a file at most 64 MiB, like a small real
 //! file system; a violation is a bug in the caller and panics.
 
+use crate::digest::FileDigest;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
@@ -381,9 +382,9 @@ impl Disk {
         assert!(name.len() <= NAME_LEN_MAX_BYTES);
         self.injected("create", name)?;
         if self.exists(name) {
-            self.inode_mut(name)
-                .expect("exists")
-                .apply(DataOp::SetLen { len_bytes: 0 });
+            let inode = self.inode_mut(name).expect("exists");
+            inode.apply(DataOp::SetLen { len_bytes: 0 });
+            inode.digest.0.set_len(0);
             return Ok(());
         }
         let inode = self.inode_next;
@@ -410,7 +411,9 @@ impl Disk {
         assert!(offset_bytes + bytes.len() as u64 <= FILE_SIZE_MAX_BYTES);
         self.inode(name)?;
         self.injected("write", name)?;
-        self.inode_mut(name)?.apply(DataOp::Write {
+        let inode = self.inode_mut(name)?;
+        inode.digest.0.write(offset_bytes, bytes);
+        inode.apply(DataOp::Write {
             offset_bytes,
             bytes: Written::Own(bytes.to_vec()),
         });
@@ -427,6 +430,8 @@ impl Disk {
         assert!(contents.len() as u64 <= FILE_SIZE_MAX_BYTES);
         self.inode(name)?;
         self.injected("write", name)?;
+        let digest = &mut self.inode_mut(name)?.digest.0;
+        digest.write_known(0, contents.len(), || contents.fnv(), contents.chunks());
         self.write_over_start(name, contents.clone())
     }
 
@@ -443,6 +448,7 @@ impl Disk {
     /// Writes the file's first `len_bytes` back over themselves, as a process writes back
     /// what it read and keeps: the same as `write(name, 0, <those bytes>)`, every one of them
     /// dirty again, but the pending write shares the file's chunks instead of copying them.
+    /// The file's bytes stay what they were, and so does its running digest.
     ///
     /// Where no failed fsync left a byte unpersisted or the size in doubt, every byte it
     /// would write is one the disk holds durable or one a pending write writes, so its
@@ -476,7 +482,9 @@ impl Disk {
         assert!(len_bytes <= FILE_SIZE_MAX_BYTES);
         self.inode(name)?;
         self.injected("truncate", name)?;
-        self.inode_mut(name)?.apply(DataOp::SetLen { len_bytes });
+        let inode = self.inode_mut(name)?;
+        inode.digest.0.set_len(len_bytes);
+        inode.apply(DataOp::SetLen { len_bytes });
         Ok(())
     }
 
@@ -502,6 +510,12 @@ impl Disk {
 
     pub fn len_bytes(&self, name: &str) -> Result<u64, DiskError> {
         Ok(self.inode(name)?.current.len() as u64)
+    }
+
+    /// The file's running digest ([`crate::digest::FileDigest`]): every byte written into
+    /// it, in order, and every change a truncate, a power loss or a page eviction made.
+    pub fn digest(&self, name: &str) -> Result<FileDigest, DiskError> {
+        Ok(self.inode(name)?.digest.0)
     }
 
     /// Makes the file's pending data and size durable (not its name: see

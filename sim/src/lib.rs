@@ -7,6 +7,7 @@
 
 pub mod clock;
 pub mod decimal;
+pub mod digest;
 pub mod disk;
 pub mod fault;
 pub mod rng;
@@ -18,17 +19,18 @@ pub mod world;
 
 pub use clock::Clock;
 pub use decimal::Decimal;
+pub use digest::{fnv1a64, FileDigest};
 pub use disk::{Contents, Disk, DiskError, CHUNK_BYTES};
 pub use fault::{CrashPoint, Fault, FaultKind, FaultPlan, PlanError, PlannedFault};
 pub use rng::{SeedTree, Subsystem};
 pub use schedule::{SchedulePolicy, Scheduler};
 pub use storage::Storage;
-pub use trace::{hex16, Fingerprint, FingerprintBuilder, NoteText, Trace, TraceLine};
+pub use trace::{hex16, input_line, Fingerprint, FingerprintBuilder, NoteText, Trace, TraceLine};
 pub use txlog::{
     AbortReason, EntryKind, LogEntry, LogError, LogRecord, OpenTransaction, Producer,
     ResumeOutcome, TxLog, TxnStatus,
 };
 pub use world::{
-    ClassesAt, ClassesMemo, Crash, CrashCounts, CrashKind, Env, RequestError, Resume, Site, World,
-    WrappedState,
+    ClassesAt, ClassesMemo, Crash, CrashCounts, CrashKind, Data, Env, RequestError, Resume, Site,
+    World, WrappedState,
 };

@@ -7,6 +7,7 @@
 //! through [`Storage::simulated`], which a real directory answers with `None`: real storage
 //! supports process crashes only.
 
+use crate::digest::FileDigest;
 use crate::disk::{Contents, Disk, DiskError};
 use crate::trace::TraceLine;
 
@@ -40,6 +41,12 @@ pub trait Storage {
     /// at the cost of the chunks they differ in; real storage reads the file.
     fn read_shared(&self, name: &str) -> Result<Contents, DiskError>;
     fn len_bytes(&self, name: &str) -> Result<u64, DiskError>;
+    /// The file's running digest ([`FileDigest`]: every byte written into it, in order), if
+    /// it exists: what a step that wrote or read it shows on its trace line
+    /// ([`crate::World::effect_data`]). The simulated disk keeps it as it writes; real
+    /// storage works it out from the file the first time it is asked (a file another process
+    /// wrote) and keeps it up to date as it writes.
+    fn digest(&mut self, name: &str) -> Option<FileDigest>;
     /// Makes the file's data and size durable (not its name).
     fn fsync(&mut self, name: &str) -> Result<(), DiskError>;
     /// Renames `from` to `to` atomically, replacing `to` if it exists.
@@ -56,10 +63,21 @@ pub trait Storage {
     fn simulated(&self) -> Option<&Disk>;
     fn simulated_mut(&mut self) -> Option<&mut Disk>;
 
-    /// Sees every trace line as the world records it. The simulated disk ignores it (the
-    /// world keeps the trace); a real process writes it out at once, so a SIGKILL loses
-    /// no line.
+    /// Sees every trace line as the world makes it, before its step's effect (a real
+    /// process paced on the wall clock waits there for the line's simulated time).
+    fn begin(&mut self, _line: &TraceLine) {}
+
+    /// Sees every trace line once it is final: a step's line once its step is over (with the
+    /// digest of its data, and its fault as it ran), any other line as it is made. The
+    /// simulated disk ignores it (the world keeps the trace); a real process writes it out
+    /// at once, so a SIGKILL (which a planned crash sends after the step) loses no line.
     fn record(&mut self, line: &TraceLine);
+
+    /// Whether [`Storage::record`] wants the lines (the world then hands it each step's line
+    /// when the step is over); false for the simulated disk.
+    fn records(&self) -> bool {
+        true
+    }
 }
 
 impl Storage for Disk {
@@ -112,6 +130,10 @@ impl Storage for Disk {
         Disk::len_bytes(self, name)
     }
     #[inline]
+    fn digest(&mut self, name: &str) -> Option<FileDigest> {
+        Disk::digest(self, name).ok()
+    }
+    #[inline]
     fn fsync(&mut self, name: &str) -> Result<(), DiskError> {
         Disk::fsync(self, name)
     }
@@ -141,4 +163,8 @@ impl Storage for Disk {
     }
     #[inline]
     fn record(&mut self, _line: &TraceLine) {}
+    #[inline]
+    fn records(&self) -> bool {
+        false
+    }
 }

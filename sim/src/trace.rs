@@ -1,9 +1,13 @@
-//! The trace of a run and its fingerprint: a stable 64-bit FNV-1a hash of the trace's text.
+//! The trace of a run and its fingerprint: a stable 64-bit FNV-1a hash of the trace's text,
+//! after a line that names the run's input when it has one ([`Trace::set_input`]).
 //!
 //! The fingerprint hashes a canonical text rendering that this file owns (not `Debug`, not
 //! std's `DefaultHasher`), so the same run has the same fingerprint on every machine and
-//! every Rust version.
+//! every Rust version. A step that wrote or read bytes shows their digest on its line
+//! (`#` and 16 hex digits: a file's running digest, [`crate::digest::FileDigest`], or a sink
+//! request's payload's), so the fingerprint covers the data as well as the shape of the run.
 
+use crate::digest::Fnv1a64;
 use crate::disk::PowerLossOutcome;
 use crate::fault::{CrashPoint, Fault};
 use std::fmt;
@@ -19,6 +23,9 @@ pub enum TraceLine {
         incarnation: u32,
         op: &'static str,
         target: String,
+        /// The digest of the bytes the step wrote or read, once its effect ran: the running
+        /// digest of the file it touched, or of the payload of the request it sent.
+        data: Option<u64>,
         /// The fault the plan aims at this step, if any (a power loss with the crash state
         /// that ran, when the planned one wrapped).
         fault: Option<Fault>,
@@ -87,9 +94,13 @@ impl fmt::Display for TraceLine {
                 incarnation,
                 op,
                 target,
+                data,
                 fault,
             } => {
                 write!(f, "step {step} t={time_ms}ms p{incarnation} {op} {target}")?;
+                if let Some(data) = data {
+                    write!(f, " #{}", hex16(*data).as_str())?;
+                }
                 if let Some(fault) = fault {
                     write!(f, " !{fault}")?;
                 }
@@ -138,6 +149,9 @@ impl fmt::Display for TraceLine {
 ///   a forked run starts from such a trace instead of copying every line before the fork.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Trace {
+    /// The digest of the run's input (its events and every knob that changes what it does),
+    /// when the caller named one: hashed before the first line (see [`Trace::set_input`]).
+    input: Option<u64>,
     chunks: Vec<Vec<TraceLine>>,
     /// The lines no longer kept, folded (None: every line is kept).
     folded: Option<Folded>,
@@ -157,6 +171,33 @@ struct Folded {
 const TRACE_CHUNK_LINES: usize = 1 << 16;
 
 impl Trace {
+    /// Names the run's input by its digest: the fingerprint hashes the line `input <16 hex
+    /// digits>` ([`input_line`]) before the trace's first line, so two runs have one
+    /// fingerprint only if they ran on the same input. Not a line of the trace (a reader of
+    /// the trace sees its steps); set before the first line.
+    pub fn set_input(&mut self, digest: u64) {
+        assert!(
+            self.chunks.is_empty() && self.folded.is_none(),
+            "the input is named before the first line"
+        );
+        self.input = Some(digest);
+    }
+
+    /// The input's digest, if named.
+    pub fn input(&self) -> Option<u64> {
+        self.input
+    }
+
+    /// The hash state the fingerprint starts from: the input line's, if any.
+    fn start(&self) -> Fnv1a64 {
+        let mut hash = Fnv1a64::new();
+        if let Some(digest) = self.input {
+            hash.write(input_line(digest).as_bytes());
+            hash.write(b"\n");
+        }
+        hash
+    }
+
     /// Streams this trace from now on (see the type's documentation); it must be empty.
     pub fn stream(&mut self) {
         assert!(
@@ -197,10 +238,13 @@ impl Trace {
 
     /// Folds every kept line into the hash state, in order, and drops it.
     fn fold_kept(&mut self) {
-        let folded = self.folded.get_or_insert_with(|| Folded {
-            hash: Fnv1a64::new(),
-            lines: 0,
-        });
+        if self.folded.is_none() {
+            self.folded = Some(Folded {
+                hash: self.start(),
+                lines: 0,
+            });
+        }
+        let folded = self.folded.as_mut().expect("made above");
         for done in self.chunks.iter().flatten() {
             hash_line(&mut folded.hash, done);
             folded.lines += 1;
@@ -254,6 +298,22 @@ impl Trace {
         }
     }
 
+    /// Sets the data digest of `step`'s line (see [`TraceLine::Step`]), once its effect ran;
+    /// the step's line is the newest one, or nearly (a step sets it before any later line).
+    pub(crate) fn set_step_data(&mut self, step: u64, digest: u64) {
+        let line = self
+            .chunks
+            .iter_mut()
+            .flatten()
+            .rev()
+            .find_map(|line| match line {
+                TraceLine::Step { step: s, data, .. } if *s == step => Some(data),
+                _ => None,
+            })
+            .expect("a step's data is set while its line is kept");
+        *line = Some(digest);
+    }
+
     /// Each kept line in its canonical text (what the fingerprint hashes).
     pub fn text_lines(&self) -> Vec<String> {
         self.lines().map(TraceLine::to_string).collect()
@@ -266,12 +326,18 @@ impl Trace {
         let mut hash = self
             .folded
             .as_ref()
-            .map_or_else(Fnv1a64::new, |folded| folded.hash.clone());
+            .map_or_else(|| self.start(), |folded| folded.hash);
         for line in self.lines() {
             hash_line(&mut hash, line);
         }
         Fingerprint(hash.finish())
     }
+}
+
+/// The line the fingerprint hashes first for a run whose input has the digest `digest`
+/// ([`Trace::set_input`]); a real run's parent hashes it before its children's lines.
+pub fn input_line(digest: u64) -> String {
+    format!("input {}", hex16(digest).as_str())
 }
 
 /// A stable 64-bit hash of a trace, printed as 16 hex digits.
@@ -343,7 +409,6 @@ impl Hex16 {
     }
 }
 
-/// FNV-1a, 64-bit: specified byte by byte, so its output never depends on the platform.
 /// Hashes `line`'s text (its `Display`) and a newline, without making the text: a step
 /// line, nearly every line of a trace, is hashed piece by piece (its numbers in decimal by
 /// hand); the rest go through `Display` into the hash. The same bytes either way, tested.
@@ -356,6 +421,7 @@ fn hash_line(hash: &mut Fnv1a64, line: &TraceLine) {
             incarnation,
             op,
             target,
+            data,
             fault,
         } => {
             hash.write(b"step ");
@@ -368,6 +434,10 @@ fn hash_line(hash: &mut Fnv1a64, line: &TraceLine) {
             hash.write(op.as_bytes());
             hash.write(b" ");
             hash.write(target.as_bytes());
+            if let Some(data) = data {
+                hash.write(b" #");
+                hash.write(hex16(*data).as_str().as_bytes());
+            }
             if let Some(fault) = fault {
                 write!(hash, " !{fault}").expect("hashing cannot fail");
             }
@@ -380,36 +450,6 @@ fn hash_line(hash: &mut Fnv1a64, line: &TraceLine) {
 /// Hashes `value` in decimal, as `Display` writes it.
 fn hash_decimal(hash: &mut Fnv1a64, value: u64) {
     hash.write(crate::Decimal::of(u128::from(value)).as_bytes());
-}
-
-impl std::fmt::Write for Fnv1a64 {
-    fn write_str(&mut self, text: &str) -> fmt::Result {
-        self.write(text.as_bytes());
-        Ok(())
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Fnv1a64(u64);
-
-impl Fnv1a64 {
-    const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-
-    fn new() -> Self {
-        Fnv1a64(Self::OFFSET_BASIS)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.0 ^= u64::from(byte);
-            self.0 = self.0.wrapping_mul(Self::PRIME);
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
 }
 
 #[cfg(test)]
@@ -482,14 +522,17 @@ mod tests {
                     at: CrashPoint::After,
                 }),
             ] {
-                lines.push(TraceLine::Step {
-                    step,
-                    time_ms,
-                    incarnation,
-                    op: "disk.write",
-                    target: "state-8.json.tmp".to_string(),
-                    fault,
-                });
+                for data in [None, Some(0), Some(step ^ 0x0123_4567_89ab_cdef)] {
+                    lines.push(TraceLine::Step {
+                        step,
+                        time_ms,
+                        incarnation,
+                        op: "disk.write",
+                        target: "state-8.json.tmp".to_string(),
+                        data,
+                        fault,
+                    });
+                }
             }
             lines.push(TraceLine::Crash {
                 step,
@@ -541,6 +584,7 @@ mod tests {
             incarnation: 0,
             op: "disk.list",
             target: ".".to_string(),
+            data: None,
             fault: None,
         });
         trace.push(TraceLine::Crash {
@@ -585,5 +629,54 @@ mod tests {
                 b"step 0 t=0ms p0 disk.list .\ncrash t=0ms after step 0\n"
             ))
         );
+    }
+
+    /// A trace that names its input hashes the input's line first, however its lines were
+    /// kept; a step's data shows on its line.
+    #[test]
+    fn the_input_and_a_steps_data_are_hashed() {
+        let step = |data| TraceLine::Step {
+            step: 3,
+            time_ms: 300,
+            incarnation: 1,
+            op: "disk.read",
+            target: "state-8.json".to_string(),
+            data,
+            fault: Some(Fault::ProcessCrash {
+                at: CrashPoint::After,
+            }),
+        };
+        assert_eq!(
+            step(Some(0xab)).to_string(),
+            "step 3 t=300ms p1 disk.read state-8.json #00000000000000ab !process-crash after"
+        );
+        let mut named = Trace::default();
+        named.set_input(0x0123_4567_89ab_cdef);
+        assert_eq!(named.input(), Some(0x0123_4567_89ab_cdef));
+        assert_eq!(
+            named.fingerprint(),
+            Fingerprint(fnv(b"input 0123456789abcdef\n"))
+        );
+        let mut streamed = named.clone();
+        streamed.stream();
+        let mut forgetful = named.clone();
+        for t in [&mut named, &mut streamed, &mut forgetful] {
+            t.push(step(None));
+            t.set_step_data(3, 0xab);
+            t.push(step(None));
+        }
+        forgetful.forget();
+        let text = format!(
+            "input 0123456789abcdef\n{}\n{}\n",
+            step(Some(0xab)),
+            step(None)
+        );
+        for t in [&named, &streamed, &forgetful] {
+            assert_eq!(t.fingerprint(), Fingerprint(fnv(text.as_bytes())));
+        }
+        let mut unnamed = Trace::default();
+        unnamed.push(step(Some(0xab)));
+        unnamed.push(step(None));
+        assert_ne!(unnamed.fingerprint(), named.fingerprint());
     }
 }

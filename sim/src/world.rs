@@ -4,7 +4,9 @@
 //! operations) or [`World::request`] (requests to the sink): it gets the next step number,
 //! consults the [`FaultPlan`] before and after the effect, and appends a line to the trace. A crash comes back as an `Err(Crash)` value that the system under test
 //! propagates with `?`; the runner (not the system under test) then decides what survives
-//! and calls [`World::restart`].
+//! and calls [`World::restart`]. A step that writes or reads bytes says which
+//! ([`World::effect_data`], [`World::request_data`]): its line then shows their digest, so
+//! the fingerprint covers the data a run wrote and read, not only the steps it took.
 
 use crate::clock::Clock;
 use crate::disk::{CrashReaders, Disk, DurableIdentity, PowerLossClasses};
@@ -35,6 +37,18 @@ impl fmt::Display for Site {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", self.op, self.target)
     }
+}
+
+/// The bytes a step wrote or read, as its trace line shows them (a digest, `#` and 16 hex
+/// digits), once its effect ran.
+#[derive(Clone, Copy, Debug)]
+pub enum Data<'a> {
+    /// The file the step wrote or read (or both): its running digest after the step
+    /// ([`Storage::digest`]), which covers every byte written into it, so a read of a long
+    /// file costs no hashing.
+    File(&'a str),
+    /// A request's payload (a record sent to the log): its FNV-1a 64.
+    Bytes(&'a [u8]),
 }
 
 /// A memo of one step's power-loss classes, shared by runs ([`World::share_classes_at`]).
@@ -239,6 +253,9 @@ pub struct World<S = Disk> {
     /// The first sink outage: when it began and when the server next served a request (the
     /// world's own clock readings, against which a system's retry policy can be checked).
     first_outage_ms: Option<(u64, Option<u64>)>,
+    /// Whether the newest step's line has yet to reach [`Storage::record`] (it does when
+    /// its step is over).
+    step_unrecorded: bool,
 }
 
 impl World {
@@ -286,6 +303,7 @@ impl<S: Storage> World<S> {
             zombie: None,
             served_requests: BTreeMap::new(),
             first_outage_ms: None,
+            step_unrecorded: false,
         }
     }
 
@@ -369,7 +387,15 @@ impl<S: Storage> World<S> {
     /// Folds the trace so far into its fingerprint state (see [`Trace::forget`]): what a
     /// run keeps before it is forked many times.
     pub fn forget_trace(&mut self) {
+        self.record_step_line();
         self.trace.forget();
+    }
+
+    /// Names the run's input (its events and every knob that changes what it does) by its
+    /// digest, which the fingerprint hashes first ([`Trace::set_input`]); before the first
+    /// step.
+    pub fn set_input_digest(&mut self, digest: u64) {
+        self.trace.set_input(digest);
     }
 
     /// Whether the plan can do nothing more: every planned fault aims at a step already
@@ -388,10 +414,41 @@ impl<S: Storage> World<S> {
         &self.env
     }
 
-    /// Appends `line` to the trace; the storage sees it first (a real process writes it out).
+    /// Appends `line` to the trace; the storage sees it first (a real process paces it, and
+    /// writes it out: a step's line once its step is over, [`World::record_step_line`]).
     fn trace_push(&mut self, line: TraceLine) {
-        self.env.disk.record(&line);
+        if self.env.disk.records() {
+            self.record_step_line();
+            self.env.disk.begin(&line);
+            if matches!(line, TraceLine::Step { .. }) {
+                self.step_unrecorded = true;
+            } else {
+                self.env.disk.record(&line);
+            }
+        } else {
+            self.env.disk.begin(&line);
+        }
         self.trace.push(line);
+    }
+
+    /// Hands the newest step's line to the storage, now final, if it has not had it.
+    fn record_step_line(&mut self) {
+        if std::mem::take(&mut self.step_unrecorded) {
+            let line = self.trace.lines().next_back().expect("the step's line");
+            assert!(matches!(line, TraceLine::Step { .. }), "the step's line");
+            self.env.disk.record(line);
+        }
+    }
+
+    /// Shows the digest of `data` on `step`'s line, its effect having run.
+    fn set_step_data(&mut self, step: u64, data: Data<'_>) {
+        let digest = match data {
+            Data::File(name) => self.env.disk.digest(name).map(|digest| digest.value()),
+            Data::Bytes(bytes) => Some(crate::digest::fnv1a64(bytes)),
+        };
+        if let Some(digest) = digest {
+            self.trace.set_step_data(step, digest);
+        }
     }
 
     pub fn seeds(&self) -> SeedTree {
@@ -516,6 +573,7 @@ impl<S: Storage> World<S> {
             incarnation: self.zombie.map_or(self.incarnation, |(zombie, _)| zombie),
             op,
             target,
+            data: None,
             fault,
         });
         Ok((step, fault))
@@ -539,7 +597,30 @@ impl<S: Storage> World<S> {
         target: impl Into<String>,
         effect: impl FnOnce(&mut Env<S>) -> T,
     ) -> Result<T, Crash> {
-        let (step, fault) = self.begin_step(op, target.into())?;
+        self.effect_with(op, target.into(), None, effect)
+    }
+
+    /// [`World::effect`] for a step that writes or reads bytes: once the effect ran, its
+    /// line shows the digest of `data` (a file's running digest after the step, so a read
+    /// costs no hashing and a write hashes its bytes once, as it writes them).
+    pub fn effect_data<T>(
+        &mut self,
+        op: &'static str,
+        target: impl Into<String>,
+        data: Data<'_>,
+        effect: impl FnOnce(&mut Env<S>) -> T,
+    ) -> Result<T, Crash> {
+        self.effect_with(op, target.into(), Some(data), effect)
+    }
+
+    fn effect_with<T>(
+        &mut self,
+        op: &'static str,
+        target: String,
+        data: Option<Data<'_>>,
+        effect: impl FnOnce(&mut Env<S>) -> T,
+    ) -> Result<T, Crash> {
+        let (step, fault) = self.begin_step(op, target)?;
         self.crash_if_planned(step, fault, CrashPoint::Before)?;
         match fault {
             Some(Fault::DiskError) => self
@@ -567,9 +648,13 @@ impl<S: Storage> World<S> {
                 self.injected_at(step, Fault::DiskError);
             }
         }
+        if let Some(data) = data {
+            self.set_step_data(step, data);
+        }
         self.record_crash_state_count(step);
         self.evict_if_planned(step, fault);
         self.crash_if_planned(step, fault, CrashPoint::After)?;
+        self.record_step_line();
         Ok(output)
     }
 
@@ -581,7 +666,30 @@ impl<S: Storage> World<S> {
         target: impl Into<String>,
         effect: impl FnOnce(&mut Env<S>) -> T,
     ) -> Result<Result<T, RequestError>, Crash> {
-        let (step, fault) = self.begin_step(op, target.into())?;
+        self.request_with(op, target.into(), None, effect)
+    }
+
+    /// [`World::request`] for a request that carries or writes bytes: when the sink served
+    /// it (its effect ran), its line shows the digest of `data` (the sink file's running
+    /// digest after it, or the payload's).
+    pub fn request_data<T>(
+        &mut self,
+        op: &'static str,
+        target: impl Into<String>,
+        data: Data<'_>,
+        effect: impl FnOnce(&mut Env<S>) -> T,
+    ) -> Result<Result<T, RequestError>, Crash> {
+        self.request_with(op, target.into(), Some(data), effect)
+    }
+
+    fn request_with<T>(
+        &mut self,
+        op: &'static str,
+        target: String,
+        data: Option<Data<'_>>,
+        effect: impl FnOnce(&mut Env<S>) -> T,
+    ) -> Result<Result<T, RequestError>, Crash> {
+        let (step, fault) = self.begin_step(op, target)?;
         self.crash_if_planned(step, fault, CrashPoint::Before)?;
         let now_ms = self.now_ms();
         match fault {
@@ -602,6 +710,9 @@ impl<S: Storage> World<S> {
             Err(RequestError::Refused)
         } else {
             let output = effect(&mut self.env);
+            if let Some(data) = data {
+                self.set_step_data(step, data);
+            }
             *self.served_requests.entry(op).or_insert(0) += 1;
             if let Some((_, served_ms @ None)) = &mut self.first_outage_ms {
                 *served_ms = Some(now_ms);
@@ -619,6 +730,7 @@ impl<S: Storage> World<S> {
             self.injected_at(step, Fault::Zombie);
             return Err(self.crash(step, CrashPoint::After, CrashKind::Zombie));
         }
+        self.record_step_line();
         Ok(outcome)
     }
 

@@ -1,7 +1,7 @@
 //! Writing a checkpoint by the configured protocol and mode, and removing the files a newer
 //! durable one made old.
 
-use super::{disk_step, Engine, Interrupt, Sink, IN_PLACE_FILE};
+use super::{disk_step, disk_write_step, Engine, Interrupt, Sink, IN_PLACE_FILE};
 use crate::checkpoint::{Checkpoint, HEADER_MAGIC};
 use crate::encode_memo::encode_sealed;
 use crate::incremental::FileKind;
@@ -50,7 +50,7 @@ impl Engine {
             disk_step(world, "disk.create", IN_PLACE_FILE, |d| {
                 d.create(IN_PLACE_FILE)
             })?;
-            disk_step(world, "disk.write", IN_PLACE_FILE, |d| {
+            disk_write_step(world, IN_PLACE_FILE, |d| {
                 d.write_shared(IN_PLACE_FILE, contents)
             })?;
         } else {
@@ -58,9 +58,7 @@ impl Engine {
             let temp = format!("{name}{TEMP_SUFFIX}");
             let older: Vec<u64> = self.checkpoint_files.range(..index).copied().collect();
             disk_step(world, "disk.create", &temp, |d| d.create(&temp))?;
-            disk_step(world, "disk.write", &temp, |d| {
-                d.write_shared(&temp, contents)
-            })?;
+            disk_write_step(world, &temp, |d| d.write_shared(&temp, contents))?;
             if protocol.fsync_data() {
                 disk_step(world, "disk.fsync", &temp, |d| d.fsync(&temp))?;
             }
@@ -113,7 +111,7 @@ impl Engine {
         );
         let name = &written.name;
         disk_step(world, "disk.create", name, |d| d.create(name))?;
-        disk_step(world, "disk.write", name, |d| {
+        disk_write_step(world, name, |d| {
             d.write_shared(name, &written.bytes.contents)
         })?;
         self.incremental
@@ -132,9 +130,7 @@ impl Engine {
         let manifest = FileKind::Manifest.file_name(written.number);
         let temp = format!("{manifest}{TEMP_SUFFIX}");
         disk_step(world, "disk.create", &temp, |d| d.create(&temp))?;
-        disk_step(world, "disk.write", &temp, |d| {
-            d.write(&temp, 0, &written.manifest)
-        })?;
+        disk_write_step(world, &temp, |d| d.write(&temp, 0, &written.manifest))?;
         if protocol.fsync_data() {
             disk_step(world, "disk.fsync", &temp, |d| d.fsync(&temp))?;
         }

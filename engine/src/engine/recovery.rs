@@ -11,7 +11,7 @@ use crate::protocol::CheckpointMode;
 use crate::sink::{SinkConnector, TEMP_SUFFIX};
 use crate::txsink::TxSink;
 use crate::window::OperatorState;
-use keel_sim::{Contents, Storage, World};
+use keel_sim::{Contents, Data, Storage, World};
 use std::sync::Arc;
 
 impl Engine {
@@ -83,7 +83,9 @@ impl Engine {
         );
         for (index, name) in candidates {
             let bytes = world
-                .effect("disk.read", name.clone(), |env| env.disk.read_shared(name))?
+                .effect_data("disk.read", name.as_str(), Data::File(name), |env| {
+                    env.disk.read_shared(name)
+                })?
                 .map_err(|e| abort(format!("recovery: {e}")))?;
             let memo = self.caches.checkpoints.as_deref();
             let checkpoint = match checkpoint_memo::decode_file(&bytes, protocol.checksum(), memo) {
@@ -172,7 +174,9 @@ impl Engine {
         for number in manifests {
             let name = FileKind::Manifest.file_name(number);
             let bytes = world
-                .effect("disk.read", name.clone(), |env| env.disk.read_shared(&name))?
+                .effect_data("disk.read", name.as_str(), Data::File(&name), |env| {
+                    env.disk.read_shared(&name)
+                })?
                 .map_err(|e| abort(format!("recovery: {e}")))?;
             let mut reader = StepReader { world };
             let memo = self.caches.chains.as_deref();
@@ -272,7 +276,9 @@ impl<S: Storage> ReadFile for StepReader<'_, S> {
     fn read_file(&mut self, name: &str) -> Result<Option<Contents>, Interrupt> {
         let read = self
             .world
-            .effect("disk.read", name, |env| env.disk.read_shared(name))?;
+            .effect_data("disk.read", name, Data::File(name), |env| {
+                env.disk.read_shared(name)
+            })?;
         match read {
             Ok(bytes) => Ok(Some(bytes)),
             Err(keel_sim::DiskError::NotFound { .. }) => Ok(None),

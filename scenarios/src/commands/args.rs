@@ -574,6 +574,7 @@ pub(crate) fn scenario_spec(args: &ScenarioArgs) -> ScenarioSpec {
         allowed_lateness: args.allowed_lateness,
         fs_model: args.fs_model.into(),
         checkpoint_mode: args.checkpoint_mode.into(),
+        events_digest: None,
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::args::{scenario_spec, ScenarioArgs};
 use super::output::Output;
-use crate::catalogue::{events_from_text, Scenario};
+use crate::catalogue::{events_digest, events_from_text, Scenario};
 use crate::error::KeelError;
 use crate::plan_file::SavedPlan;
 use crate::spec::ScenarioSpec;
@@ -28,11 +28,35 @@ pub(crate) fn prepare(args: &ScenarioArgs) -> Result<(ScenarioSpec, Vec<Event>),
     prepare_spec(scenario_spec(args))
 }
 
-/// Checks a spec's knobs, then loads its events.
-pub(crate) fn prepare_spec(spec: ScenarioSpec) -> Result<(ScenarioSpec, Vec<Event>), KeelError> {
+/// Checks a spec's knobs, then loads its events and names them by their digest
+/// (`ScenarioSpec::events_digest`); a spec that records a digest (a plan file's, a shard
+/// header's) must name the events loaded now.
+pub(crate) fn prepare_spec(
+    mut spec: ScenarioSpec,
+) -> Result<(ScenarioSpec, Vec<Event>), KeelError> {
     spec.config(SinkKind::Append)?;
-    let events = load_events(&spec)?;
+    let events = load_recorded_events(&spec)?;
+    spec.events_digest = Some(events_digest(&events).to_string());
     Ok((spec, events))
+}
+
+/// The events of a spec ([`load_events`]), refused if the spec records a digest they do not
+/// have: the file changed since the spec was saved with it. The error names both digests.
+pub(crate) fn load_recorded_events(spec: &ScenarioSpec) -> Result<Vec<Event>, KeelError> {
+    let events = load_events(spec)?;
+    if let Some(recorded) = &spec.events_digest {
+        let now = events_digest(&events).to_string();
+        if *recorded != now {
+            let what = match &spec.events {
+                Some(path) => format!("the events file {path}"),
+                None => format!("the scenario {}", spec.label()),
+            };
+            return Err(KeelError::usage(format!(
+                "{what} changed since it was recorded here: recorded events digest {recorded}, events digest now {now} (give back the events it was recorded with, or run again on these)"
+            )));
+        }
+    }
+    Ok(events)
 }
 
 /// A plan file, checked: JSON of the right shape, at most one fault per step.

@@ -4,7 +4,7 @@
 use super::args::{parse_expectation, Shard, TableFormatArg};
 use super::explore::{explore_baselines, explore_output};
 use super::fidelity::kill_output;
-use super::files::load_events;
+use super::files::load_recorded_events;
 use super::output::Output;
 use super::shard::{ShardLine, ShardLines};
 use super::sweep::render;
@@ -77,6 +77,14 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
         match &header {
             None => header = Some((path.clone(), h)),
             Some((first_path, first)) if header_key(first) != header_key(&h) => {
+                let (first_events, events) = (header_events(first), header_events(&h));
+                if first_events != events {
+                    return Err(KeelError::usage(format!(
+                        "{path} is a shard of a run on other events than {first_path} (events digest {} against {})",
+                        events.unwrap_or("not recorded"),
+                        first_events.unwrap_or("not recorded"),
+                    )));
+                }
                 return Err(KeelError::usage(format!(
                     "{path} is a shard of another run than {first_path} (different command, options or shard count)"
                 )));
@@ -247,7 +255,7 @@ fn merge_explore(
     }
     let shrink_first = !args.no_shrink && tally.any_failing();
     let baselines = if shrink_first {
-        explore_baselines(&spec, &load_events(&spec)?, &explore)?
+        explore_baselines(&spec, &load_recorded_events(&spec)?, &explore)?
     } else {
         BTreeMap::new()
     };
@@ -384,6 +392,16 @@ fn header_after_first(path: &str, line_number: usize) -> KeelError {
     KeelError::usage(format!(
         "{path}: line {line_number}: a header after the first line"
     ))
+}
+
+/// The digest of the events a shard's run loaded, as its header records it.
+fn header_events(header: &ShardLine) -> Option<&str> {
+    match header {
+        ShardLine::SweepHeader { spec, .. }
+        | ShardLine::ExploreHeader { spec, .. }
+        | ShardLine::FidelityKillHeader { spec, .. } => spec.events_digest.as_deref(),
+        _ => unreachable!("a header"),
+    }
 }
 
 fn header_shard(header: &ShardLine) -> Shard {

@@ -7,7 +7,8 @@
 //! are simulation-only: [`Storage::simulated`] is `None` here.
 
 use super::pacing::Pacer;
-use keel_sim::{Contents, Disk, DiskError, Fingerprint, Storage, TraceLine};
+use keel_sim::{Contents, Disk, DiskError, FileDigest, Fingerprint, Storage, TraceLine};
+use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
@@ -21,6 +22,11 @@ pub struct RealDir {
     trace: Option<File>,
     /// With real pacing: each trace line waits for the wall time of its simulated time.
     pacer: Option<Pacer>,
+    /// The running digests of the files this process read or wrote ([`Storage::digest`]),
+    /// kept up to date as it writes them; a file it has not touched yet (another process
+    /// wrote it) has its digest worked out from its bytes when first needed, which is the
+    /// simulated disk's for a file written at its end only, as every file of a real run is.
+    digests: BTreeMap<String, FileDigest>,
 }
 
 /// One file of a directory's final listing: name, size and content digest (FNV-1a 64).
@@ -38,6 +44,7 @@ impl RealDir {
             root: root.into(),
             trace: None,
             pacer: None,
+            digests: BTreeMap::new(),
         }
     }
 
@@ -51,6 +58,7 @@ impl RealDir {
             root: root.into(),
             trace: Some(trace),
             pacer: None,
+            digests: BTreeMap::new(),
         })
     }
 
@@ -69,6 +77,24 @@ impl RealDir {
 
     fn path(&self, name: &str) -> PathBuf {
         self.root.join(name)
+    }
+
+    /// The running digest of `name`, kept from here on: worked out from its bytes if this
+    /// process has not touched it yet. None if it cannot be read.
+    fn digest_mut(&mut self, name: &str) -> Option<&mut FileDigest> {
+        if !self.digests.contains_key(name) {
+            let bytes = fs::read(self.path(name)).ok()?;
+            self.digests
+                .insert(name.to_string(), FileDigest::of(&bytes));
+        }
+        self.digests.get_mut(name)
+    }
+
+    /// `bytes` written at `offset_bytes`, the running digest left alone (a write-back).
+    fn write_bytes(&self, name: &str, offset_bytes: u64, bytes: &[u8]) -> Result<(), DiskError> {
+        let file = self.open_existing("write", name, true)?;
+        file.write_all_at(bytes, offset_bytes)
+            .map_err(|e| os_error("write", name, e))
     }
 
     fn open_existing(&self, op: &'static str, name: &str, write: bool) -> Result<File, DiskError> {
@@ -107,7 +133,9 @@ impl Storage for RealDir {
             .truncate(true)
             .open(self.path(name))
             .map(drop)
-            .map_err(|e| os_error("create", name, e))
+            .map_err(|e| os_error("create", name, e))?;
+        self.digests.insert(name.to_string(), FileDigest::empty());
+        Ok(())
     }
 
     fn open_or_create(&mut self, name: &str) -> Result<(), DiskError> {
@@ -120,24 +148,40 @@ impl Storage for RealDir {
     }
 
     fn write(&mut self, name: &str, offset_bytes: u64, bytes: &[u8]) -> Result<(), DiskError> {
-        let file = self.open_existing("write", name, true)?;
-        file.write_all_at(bytes, offset_bytes)
-            .map_err(|e| os_error("write", name, e))
+        let digest = self.digest_mut(name).copied();
+        self.write_bytes(name, offset_bytes, bytes)?;
+        if let Some(mut digest) = digest {
+            digest.write(offset_bytes, bytes);
+            self.digests.insert(name.to_string(), digest);
+        }
+        Ok(())
     }
 
     fn append(&mut self, name: &str, bytes: &[u8]) -> Result<(), DiskError> {
+        let digest = self.digest_mut(name).copied();
         let mut file = OpenOptions::new()
             .append(true)
             .open(self.path(name))
             .map_err(|e| os_error("append", name, e))?;
         file.write_all(bytes)
-            .map_err(|e| os_error("append", name, e))
+            .map_err(|e| os_error("append", name, e))?;
+        if let Some(mut digest) = digest {
+            digest.write(digest.len_bytes(), bytes);
+            self.digests.insert(name.to_string(), digest);
+        }
+        Ok(())
     }
 
     fn truncate(&mut self, name: &str, len_bytes: u64) -> Result<(), DiskError> {
+        let digest = self.digest_mut(name).copied();
         let file = self.open_existing("truncate", name, true)?;
         file.set_len(len_bytes)
-            .map_err(|e| os_error("truncate", name, e))
+            .map_err(|e| os_error("truncate", name, e))?;
+        if let Some(mut digest) = digest {
+            digest.set_len(len_bytes);
+            self.digests.insert(name.to_string(), digest);
+        }
+        Ok(())
     }
 
     fn read(&self, name: &str) -> Result<Vec<u8>, DiskError> {
@@ -156,7 +200,8 @@ impl Storage for RealDir {
     fn write_back(&mut self, name: &str, len_bytes: u64) -> Result<(), DiskError> {
         let mut bytes = self.read(name)?;
         bytes.truncate(usize::try_from(len_bytes).expect("a file's length fits"));
-        self.write(name, 0, &bytes)
+        // The file's bytes stay what they were, and so does its running digest.
+        self.write_bytes(name, 0, &bytes)
     }
 
     fn read_shared(&self, name: &str) -> Result<Contents, DiskError> {
@@ -169,17 +214,28 @@ impl Storage for RealDir {
             .map_err(|e| os_error("stat", name, e))
     }
 
+    fn digest(&mut self, name: &str) -> Option<FileDigest> {
+        self.digest_mut(name).copied()
+    }
+
     fn fsync(&mut self, name: &str) -> Result<(), DiskError> {
         let file = self.open_existing("fsync", name, false)?;
         file.sync_all().map_err(|e| os_error("fsync", name, e))
     }
 
     fn rename(&mut self, from: &str, to: &str) -> Result<(), DiskError> {
-        fs::rename(self.path(from), self.path(to)).map_err(|e| os_error("rename", from, e))
+        fs::rename(self.path(from), self.path(to)).map_err(|e| os_error("rename", from, e))?;
+        match self.digests.remove(from) {
+            Some(digest) => self.digests.insert(to.to_string(), digest),
+            None => self.digests.remove(to),
+        };
+        Ok(())
     }
 
     fn remove(&mut self, name: &str) -> Result<(), DiskError> {
-        fs::remove_file(self.path(name)).map_err(|e| os_error("remove", name, e))
+        fs::remove_file(self.path(name)).map_err(|e| os_error("remove", name, e))?;
+        self.digests.remove(name);
+        Ok(())
     }
 
     fn list(&self) -> Vec<String> {
@@ -201,10 +257,17 @@ impl Storage for RealDir {
         None
     }
 
-    fn record(&mut self, line: &TraceLine) {
+    fn begin(&mut self, line: &TraceLine) {
         if let Some(pacer) = &self.pacer {
             pacer.wait_for(line);
         }
+    }
+
+    fn records(&self) -> bool {
+        self.trace.is_some()
+    }
+
+    fn record(&mut self, line: &TraceLine) {
         if let Some(trace) = &mut self.trace {
             trace
                 .write_all(format!("{line}\n").as_bytes())

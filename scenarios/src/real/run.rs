@@ -7,7 +7,7 @@ use super::pacing::Pacing;
 use crate::runner::{Incarnation, IncarnationEnd, Outcome, RunSpec, RESTARTS_MAX};
 use keel_engine::{EngineError, OperatorState};
 use keel_sim::fault::PlanFile;
-use keel_sim::{Crash, CrashKind, Fault, Fingerprint, Resume};
+use keel_sim::{input_line, Crash, CrashKind, Fault, Fingerprint, Resume};
 use serde::Serialize;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -45,6 +45,9 @@ pub struct RealRun {
     pub final_state: OperatorState,
     /// The children's trace lines, in order.
     pub trace: Vec<String>,
+    /// The digest of the run's input (`RunSpec::input_digest`), which the fingerprint hashes
+    /// first, as a simulated run's does.
+    pub input: u64,
     /// The faults that took effect.
     pub plan: PlanFile,
     /// The sink file's bytes (None if it does not exist).
@@ -59,9 +62,11 @@ impl RealRun {
         self.listing.iter().map(|file| file.name.clone()).collect()
     }
 
-    /// FNV-1a 64 of the trace's text, as `Trace::fingerprint` computes it.
+    /// FNV-1a 64 of the input's line and the trace's text, as `Trace::fingerprint` computes
+    /// it for a simulated run (each step's data digest is on its line).
     pub fn fingerprint(&self) -> Fingerprint {
-        let mut text = String::new();
+        let mut text = input_line(self.input);
+        text.push('\n');
         for line in &self.trace {
             text.push_str(line);
             text.push('\n');
@@ -240,6 +245,7 @@ fn run_children(
         outcome,
         final_state,
         trace,
+        input: spec.input_digest(),
         plan: PlanFile {
             faults: injected,
             kill_at_ms: spec.plan.kill_time_ms(),

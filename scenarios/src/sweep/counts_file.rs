@@ -68,6 +68,9 @@ impl CountsFile {
                 file.keel
             ));
         }
+        if file.events != events_digest(events) {
+            return Err("counted for other events (their file changed since)".to_string());
+        }
         if file.spec != *spec {
             return Err("counted for another scenario or other options".to_string());
         }
@@ -75,9 +78,6 @@ impl CountsFile {
             return Err(
                 "counted for another sweep (sinks, faults, depth or power-loss points)".to_string(),
             );
-        }
-        if file.events != events_digest(events) {
-            return Err("counted for other events (their file changed since)".to_string());
         }
         if file.digest != counts_digest(&file.counts) {
             return Err("its counts do not match their digest (the file was changed)".to_string());
@@ -87,12 +87,7 @@ impl CountsFile {
 }
 
 fn events_digest(events: &[Event]) -> String {
-    let mut digest = FingerprintBuilder::default();
-    for event in events {
-        digest.write(&event.ts.to_le_bytes());
-        digest.write(&event.value.to_le_bytes());
-    }
-    hex16(digest.finish().0).as_str().to_string()
+    crate::catalogue::events_digest(events).to_string()
 }
 
 fn counts_digest(counts: &PairCounts) -> String {

@@ -14,7 +14,8 @@
 //! to a chunk. A write to such a chunk first cuts it to the file (copying it if shared).
 
 use super::chunk_list::ChunkList;
-use std::sync::Arc;
+use crate::digest::Fnv1a64;
+use std::sync::{Arc, OnceLock};
 
 /// The bytes of one chunk: a write into a shared chunk copies at most this much (and the
 /// chunk's group of pointers, `chunk_list.rs`). Measured on forked sweeps (`keel bench
@@ -28,6 +29,10 @@ pub const CHUNK_BYTES: usize = 4 * 1024;
 pub struct Contents {
     chunks: ChunkList,
     len_bytes: usize,
+    /// The bytes' FNV-1a 64 once worked out ([`Contents::fnv`]), shared by the copies of
+    /// contents made whole from bytes (an encoded checkpoint a sweep's points write again
+    /// and again: its digest is worked out once); None for contents a write changed.
+    fnv: Option<Arc<OnceLock<u64>>>,
 }
 
 impl Contents {
@@ -37,6 +42,27 @@ impl Contents {
 
     pub fn is_empty(&self) -> bool {
         self.len_bytes == 0
+    }
+
+    /// The bytes' FNV-1a 64: worked out once for contents made whole from bytes (and their
+    /// copies), hashed each time for contents a write changed.
+    pub fn fnv(&self) -> u64 {
+        let hash = || {
+            let mut hash = Fnv1a64::new();
+            for chunk in self.chunks() {
+                hash.write(chunk);
+            }
+            hash.finish()
+        };
+        match &self.fnv {
+            Some(cell) => *cell.get_or_init(hash),
+            None => hash(),
+        }
+    }
+
+    /// Forgets the bytes' digest: they are about to change.
+    fn changing(&mut self) {
+        self.fnv = None;
     }
 
     /// Whether `other` is a copy of this very file (one chunk list): equal without reading a
@@ -77,6 +103,7 @@ impl Contents {
         let prefix = Contents {
             chunks: self.chunks.prefix(len_bytes.div_ceil(CHUNK_BYTES)),
             len_bytes,
+            fnv: None,
         };
         prefix.check();
         prefix
@@ -211,6 +238,7 @@ impl Contents {
     /// that already holds the bytes written over it is left as it is, still shared: a
     /// process writing a file back as it read it copies none of it.
     pub fn write_at(&mut self, offset_bytes: usize, bytes: &[u8]) {
+        self.changing();
         if offset_bytes == self.len_bytes {
             self.append(bytes);
             return;
@@ -240,6 +268,7 @@ impl Contents {
     /// `other` becomes `other` (every byte of it written over): a copy of its chunk list, no
     /// byte read or copied.
     pub fn write_over(&mut self, other: &Contents) {
+        self.changing();
         if self.len_bytes <= other.len_bytes {
             *self = other.clone();
             return;
@@ -263,6 +292,7 @@ impl Contents {
         if bytes.is_empty() {
             return;
         }
+        self.changing();
         self.own_last_chunk_bytes();
         let mut rest = bytes;
         // Bounded: one round per chunk the bytes reach (the last, then new ones).
@@ -291,6 +321,7 @@ impl Contents {
         if len_bytes == self.len_bytes {
             return;
         }
+        self.changing();
         self.own_last_chunk_bytes();
         if len_bytes <= self.len_bytes {
             let kept_chunks = len_bytes.div_ceil(CHUNK_BYTES);
@@ -462,6 +493,7 @@ impl From<Vec<u8>> for Contents {
             return Contents {
                 chunks: ChunkList::from_chunks(chunks),
                 len_bytes,
+                fnv: Some(Arc::default()),
             };
         }
         Contents::from(&bytes[..])
@@ -478,6 +510,7 @@ impl From<&[u8]> for Contents {
                     .collect(),
             ),
             len_bytes: bytes.len(),
+            fnv: Some(Arc::default()),
         };
         contents.check();
         contents

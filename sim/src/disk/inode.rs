@@ -3,6 +3,7 @@
 //! unpersisted; how an fsync, a failed fsync and a page eviction move them. The crash model
 //! they serve is stated at the top of `disk.rs`.
 
+use crate::digest::FileDigest;
 use std::sync::Arc;
 
 /// A change to a file's data or size that no fsync has covered yet.
@@ -76,7 +77,25 @@ pub(super) struct Inode {
     /// `durable`'s length; a power loss chooses between the two. `None` when no failed
     /// fsync left the size in doubt, or a later completed write or truncate settled it.
     pub(super) failed_len_bytes: Option<u64>,
+    /// The file's running digest ([`FileDigest`]): what a step that reads or writes it shows
+    /// on its trace line. How the file came to be, not what it is: see [`RunningDigest`].
+    pub(super) digest: RunningDigest,
 }
+
+/// An inode's running digest, kept by the disk's operations on it. Two inodes are equal
+/// whatever theirs say (a sweep's comparisons of disks ask what a process can still see,
+/// and a snapshot's files may share another run's chunks), as two runs that wrote the same
+/// bytes otherwise hold the same files; a run's fingerprint is where the digest counts.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct RunningDigest(pub(super) FileDigest);
+
+impl PartialEq for RunningDigest {
+    fn eq(&self, _: &RunningDigest) -> bool {
+        true
+    }
+}
+
+impl Eq for RunningDigest {}
 
 impl Inode {
     pub(super) fn apply(&mut self, op: DataOp) {
@@ -187,6 +206,9 @@ impl Inode {
             let durable = self.durable.copy_range(start..end);
             self.current.write_at(start, &durable);
             dropped_bytes += (end - start) as u64;
+        }
+        if dropped_bytes > 0 {
+            self.digest.0.changed(self.current.len() as u64);
         }
         dropped_bytes
     }

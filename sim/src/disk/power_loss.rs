@@ -507,24 +507,30 @@ impl Disk {
         }
 
         let mut files = Vec::new();
-        let mut resolved: BTreeMap<InodeId, Contents> = BTreeMap::new();
+        // Each surviving file's contents, and whether it had anything at risk (then its
+        // running digest folds the change in).
+        let mut resolved: BTreeMap<InodeId, (Contents, bool)> = BTreeMap::new();
         for &inode in self.inodes.keys() {
             let reachable = names.values().any(|id| *id == inode);
             let made = file_digits.get(&inode).map(Vec::as_slice).unwrap_or(&[]);
             let (contents, outcome) = self.resolve_file(inode, made, reachable);
+            let at_risk = outcome.is_some();
             if let Some(outcome) = outcome {
                 files.push(outcome);
             }
             if reachable {
-                resolved.insert(inode, contents);
+                resolved.insert(inode, (contents, at_risk));
             }
         }
 
         // Boot: what survived is all there is, and all of it is durable.
         let inodes = Arc::make_mut(&mut self.inodes);
         inodes.retain(|inode, _| resolved.contains_key(inode));
-        for (inode, contents) in resolved {
+        for (inode, (contents, at_risk)) in resolved {
             let file = inodes.get_mut(&inode).expect("resolved from a live inode");
+            if at_risk {
+                file.digest.0.changed(contents.len() as u64);
+            }
             file.durable = contents.clone();
             file.current = contents;
             file.pending = Arc::default();

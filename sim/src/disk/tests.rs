@@ -342,3 +342,92 @@ fn disks_alike_through_power_loss_match_files_by_rank_not_by_number() {
     posix.create("x").unwrap();
     assert!(!btrfs.alike_through_power_loss(&posix));
 }
+
+/// A file's running digest is the FNV-1a 64 of its bytes while it is created and written
+/// at its end (however the writes are cut and held); it goes with the file through a
+/// rename, starts again at a creation over it, folds in what a power loss changed, and is
+/// no part of the disk's value.
+#[test]
+fn a_files_running_digest_follows_what_was_written_into_it() {
+    use crate::digest::FileDigest;
+    let mut disk = Disk::new();
+    disk.create("f").unwrap();
+    disk.append("f", b"foo").unwrap();
+    disk.write("f", 3, b"ba").unwrap();
+    disk.append("f", b"r").unwrap();
+    assert_eq!(disk.digest("f").unwrap(), FileDigest::of(b"foobar"));
+    disk.write_back("f", 6).unwrap();
+    assert_eq!(disk.digest("f").unwrap(), FileDigest::of(b"foobar"));
+    let mut shared = Disk::new();
+    shared.create("g").unwrap();
+    let contents = Contents::from(vec![7u8; 3 * crate::CHUNK_BYTES + 5]);
+    shared.write_shared("g", &contents).unwrap();
+    assert_eq!(
+        shared.digest("g").unwrap(),
+        FileDigest::of(&contents.to_vec())
+    );
+    disk.rename("f", "g").unwrap();
+    assert!(disk.digest("f").is_err());
+    assert_eq!(disk.digest("g").unwrap(), FileDigest::of(b"foobar"));
+    disk.create("g").unwrap();
+    assert_eq!(disk.digest("g").unwrap(), FileDigest::empty());
+    // The same bytes written another way: equal disks, other digests.
+    let synced = |writes: &[(u64, &[u8])]| {
+        let mut disk = Disk::new();
+        disk.create("h").unwrap();
+        for (offset, bytes) in writes {
+            disk.write("h", *offset, bytes).unwrap();
+        }
+        disk.fsync("h").unwrap();
+        disk.fsync_dir().unwrap();
+        disk
+    };
+    let once = synced(&[(0, b"xy")]);
+    let over = synced(&[(0, b"xz"), (1, b"y")]);
+    assert_eq!(once, over);
+    assert_ne!(once.digest("h").unwrap(), over.digest("h").unwrap());
+    // A power loss that may cut an append: a change the process did not write, in every
+    // state (the trace names the state, and the file's bytes follow from it).
+    let mut at_risk = once.clone();
+    at_risk.append("h", b"more").unwrap();
+    let appended = at_risk.digest("h").unwrap();
+    for state in 0..at_risk.power_loss_states().count().unwrap() {
+        let mut lost = at_risk.clone();
+        lost.power_loss(state);
+        let mut expected = appended;
+        expected.changed(lost.len_bytes("h").unwrap());
+        assert_eq!(lost.digest("h").unwrap(), expected, "state {state}");
+    }
+    // Nothing at risk: the digest stays.
+    let mut durable = once.clone();
+    durable.power_loss(0);
+    assert_eq!(durable.digest("h").unwrap(), once.digest("h").unwrap());
+}
+
+/// Contents made whole from bytes keep their FNV-1a 64 once worked out, for their copies
+/// too; a write forgets it, and the digest is always the bytes'.
+#[test]
+fn contents_know_their_bytes_digest_until_written() {
+    use crate::digest::fnv1a64;
+    let bytes: Vec<u8> = (0..3 * crate::CHUNK_BYTES + 7).map(|i| i as u8).collect();
+    let made = Contents::from(bytes.clone());
+    let copy = made.clone();
+    assert_eq!(made.fnv(), fnv1a64(&bytes));
+    assert_eq!(copy.fnv(), fnv1a64(&bytes));
+    let mut written = copy.clone();
+    written.write_at(5, b"xyz");
+    let mut expected = bytes.clone();
+    expected[5..8].copy_from_slice(b"xyz");
+    assert_eq!(written.fnv(), fnv1a64(&expected));
+    assert_eq!(copy.fnv(), fnv1a64(&bytes));
+    let mut grown = made.clone();
+    grown.resize(bytes.len() + 1);
+    expected = bytes.clone();
+    expected.push(0);
+    assert_eq!(grown.fnv(), fnv1a64(&expected));
+    assert_eq!(made.prefix(10).fnv(), fnv1a64(&bytes[..10]));
+    let mut over = Contents::from(&b"short"[..]);
+    over.write_over(&made);
+    assert_eq!(over.fnv(), fnv1a64(&bytes));
+    assert_eq!(Contents::default().fnv(), fnv1a64(b""));
+}

@@ -230,3 +230,64 @@ fn same_plan_same_fingerprint() {
     write_three(&mut other).unwrap();
     assert_ne!(run(), other.fingerprint());
 }
+
+/// A step that wrote or read a file shows the file's running digest on its line once its
+/// effect ran (not when a crash came before it); a request shows its payload's digest when
+/// the sink served it (not when it refused it); and the input's digest, named before the
+/// first step, is hashed first.
+#[test]
+fn a_steps_line_shows_the_digest_of_its_data() {
+    use crate::digest::{fnv1a64, FileDigest};
+    let sink_error = FaultPlan::new([PlannedFault {
+        step: 3,
+        fault: Fault::SinkError,
+    }])
+    .unwrap();
+    let mut world = World::new(0, sink_error);
+    world.set_input_digest(7);
+    world
+        .effect("disk.create", "f", |env| env.disk.create("f"))
+        .unwrap()
+        .unwrap();
+    world
+        .effect_data("disk.write", "f", Data::File("f"), |env| {
+            env.disk.append("f", b"abc")
+        })
+        .unwrap()
+        .unwrap();
+    let send =
+        |world: &mut World| world.request_data("log.send", "k", Data::Bytes(b"payload"), |_| ());
+    assert!(send(&mut world).unwrap().is_ok());
+    assert_eq!(
+        send(&mut world).unwrap(),
+        Err(RequestError::Refused),
+        "the planned sink error"
+    );
+    let hex = |digest: u64| crate::hex16(digest).as_str().to_string();
+    assert_eq!(
+        world.trace().text_lines(),
+        [
+            "step 0 t=0ms p0 disk.create f".to_string(),
+            format!(
+                "step 1 t=0ms p0 disk.write f #{}",
+                hex(FileDigest::of(b"abc").value())
+            ),
+            format!("step 2 t=0ms p0 log.send k #{}", hex(fnv1a64(b"payload"))),
+            "step 3 t=0ms p0 log.send k !sink-error".to_string(),
+        ]
+    );
+    let mut text = "input 0000000000000007\n".to_string();
+    for line in world.trace().text_lines() {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    assert_eq!(world.fingerprint(), crate::Fingerprint::of(text.as_bytes()));
+    // A crash before the effect: the step wrote nothing, and its line shows no data.
+    let mut crashed = World::new(0, crash_at(0, CrashPoint::Before));
+    let read = crashed.effect_data("disk.read", "f", Data::File("f"), |_| ());
+    assert!(read.is_err());
+    assert_eq!(
+        crashed.trace().text_lines()[0],
+        "step 0 t=0ms p0 disk.read f !process-crash before"
+    );
+}
