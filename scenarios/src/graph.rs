@@ -36,6 +36,38 @@ pub struct GraphSpec {
 }
 
 impl GraphSpec {
+    /// The digest of this job's input: every event (key and partition included) and every
+    /// knob, as [`GraphSpec::input_text`] writes them. The world's fingerprint hashes it
+    /// first, so two runs on other events or knobs never share a fingerprint. The plan and
+    /// the schedule are not part of it: the trace shows the faults that took effect and
+    /// every action the scheduler chose.
+    pub fn input_digest(&self) -> u64 {
+        keel_sim::fnv1a64(self.input_text().as_bytes())
+    }
+
+    /// The input as text: the events' digest and each knob as `name=value`.
+    pub fn input_text(&self) -> String {
+        let events = serde_json::to_vec(&*self.events).expect("events serialize");
+        let c = &self.config;
+        format!(
+            "job events={:016x} sources={} parallelism={} window={} out_of_orderness={} mode={} sink={} checkpoint_interval_ms={} checkpoint_timeout_ms={} channel_capacity={} action_ms={} checkpoints_max={} restart_delay_ms={} fs_model={}",
+            keel_sim::fnv1a64(&events),
+            c.sources,
+            c.parallelism,
+            c.window_size,
+            c.out_of_orderness,
+            c.mode,
+            c.sink,
+            c.checkpoint_interval_ms,
+            c.checkpoint_timeout_ms,
+            c.channel_capacity,
+            c.action_ms,
+            c.checkpoints_max,
+            self.restart_delay_ms,
+            self.fs_model,
+        )
+    }
+
     pub fn partitions(&self) -> Arc<Vec<Vec<KeyedEvent>>> {
         Arc::new(split_partitions(&self.events, self.config.sources))
     }
@@ -101,11 +133,13 @@ impl GraphRun {
 
 /// A fresh world for `spec`.
 pub fn new_world(spec: &GraphSpec) -> World {
-    World::with_env(
+    let mut world = World::with_env(
         spec.seed,
         spec.plan.clone(),
         Env::new(Disk::with_model(512, spec.fs_model), TxLog::new(60_000)),
-    )
+    );
+    world.set_input_digest(spec.input_digest());
+    world
 }
 
 /// Runs `spec` from a fresh world to its end.
