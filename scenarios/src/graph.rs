@@ -9,6 +9,7 @@
 
 pub mod oracle;
 pub mod schedules;
+pub mod shrink;
 
 use keel_engine::job::{split_partitions, Job, JobConfig, JobStats, KeyedEvent};
 use keel_engine::{EngineError, Interrupt};
@@ -31,6 +32,8 @@ pub struct GraphSpec {
     pub schedule: SchedulePolicy,
     /// Choices to make first (a replayed schedule).
     pub script: Vec<u32>,
+    /// After the script, the first enabled action every time instead of the policy.
+    pub first_after_script: bool,
     pub restart_delay_ms: u64,
     pub fs_model: FsModel,
 }
@@ -145,7 +148,12 @@ pub fn new_world(spec: &GraphSpec) -> World {
 /// Runs `spec` from a fresh world to its end.
 pub fn run(spec: &GraphSpec) -> GraphRun {
     let world = new_world(spec);
-    let scheduler = Scheduler::new(world.seeds(), spec.schedule).scripted(spec.script.clone());
+    let scheduler = Scheduler::new(world.seeds(), spec.schedule);
+    let scheduler = if spec.first_after_script {
+        scheduler.scripted_then_first(spec.script.clone())
+    } else {
+        scheduler.scripted(spec.script.clone())
+    };
     drive(spec, world, scheduler, None)
 }
 

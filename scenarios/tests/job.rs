@@ -17,6 +17,7 @@ fn spec(events: Vec<KeyedEvent>, config: JobConfig, seed: u64) -> GraphSpec {
         seed,
         schedule: SchedulePolicy::Random,
         script: Vec::new(),
+        first_after_script: false,
         restart_delay_ms: 500,
         fs_model: FsModel::Posix,
     }
@@ -268,4 +269,44 @@ fn the_append_sink_duplicates_after_a_crash_in_some_schedule() {
         judge(&run(&replay), &replay.events, 10, JobSinkKind::Append),
         outcome.verdict
     );
+}
+
+#[test]
+fn an_at_least_once_failure_shrinks_to_one_crash_and_a_schedule_that_replays_it() {
+    let config = JobConfig {
+        mode: AlignmentMode::AtLeastOnce,
+        ..JobConfig::default()
+    };
+    let point = GraphSpec {
+        plan: FaultPlan::new([keel_sim::PlannedFault {
+            step: 101,
+            fault: keel_sim::Fault::ProcessCrash {
+                at: keel_sim::CrashPoint::After,
+            },
+        }])
+        .unwrap(),
+        ..spec(ch04(2), config, 0)
+    };
+    let shrunk = keel_scenarios::graph::shrink::shrink(&point, &JobProperty::EXACTLY_ONCE)
+        .expect("the point fails");
+    assert_eq!(shrunk.broken, vec![JobProperty::StateExactlyOnce]);
+    let crash = shrunk.fault.expect("one crash");
+    assert!(crash.step <= 101);
+    let replay = GraphSpec {
+        plan: FaultPlan::new([crash]).unwrap(),
+        script: shrunk.schedule.clone(),
+        first_after_script: true,
+        ..spec(ch04(2), config, 12345)
+    };
+    let verdict = judge(
+        &run(&replay),
+        &replay.events,
+        10,
+        JobSinkKind::Transactional,
+    );
+    assert_eq!(
+        verdict.broken(&JobProperty::EXACTLY_ONCE),
+        vec![JobProperty::StateExactlyOnce]
+    );
+    assert!(verdict.over_counted >= 1);
 }

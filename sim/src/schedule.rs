@@ -10,7 +10,9 @@
 //! - `round-robin`: the first enabled action whose label comes after the label last chosen,
 //!   in label order, wrapping around: a fixed order for teaching;
 //! - a script: a list of choices (indexes into the enabled list, in the order the job offers
-//!   it) that a replay or an exhaustive enumeration hands in; after the script, the policy.
+//!   it) that a replay or an exhaustive enumeration hands in; after the script, the policy,
+//!   or (a shrunk schedule, written without its trailing zeros) always the first enabled
+//!   action.
 //!
 //! Every choice is recorded ([`Scheduler::choices`]): the schedule that ran is data, as a
 //! fault plan is, and replaying it gives the same run byte for byte.
@@ -57,6 +59,9 @@ pub struct Scheduler {
     choices: Vec<u32>,
     /// The label chosen last (round-robin goes on after it).
     last_label: Option<String>,
+    /// After the script, the first enabled action every time (a shrunk schedule), instead
+    /// of the policy.
+    first_after_script: bool,
 }
 
 impl Scheduler {
@@ -67,7 +72,16 @@ impl Scheduler {
             script: Vec::new(),
             choices: Vec::new(),
             last_label: None,
+            first_after_script: false,
         }
+    }
+
+    /// This scheduler making `script`'s choices first and then always the first enabled
+    /// action: a schedule written without its trailing zeros.
+    pub fn scripted_then_first(mut self, script: Vec<u32>) -> Scheduler {
+        self.script = script;
+        self.first_after_script = true;
+        self
     }
 
     /// This scheduler making `script`'s choices first.
@@ -97,7 +111,7 @@ impl Scheduler {
         let n = labels.len();
         let index = if let Some(&scripted) = self.script.get(self.choices.len()) {
             scripted as usize % n
-        } else if n == 1 {
+        } else if n == 1 || self.first_after_script {
             0
         } else {
             match self.policy {

@@ -7,6 +7,7 @@ use crate::catalogue::Scenario;
 use crate::error::KeelError;
 use crate::graph::oracle::{judge, sink_records, JobProperty, JobVerdict};
 use crate::graph::schedules::{enumerate, Enumeration, STATES_MAX_DEFAULT};
+use crate::graph::shrink::shrink;
 use crate::graph::{run, GraphRun, GraphSpec};
 use crate::parallel::{default_jobs, par_map};
 use clap::{Args, Subcommand, ValueEnum};
@@ -160,7 +161,8 @@ pub struct JobRunArgs {
     /// For --fault power-loss: the crash state the disk is left in [default: 0].
     #[arg(long, value_name = "S", requires = "fault")]
     pub crash_state: Option<u64>,
-    /// Replay a schedule: the choices, comma-separated, as a sweep prints them.
+    /// Replay a schedule: the choices, comma-separated, as a sweep prints them (each an
+    /// index into the actions enabled then; after the last, the first enabled action).
     #[arg(long, value_name = "CHOICES", value_parser = parse_choices)]
     pub replay_schedule: Option<Choices>,
     /// Print every step, crash, restart and recovery decision.
@@ -345,6 +347,7 @@ fn spec_of(job: &JobArgs, mode: AlignmentMode, sink: JobSinkKind) -> Result<Grap
             ScheduleArg::RoundRobin => SchedulePolicy::RoundRobin,
         },
         script: Vec::new(),
+        first_after_script: false,
         restart_delay_ms: job.restart_delay_ms,
         fs_model: FsModel::Posix,
     })
@@ -458,6 +461,7 @@ fn cmd_job_run(args: &JobRunArgs) -> Result<Output, KeelError> {
     spec.plan = FaultPlan::new(fault).map_err(|e| KeelError::usage(e.to_string()))?;
     if let Some(choices) = &args.replay_schedule {
         spec.script = choices.0.clone();
+        spec.first_after_script = true;
     }
     let ran = run(&spec);
     let verdict = judge(
@@ -671,6 +675,17 @@ fn cmd_job_sweep(args: &JobSweepArgs) -> Result<Output, KeelError> {
                     reproduce_line(&args.job, &spec, *fault, schedule.as_deref())
                 )
                 .unwrap();
+                let point = GraphSpec {
+                    plan: FaultPlan::new(*fault).expect("one fault"),
+                    script: schedule.clone().unwrap_or_default(),
+                    ..spec.clone()
+                };
+                write_shrunk(
+                    &mut out,
+                    &args.job,
+                    &point,
+                    JobProperty::promised_by(row.sink),
+                );
             }
         }
         if let (Some(expect), Some((_, verdict, _, _))) = (&args.expect, &row.first_failure) {
@@ -849,6 +864,11 @@ fn cmd_job_explore(args: &JobExploreArgs) -> Result<Output, KeelError> {
                 reproduce_line(&args.job, &seed_spec, *fault, None)
             )
             .unwrap();
+            let point = GraphSpec {
+                plan: FaultPlan::new(*fault).expect("one fault"),
+                ..seed_spec.clone()
+            };
+            write_shrunk(&mut out, &args.job, &point, &expected);
             violated |= args.expect.is_some();
         }
     }
@@ -856,6 +876,29 @@ fn cmd_job_explore(args: &JobExploreArgs) -> Result<Output, KeelError> {
         stdout: out,
         exit_code: if violated { EXIT_VIOLATION } else { 0 },
     })
+}
+
+/// Shrinks a failing point and prints it with the line that replays it.
+fn write_shrunk(out: &mut String, job: &JobArgs, point: &GraphSpec, expected: &[JobProperty]) {
+    let Some(shrunk) = shrink(point, expected) else {
+        return;
+    };
+    let names: Vec<&str> = shrunk.broken.iter().map(|p| p.name()).collect();
+    writeln!(
+        out,
+        "  shrunk ({} runs): {} broken with one crash; the schedule departs from the first enabled action at {} of {} choices",
+        shrunk.runs,
+        names.join(", "),
+        shrunk.departures,
+        shrunk.schedule.len()
+    )
+    .unwrap();
+    writeln!(
+        out,
+        "  reproduce shrunk: {}",
+        reproduce_line(job, point, shrunk.fault, Some(&shrunk.schedule))
+    )
+    .unwrap();
 }
 
 /// A seed, its crash, the properties it broke, its verdict.
