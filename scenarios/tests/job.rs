@@ -310,3 +310,25 @@ fn an_at_least_once_failure_shrinks_to_one_crash_and_a_schedule_that_replays_it(
     );
     assert!(verdict.over_counted >= 1);
 }
+
+#[test]
+fn job_teach_shows_the_three_modes_after_one_kill() {
+    use clap::Parser;
+    let cli = keel_scenarios::cli::Cli::try_parse_from(["keel", "job", "teach"]).unwrap();
+    let output = keel_scenarios::cli::execute(&cli).unwrap();
+    let rows: Vec<&str> = output
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| ---"))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            "| mode | windows over-counted in state | duplicates in the sink | alignment (ms) | largest snapshot (bytes) | in-flight items stored |",
+            "| aligned | 0 | 0 | 61 | 624 | 0 |",
+            "| unaligned | 0 | 0 | 0 | 788 | 10 |",
+            "| at-least-once | 1 | 0 | 0 | 621 | 0 |",
+        ]
+    );
+    assert!(output.stdout.contains("kill -9 at t=88ms"));
+}
