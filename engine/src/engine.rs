@@ -479,7 +479,7 @@ impl Engine {
 pub const IN_PLACE_FILE: &str = "state.json";
 
 /// One disk operation as one step; an I/O error aborts the incarnation.
-fn disk_step<S: Storage>(
+pub(crate) fn disk_step<S: Storage>(
     world: &mut World<S>,
     op: &'static str,
     target: &str,

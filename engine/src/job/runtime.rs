@@ -6,7 +6,7 @@
 //! Every action is one or more world steps of one task (its first step names the action),
 //! so a fault plan can aim at any of them and the trace shows the schedule.
 
-use crate::engine::{EngineError, Interrupt};
+use crate::engine::{disk_step, EngineError, Interrupt};
 use crate::job::channel::{Channel, Item};
 use crate::job::input::{operator_of, KeyedEvent};
 use crate::job::keyed::{JobRecord, KeyedWindows};
@@ -183,21 +183,6 @@ impl PartialEq for Job {
     fn eq(&self, other: &Job) -> bool {
         self.state_text() == other.state_text()
     }
-}
-
-fn abort(message: String) -> Interrupt {
-    Interrupt::Abort(EngineError { message })
-}
-
-fn disk_step<S: Storage>(
-    world: &mut World<S>,
-    op: &'static str,
-    target: &str,
-    operation: impl FnOnce(&mut S) -> Result<(), keel_sim::DiskError>,
-) -> Result<(), Interrupt> {
-    world
-        .effect(op, target, |env| operation(&mut env.disk))?
-        .map_err(|e| abort(format!("{op} {target}: {e}")))
 }
 
 impl Job {

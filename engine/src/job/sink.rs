@@ -13,7 +13,7 @@
 //!   n's snapshot lists as pending (re-commit: a part already there is left alone) and
 //!   aborts (removes) every other transaction file.
 
-use crate::engine::{EngineError, Interrupt};
+use crate::engine::{disk_step, EngineError, Interrupt};
 use crate::job::keyed::JobRecord;
 use crate::job::snapshot::checkpoint_of;
 use keel_sim::{Storage, World};
@@ -85,21 +85,6 @@ pub struct SinkCounts {
     pub written: u64,
     pub skipped: u64,
     pub committed: u64,
-}
-
-fn disk_step<S: Storage>(
-    world: &mut World<S>,
-    op: &'static str,
-    target: &str,
-    operation: impl FnOnce(&mut S) -> Result<(), keel_sim::DiskError>,
-) -> Result<(), Interrupt> {
-    world
-        .effect(op, target, |env| operation(&mut env.disk))?
-        .map_err(|e| {
-            Interrupt::Abort(EngineError {
-                message: format!("{op} {target}: {e}"),
-            })
-        })
 }
 
 impl JobSink {
