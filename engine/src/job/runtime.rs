@@ -6,7 +6,7 @@
 //! Every action is one or more world steps of one task (its first step names the action),
 //! so a fault plan can aim at any of them and the trace shows the schedule.
 
-use crate::engine::{disk_step, EngineError, Interrupt};
+use crate::engine::{disk_step, Interrupt};
 use crate::job::channel::{Channel, Item};
 use crate::job::input::{operator_of, KeyedEvent};
 use crate::job::keyed::{JobRecord, KeyedWindows};
