@@ -89,6 +89,56 @@ impl Alignment {
         self.arrived.iter_mut().for_each(|a| *a = false);
         self.taken = None;
     }
+
+    /// Barrier `checkpoint` arrived: None for a declined checkpoint's late barrier (ignored),
+    /// else whether it is its checkpoint's first (a newer checkpoint replaces an older one
+    /// still aligning: that one was declined).
+    fn admit(&mut self, checkpoint: u64, now_ms: u64) -> Option<bool> {
+        match self.checkpoint {
+            Some(aligning) if aligning > checkpoint => return None,
+            Some(aligning) if aligning == checkpoint => return Some(false),
+            _ => {}
+        }
+        self.reset();
+        self.checkpoint = Some(checkpoint);
+        self.since_ms = now_ms;
+        Some(true)
+    }
+
+    /// Input `input` delivered the barrier. Once every input has, the alignment ends: the
+    /// ms its first input was blocked (aligned mode) and the snapshot taken at the first
+    /// barrier (unaligned mode).
+    fn arrive(
+        &mut self,
+        input: usize,
+        mode: AlignmentMode,
+        now_ms: u64,
+    ) -> Option<(u64, Option<TaskSnapshot>)> {
+        self.arrived[input] = true;
+        if !self.arrived.iter().all(|a| *a) {
+            return None;
+        }
+        let blocked_ms = if mode == AlignmentMode::Aligned {
+            now_ms - self.since_ms
+        } else {
+            0
+        };
+        let taken = self.taken.take();
+        self.reset();
+        Some((blocked_ms, taken))
+    }
+
+    /// Unaligned: an item taken after the snapshot, before this input's barrier, goes into it.
+    fn record(&mut self, input: usize, item: &Item) {
+        if self.arrived[input] {
+            return;
+        }
+        if let Some(TaskSnapshot::Operator { recorded, .. } | TaskSnapshot::Sink { recorded, .. }) =
+            self.taken.as_mut()
+        {
+            recorded[input].push(item.clone());
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -663,13 +713,8 @@ impl Job {
         if let Item::Barrier { checkpoint } = item {
             return self.operator_barrier(world, op, input, checkpoint, now_ms);
         }
-        // Unaligned: an item taken after the snapshot, before this input's barrier.
         let operator = &mut self.operators[op];
-        if let Some(TaskSnapshot::Operator { recorded, .. }) = operator.align.taken.as_mut() {
-            if !operator.align.arrived[input] {
-                recorded[input].push(item.clone());
-            }
-        }
+        operator.align.record(input, &item);
         let records = match item {
             Item::Event { key, ts, value, .. } => {
                 operator
@@ -710,35 +755,23 @@ impl Job {
     ) -> Result<(), Interrupt> {
         let mode = self.config.mode;
         let inputs = self.sources.len();
-        let align = &mut self.operators[op].align;
-        if align.checkpoint.is_some_and(|c| c > checkpoint) {
-            return Ok(()); // A declined checkpoint's late barrier.
-        }
-        if align.checkpoint.is_some_and(|c| c < checkpoint) {
-            align.reset(); // The older checkpoint was declined: align on this one.
-        }
-        if align.checkpoint.is_none() {
-            align.checkpoint = Some(checkpoint);
-            align.since_ms = now_ms;
-            if mode == AlignmentMode::Unaligned {
-                let in_flight = self.to_sink[op].overtake(Item::Barrier { checkpoint });
-                let operator = &mut self.operators[op];
-                operator.align.taken = Some(TaskSnapshot::Operator {
-                    state: operator.state.clone(),
-                    recorded: vec![Vec::new(); inputs],
-                    in_flight,
-                });
-            }
-        }
-        let align = &mut self.operators[op].align;
-        align.arrived[input] = true;
-        if !align.arrived.iter().all(|a| *a) {
+        let Some(first) = self.operators[op].align.admit(checkpoint, now_ms) else {
             return Ok(());
+        };
+        if first && mode == AlignmentMode::Unaligned {
+            let in_flight = self.to_sink[op].overtake(Item::Barrier { checkpoint });
+            let operator = &mut self.operators[op];
+            operator.align.taken = Some(TaskSnapshot::Operator {
+                state: operator.state.clone(),
+                recorded: vec![Vec::new(); inputs],
+                in_flight,
+            });
         }
-        if mode == AlignmentMode::Aligned {
-            self.stats.alignment_ms += now_ms - align.since_ms;
-        }
-        let snapshot = match align.taken.take() {
+        let Some((blocked_ms, taken)) = self.operators[op].align.arrive(input, mode, now_ms) else {
+            return Ok(());
+        };
+        self.stats.alignment_ms += blocked_ms;
+        let snapshot = match taken {
             Some(taken) => taken,
             None => {
                 self.to_sink[op].push(Item::Barrier { checkpoint });
@@ -749,7 +782,6 @@ impl Job {
                 }
             }
         };
-        self.operators[op].align.reset();
         self.write_snapshot(world, checkpoint, &operator_label(op as u32), &snapshot)
     }
 
@@ -767,26 +799,16 @@ impl Job {
             Item::Barrier { checkpoint } => self.sink_barrier(world, input, checkpoint, now_ms),
             Item::End => {
                 self.sink.ended[input] = true;
-                self.record_at_sink(input, item);
+                self.sink.align.record(input, &item);
                 Ok(())
             }
             Item::Record { ref record } => {
                 let record = record.clone();
-                self.record_at_sink(input, item);
+                self.sink.align.record(input, &item);
                 self.sink.conn.write(world, &record, &mut self.stats.sink)
             }
             Item::Event { .. } | Item::Watermark { .. } => {
                 unreachable!("only records reach the sink")
-            }
-        }
-    }
-
-    /// Unaligned: an item the sink took after its snapshot, before this input's barrier.
-    fn record_at_sink(&mut self, input: usize, item: Item) {
-        let align = &mut self.sink.align;
-        if let Some(TaskSnapshot::Sink { recorded, .. }) = align.taken.as_mut() {
-            if !align.arrived[input] {
-                recorded[input].push(item);
             }
         }
     }
@@ -800,34 +822,22 @@ impl Job {
     ) -> Result<(), Interrupt> {
         let mode = self.config.mode;
         let inputs = self.operators.len();
-        let align = &mut self.sink.align;
-        if align.checkpoint.is_some_and(|c| c > checkpoint) {
+        let Some(first) = self.sink.align.admit(checkpoint, now_ms) else {
             return Ok(());
+        };
+        if first && mode == AlignmentMode::Unaligned {
+            self.sink.conn.pre_commit(world, checkpoint)?;
+            self.sink.align.taken = Some(TaskSnapshot::Sink {
+                pending: self.sink.conn.pending.clone(),
+                ended: self.sink.ended.clone(),
+                recorded: vec![Vec::new(); inputs],
+            });
         }
-        if align.checkpoint.is_some_and(|c| c < checkpoint) {
-            align.reset();
-        }
-        if align.checkpoint.is_none() {
-            align.checkpoint = Some(checkpoint);
-            align.since_ms = now_ms;
-            if mode == AlignmentMode::Unaligned {
-                self.sink.conn.pre_commit(world, checkpoint)?;
-                self.sink.align.taken = Some(TaskSnapshot::Sink {
-                    pending: self.sink.conn.pending.clone(),
-                    ended: self.sink.ended.clone(),
-                    recorded: vec![Vec::new(); inputs],
-                });
-            }
-        }
-        let align = &mut self.sink.align;
-        align.arrived[input] = true;
-        if !align.arrived.iter().all(|a| *a) {
+        let Some((blocked_ms, taken)) = self.sink.align.arrive(input, mode, now_ms) else {
             return Ok(());
-        }
-        if mode == AlignmentMode::Aligned {
-            self.stats.alignment_ms += now_ms - align.since_ms;
-        }
-        let snapshot = match align.taken.take() {
+        };
+        self.stats.alignment_ms += blocked_ms;
+        let snapshot = match taken {
             Some(taken) => taken,
             None => {
                 self.sink.conn.pre_commit(world, checkpoint)?;
@@ -838,7 +848,6 @@ impl Job {
                 }
             }
         };
-        self.sink.align.reset();
         self.write_snapshot(world, checkpoint, SINK_LABEL, &snapshot)
     }
 
