@@ -32,6 +32,9 @@ pub struct GenSpec {
     pub late_by_max: i64,
     /// Values are drawn from 1..=value_max.
     pub value_max: i64,
+    /// Keys `k0`..`k{keys-1}`, drawn uniformly after the value; 0 writes no key (one key
+    /// for all), and the stream is byte for byte what it was without keys.
+    pub keys: u64,
 }
 
 impl GenSpec {
@@ -67,9 +70,18 @@ impl GenSpec {
                 self.value_max
             ));
         }
+        if self.keys > GEN_KEYS_MAX {
+            return Err(format!(
+                "--keys must be between 0 and {GEN_KEYS_MAX}, got {}",
+                self.keys
+            ));
+        }
         Ok(())
     }
 }
+
+/// The most distinct keys `keel gen` draws.
+pub const GEN_KEYS_MAX: u64 = 1_000_000;
 
 /// A uniform draw from `[0, bound)` (Lemire's multiply-shift: no modulo, no loop).
 fn below(rng: &mut ChaCha8Rng, bound: u64) -> u64 {
@@ -82,7 +94,8 @@ fn unit(rng: &mut ChaCha8Rng) -> f64 {
     (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// The stream as JSON lines, `{"ts": <int>, "value": <int>}` each, newline-terminated.
+/// The stream as JSON lines, `{"ts": <int>, "value": <int>}` each (with `"key": "k<n>"`
+/// between them when `keys` is not 0), newline-terminated.
 /// `spec` must validate.
 pub fn generate(spec: &GenSpec) -> String {
     spec.validate().expect("the command validates the spec");
@@ -97,7 +110,14 @@ pub fn generate(spec: &GenSpec) -> String {
             position - below(&mut rng, spec.out_of_orderness as u64 + 1) as i64
         };
         let value = 1 + below(&mut rng, spec.value_max as u64) as i64;
-        out.push_str(&format!("{{\"ts\": {ts}, \"value\": {value}}}\n"));
+        if spec.keys == 0 {
+            out.push_str(&format!("{{\"ts\": {ts}, \"value\": {value}}}\n"));
+        } else {
+            let key = below(&mut rng, spec.keys);
+            out.push_str(&format!(
+                "{{\"ts\": {ts}, \"key\": \"k{key}\", \"value\": {value}}}\n"
+            ));
+        }
     }
     out
 }
@@ -115,6 +135,7 @@ mod tests {
             late_fraction: 0.1,
             late_by_max: 200,
             value_max: 100,
+            keys: 0,
         }
     }
 
@@ -168,5 +189,34 @@ mod tests {
         bad = spec(1, 1);
         bad.late_by_max = 0;
         assert!(bad.validate().unwrap_err().starts_with("--late-by-max"));
+        bad = spec(1, 1);
+        bad.keys = GEN_KEYS_MAX + 1;
+        assert!(bad.validate().unwrap_err().starts_with("--keys"));
+    }
+
+    #[test]
+    fn keys_come_after_the_draws_of_an_unkeyed_stream() {
+        let unkeyed = parse_events(&generate(&spec(500, 4))).unwrap();
+        let keyed_spec = GenSpec {
+            keys: 3,
+            ..spec(500, 4)
+        };
+        let text = generate(&keyed_spec);
+        let keyed = keel_engine::job::parse_keyed_events(&text, 1).unwrap();
+        assert_eq!(keyed.len(), 500);
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, event) in keyed.iter().enumerate() {
+            assert!(
+                ["k0", "k1", "k2"].contains(&event.key.as_str()),
+                "{event:?}"
+            );
+            seen.insert(event.key.clone());
+            // The key is drawn last, so the stream's first event has the unkeyed one's
+            // timestamp and value; later ones differ (one more draw per event).
+            if i == 0 {
+                assert_eq!((event.ts, event.value), (unkeyed[0].ts, unkeyed[0].value));
+            }
+        }
+        assert_eq!(seen.len(), 3);
     }
 }

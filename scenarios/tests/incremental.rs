@@ -179,6 +179,7 @@ fn incremental_and_full_checkpoints_emit_the_same_records() {
             late_fraction: [0.0, 0.1, 0.3][(seed % 3) as usize],
             late_by_max: 1 + (seed as i64 * 7) % 60,
             value_max: 100,
+            keys: 0,
         };
         let events = parse_events(&generate(&gen)).unwrap();
         let mut spec = ScenarioSpec {

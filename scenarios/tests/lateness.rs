@@ -144,6 +144,7 @@ fn a_sweep_with_allowed_lateness_is_exactly_once_on_idempotent_at_every_point() 
         late_fraction: 0.25,
         late_by_max: 12,
         value_max: 9,
+        keys: 0,
     });
     let path = events_file("gen-40.jsonl", &stream);
     let knobs = [

@@ -330,6 +330,7 @@ impl GenFile {
             late_fraction: 0.1,
             late_by_max: 200,
             value_max: 100,
+            keys: 0,
         });
         let path =
             std::env::temp_dir().join(format!("keel-bench-{}-{events}.jsonl", std::process::id()));

@@ -55,6 +55,10 @@ pub struct GenArgs {
     )]
     pub value_max: i64,
 
+    /// Keys k0 to k(K-1), one drawn per event, for keyed jobs (`keel job`); 0: no key.
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    pub keys: u64,
+
     /// Write the stream to FILE (atomically: a temp file, fsync, rename) instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub out: Option<String>,
@@ -68,6 +72,7 @@ pub(crate) fn cmd_gen(args: &GenArgs) -> Result<Output, KeelError> {
         late_fraction: args.late_fraction,
         late_by_max: args.late_by_max,
         value_max: args.value_max,
+        keys: args.keys,
     };
     spec.validate().map_err(KeelError::usage)?;
     let text = generate(&spec);

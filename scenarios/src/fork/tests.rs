@@ -74,6 +74,7 @@ fn generated_fault_free(spec: &ScenarioSpec, events: u64, seed: u64, sink: SinkK
         late_fraction: 0.1,
         late_by_max: 30,
         value_max: 9,
+        keys: 0,
     });
     let events = keel_engine::parse_events(&text).unwrap();
     spec.run_spec(&events, sink, FaultPlan::none()).unwrap()
