@@ -100,15 +100,23 @@ impl Scheduler {
     }
 
     /// Picks one of `labels` (the enabled actions, in the job's order; at least one) and
-    /// returns its index. A scripted choice beyond the list is taken modulo its length, so
-    /// any script is a schedule (a shrunk or hand-edited one included).
+    /// returns its index: [`Scheduler::choose_among`] with the labels at hand.
     pub fn choose(&mut self, labels: &[String]) -> usize {
-        assert!(!labels.is_empty(), "a choice among no action");
+        self.choose_among(labels.len(), |i| labels[i].clone())
+    }
+
+    /// Picks one of `n` enabled actions (at least one), the i-th named `label(i)`, and
+    /// returns its index. A scripted choice beyond the list is taken modulo its length, so
+    /// any script is a schedule (a shrunk or hand-edited one included). Only round-robin
+    /// reads labels: the other policies never render one, which keeps a random schedule's
+    /// step to one draw.
+    pub fn choose_among(&mut self, n: usize, label: impl Fn(usize) -> String) -> usize {
+        assert!(n > 0, "a choice among no action");
         assert!(
             self.choices.len() < CHOICES_MAX,
             "schedule exceeded {CHOICES_MAX} choices"
         );
-        let n = labels.len();
+        let round_robin_reads = self.policy == SchedulePolicy::RoundRobin;
         let index = if let Some(&scripted) = self.script.get(self.choices.len()) {
             scripted as usize % n
         } else if n == 1 || self.first_after_script {
@@ -116,12 +124,17 @@ impl Scheduler {
         } else {
             match self.policy {
                 SchedulePolicy::Random => (self.rng.next_u64() % n as u64) as usize,
-                SchedulePolicy::RoundRobin => round_robin(labels, self.last_label.as_deref()),
+                SchedulePolicy::RoundRobin => {
+                    let labels: Vec<String> = (0..n).map(&label).collect();
+                    round_robin(&labels, self.last_label.as_deref())
+                }
             }
         };
         assert!(index < n);
         self.choices.push(index as u32);
-        self.last_label = Some(labels[index].clone());
+        if round_robin_reads {
+            self.last_label = Some(label(index));
+        }
         index
     }
 }

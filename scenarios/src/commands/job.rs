@@ -9,7 +9,7 @@ use crate::error::KeelError;
 use crate::graph::oracle::{judge, sink_records, JobProperty, JobVerdict};
 use crate::graph::schedules::{enumerate, Enumeration, STATES_MAX_DEFAULT};
 use crate::graph::shrink::shrink;
-use crate::graph::{run, GraphRun, GraphSpec};
+use crate::graph::{run, run_streamed, GraphRun, GraphSpec};
 use crate::parallel::{default_jobs, par_map};
 use clap::{Args, Subcommand, ValueEnum};
 use keel_engine::job::{parse_keyed_events, AlignmentMode, JobConfig, JobSinkKind, KeyedEvent};
@@ -919,7 +919,7 @@ fn explore_seed(spec: &GraphSpec, seed: u64, expected: &[JobProperty]) -> SeedRe
         seed,
         ..spec.clone()
     };
-    let steps = run(&base).world.steps_taken();
+    let steps = run_streamed(&base).world.steps_taken();
     let mut draws = SeedTree::new(seed).stream(Subsystem::Plan);
     let step = draws.next_u64() % steps.max(1);
     let at = if draws.next_u64() % 2 == 0 {
@@ -935,7 +935,7 @@ fn explore_seed(spec: &GraphSpec, seed: u64, expected: &[JobProperty]) -> SeedRe
         plan: FaultPlan::new([fault]).expect("one fault"),
         ..base
     };
-    let ran = run(&point);
+    let ran = run_streamed(&point);
     let verdict = judge(
         &ran,
         &point.events,
