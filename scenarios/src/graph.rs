@@ -71,6 +71,23 @@ impl GraphSpec {
         )
     }
 
+    /// The job in one line: its graph, its events and the knobs a reader compares runs by.
+    pub fn summary_line(&self) -> String {
+        let c = &self.config;
+        format!(
+            "job: sources={} parallelism={} events={} window={} out_of_orderness={} checkpoint_interval_ms={} channel_capacity={} schedule={} seed={}",
+            c.sources,
+            c.parallelism,
+            self.events.len(),
+            c.window_size,
+            c.out_of_orderness,
+            c.checkpoint_interval_ms,
+            c.channel_capacity,
+            self.schedule,
+            self.seed
+        )
+    }
+
     pub fn partitions(&self) -> Arc<Vec<Vec<KeyedEvent>>> {
         Arc::new(split_partitions(&self.events, self.config.sources))
     }

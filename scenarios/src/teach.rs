@@ -21,6 +21,7 @@ use keel_engine::{CheckpointProtocol, Event, KeyScheme, SinkKind};
 use keel_sim::{FaultKind, FaultPlan};
 use pictures::{heatmap_svg, timeline_svg};
 
+pub mod job;
 mod pictures;
 mod text;
 pub use pictures::FONT_FAMILIES;
@@ -168,6 +169,8 @@ pub struct Lessons {
     pub timeout_losses: Vec<Vec<u64>>,
     /// The steps of each sink's fault-free run (the pictures mark them on their x axis).
     pub fault_free_sites: Vec<(SinkKind, Vec<SiteRow>)>,
+    /// The same events as a parallel job: three checkpoint modes, one kill.
+    pub job: job::JobLesson,
 }
 
 fn run(
@@ -302,6 +305,11 @@ pub fn lessons_with(
         crash_records,
         timeout_losses,
         fault_free_sites,
+        job: job::JobLesson::compute(&job::teach_job_spec(
+            events,
+            spec.window,
+            spec.out_of_orderness,
+        )),
         knobs,
         spec: spec.clone(),
     })

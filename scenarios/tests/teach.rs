@@ -400,7 +400,7 @@ fn derived(sections: &[Section]) -> Vec<Vec<String>> {
 /// the figures `derived` names.
 fn assert_prose_figures_are_computed(markdown: &str) {
     let sections = sections(markdown);
-    assert_eq!(sections.len(), 6, "{markdown}");
+    assert_eq!(sections.len(), 7, "{markdown}");
     let derived = derived(&sections);
     let mut known: Vec<String> = Vec::new();
     for (i, section) in sections.iter().enumerate() {

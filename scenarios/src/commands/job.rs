@@ -362,11 +362,8 @@ pub(super) fn spec_of(
 }
 
 pub(super) fn job_line(spec: &GraphSpec, events: usize) -> String {
-    let c = &spec.config;
-    format!(
-        "job: sources={} parallelism={} events={events} window={} out_of_orderness={} checkpoint_interval_ms={} channel_capacity={} schedule={} seed={}",
-        c.sources, c.parallelism, c.window_size, c.out_of_orderness, c.checkpoint_interval_ms, c.channel_capacity, spec.schedule, spec.seed
-    )
+    assert_eq!(events, spec.events.len());
+    spec.summary_line()
 }
 
 /// The `keel job run` command line that replays `spec` with `fault` and `schedule`.

@@ -21,7 +21,7 @@ fn para(out: &mut String, text: &str) {
     out.push_str("\n\n");
 }
 
-fn code(out: &mut String, format: TableFormat, lines: &[String]) {
+pub(super) fn code(out: &mut String, format: TableFormat, lines: &[String]) {
     if format == TableFormat::Markdown {
         out.push_str("```text\n");
     }
@@ -116,7 +116,21 @@ impl Lessons {
         self.exercises(&mut out, lang, format);
         self.sweep_section(&mut out, lang, format);
         self.timeout_section(&mut out, lang, format);
+        self.job_section(&mut out, lang, format);
         out
+    }
+
+    fn job_section(&self, out: &mut String, lang: Lang, format: TableFormat) {
+        heading(
+            out,
+            format,
+            t(
+                lang,
+                "7. A parallel job: aligned, unaligned and at-least-once checkpoints",
+                "7. 并行作业：对齐、非对齐与 at-least-once 检查点",
+            ),
+        );
+        self.job.render(out, lang, format);
     }
 
     fn baseline_section(&self, out: &mut String, lang: Lang, format: TableFormat) {
