@@ -11,7 +11,7 @@ use crate::encode_memo::EncodeMemo;
 use crate::event::{Event, JSON_SAFE_INT_MAX};
 use crate::incremental::Incremental;
 use crate::known_sink::KnownSinkFile;
-use crate::protocol::{CheckpointMode, CheckpointProtocol};
+use crate::protocol::{CheckpointProtocol, StateBackend};
 use crate::record::Record;
 use crate::sink::{SinkConnector, SinkError, SinkKind};
 use crate::txsink::TxSink;
@@ -45,8 +45,12 @@ pub struct EngineConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed_lateness: Option<i64>,
     /// Full checkpoints (the default) or incremental ones (`incremental.rs`).
-    #[serde(default, skip_serializing_if = "CheckpointMode::is_full")]
-    pub checkpoint_mode: CheckpointMode,
+    #[serde(
+        default,
+        skip_serializing_if = "StateBackend::is_full",
+        alias = "checkpoint_mode"
+    )]
+    pub state_backend: StateBackend,
 }
 
 /// How a record's idempotency key is made.
@@ -83,7 +87,7 @@ impl Default for EngineConfig {
             key: KeyScheme::EventIndex,
             event_interval_ms: 300,
             allowed_lateness: None,
-            checkpoint_mode: CheckpointMode::Full,
+            state_backend: StateBackend::Full,
         }
     }
 }
@@ -114,14 +118,14 @@ impl EngineConfig {
         if self.checkpoint_every == 0 {
             return Err("--checkpoint-every must be at least 1, got 0".to_string());
         }
-        if !self.protocol.supports(self.checkpoint_mode) {
-            return Err(match self.checkpoint_mode {
-                CheckpointMode::Full => format!(
-                    "--checkpoint-protocol {} is a variant of the incremental protocol: add --checkpoint-mode incremental",
+        if !self.protocol.supports(self.state_backend) {
+            return Err(match self.state_backend {
+                StateBackend::Full => format!(
+                    "--checkpoint-protocol {} is a variant of the incremental protocol: add --state-backend incremental",
                     self.protocol
                 ),
-                CheckpointMode::Incremental => format!(
-                    "--checkpoint-protocol {} rewrites one state.json and has no incremental form: use --checkpoint-mode full",
+                StateBackend::Incremental => format!(
+                    "--checkpoint-protocol {} rewrites one state.json and has no incremental form: use --state-backend full",
                     self.protocol
                 ),
             });
@@ -337,9 +341,9 @@ impl Engine {
         world.effect("source.read", read_target(index), |_| ())?;
         let event = events[index as usize];
         let key_prefix = self.key_prefix(world, &index.to_string());
-        let changed = match self.config.checkpoint_mode {
-            CheckpointMode::Full => None,
-            CheckpointMode::Incremental => Some(&mut self.incremental.dirty),
+        let changed = match self.config.state_backend {
+            StateBackend::Full => None,
+            StateBackend::Incremental => Some(&mut self.incremental.dirty),
         };
         let records = self.state.on_event_noting(
             &key_prefix,
@@ -368,7 +372,7 @@ impl Engine {
         world.effect("source.read", END_OF_INPUT, |_| ())?;
         let key_prefix = self.key_prefix(world, "flush");
         let flushed = self.state.flush(&key_prefix, self.config.out_of_orderness);
-        if self.config.checkpoint_mode == CheckpointMode::Incremental {
+        if self.config.state_backend == StateBackend::Incremental {
             self.incremental
                 .dirty
                 .extend(flushed.iter().map(|r| r.window_end));

@@ -1,4 +1,4 @@
-//! Incremental checkpoints (`--checkpoint-mode incremental`): a chain of a base and deltas,
+//! Incremental checkpoints (`--state-backend incremental`): a chain of a base and deltas,
 //! named by a manifest, and the crash-consistency protocol that writes and recovers it.
 //!
 //! # Files

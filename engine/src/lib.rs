@@ -32,7 +32,7 @@ pub use engine::{
 };
 pub use event::{parse_events, Event, EventParseError, EVENT_INT_MAX, EVENT_INT_MIN};
 pub use known_sink::KnownSinkFile;
-pub use protocol::{CheckpointMode, CheckpointProtocol};
+pub use protocol::{CheckpointProtocol, StateBackend};
 pub use record::{Record, RecordKind};
 pub use sink::{SinkKind, SINK_WRITE_OP};
 pub use window::{format_windows, OperatorState, WindowState};

@@ -2,7 +2,7 @@
 //! prove the oracle catches them. Each variant differs from `safe` in exactly one decision.
 //!
 //! A protocol is a set of decisions, and each decision applies to both checkpoint modes
-//! (`CheckpointMode`): full checkpoints (one `state-N.json` each, the chapter's) and
+//! (`StateBackend`): full checkpoints (one `state-N.json` each, the chapter's) and
 //! incremental ones (a chain of a base and deltas named by a manifest, `incremental.rs`).
 //! `in-place` has no incremental form and `no-delta-fsync` no full one: `EngineConfig::validate`
 //! refuses those pairs.
@@ -97,10 +97,10 @@ impl CheckpointProtocol {
     }
 
     /// Whether the protocol has a form in `mode`.
-    pub fn supports(&self, mode: CheckpointMode) -> bool {
+    pub fn supports(&self, mode: StateBackend) -> bool {
         match mode {
-            CheckpointMode::Full => *self != CheckpointProtocol::NoDeltaFsync,
-            CheckpointMode::Incremental => *self != CheckpointProtocol::InPlace,
+            StateBackend::Full => *self != CheckpointProtocol::NoDeltaFsync,
+            StateBackend::Incremental => *self != CheckpointProtocol::InPlace,
         }
     }
 
@@ -146,7 +146,7 @@ impl CheckpointProtocol {
     Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
 #[serde(rename_all = "kebab-case")]
-pub enum CheckpointMode {
+pub enum StateBackend {
     /// Every checkpoint is one file with every window (`state-N.json`): the chapter's.
     #[default]
     Full,
@@ -156,21 +156,21 @@ pub enum CheckpointMode {
     Incremental,
 }
 
-impl CheckpointMode {
+impl StateBackend {
     pub fn name(&self) -> &'static str {
         match self {
-            CheckpointMode::Full => "full",
-            CheckpointMode::Incremental => "incremental",
+            StateBackend::Full => "full",
+            StateBackend::Incremental => "incremental",
         }
     }
 
     /// The default, absent from spec files and the reports' config.
     pub fn is_full(&self) -> bool {
-        *self == CheckpointMode::Full
+        *self == StateBackend::Full
     }
 }
 
-impl fmt::Display for CheckpointMode {
+impl fmt::Display for StateBackend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }

@@ -88,7 +88,7 @@ fuzz_target!(|data: &[u8]| {
         key: KeyScheme::EventIndex,
         event_interval_ms: 100,
         allowed_lateness: None,
-        checkpoint_mode: keel_engine::CheckpointMode::Full,
+        state_backend: keel_engine::StateBackend::Full,
     };
     let spec = RunSpec {
         events: events.into(),

@@ -147,10 +147,10 @@ fuzz_target!(|data: &[u8]| {
             .map(|l| signed(l, &[0, max, max + 1, -1, i64::MIN])),
         // One seed in three with incremental checkpoints (a protocol without that form,
         // in-place, is then refused, as no-delta-fsync is with full ones).
-        checkpoint_mode: if input.seed % 3 == 1 {
-            keel_engine::CheckpointMode::Incremental
+        state_backend: if input.seed % 3 == 1 {
+            keel_engine::StateBackend::Incremental
         } else {
-            keel_engine::CheckpointMode::Full
+            keel_engine::StateBackend::Full
         },
         events_digest: None,
     };
@@ -162,7 +162,7 @@ fuzz_target!(|data: &[u8]| {
         && spec.transaction_timeout_ms <= TIME_MS_MAX
         && (1..=SECTOR_SIZE_MAX_BYTES).contains(&sector)
         && spec.allowed_lateness.is_none_or(|l| (0..=max).contains(&l))
-        && spec.protocol.supports(spec.checkpoint_mode);
+        && spec.protocol.supports(spec.state_backend);
     match spec.config(sink) {
         Ok(_) => assert!(valid, "config accepted {spec:?}"),
         Err(error) => {

@@ -235,10 +235,10 @@ pub struct ShrunkReport {
 pub struct ExploreReport {
     pub scenario: String,
     pub protocol: String,
-    /// `incremental` with `--checkpoint-mode incremental`; absent with full checkpoints
+    /// `incremental` with `--state-backend incremental`; absent with full checkpoints
     /// (the default), so every report of full checkpoints is what it was.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub checkpoint_mode: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", alias = "checkpoint_mode")]
+    pub state_backend: Option<String>,
     /// The file-system profile of the crash model (`--fs-model`).
     pub fs_model: String,
     /// What the seeds were judged by: an `--expect`, or "promised".
@@ -366,8 +366,7 @@ impl<'a> ExploreTally<'a> {
         ExploreReport {
             scenario: spec.label(),
             protocol: spec.protocol.name().to_string(),
-            checkpoint_mode: (!spec.checkpoint_mode.is_full())
-                .then(|| spec.checkpoint_mode.to_string()),
+            state_backend: (!spec.state_backend.is_full()).then(|| spec.state_backend.to_string()),
             fs_model: spec.fs_model.to_string(),
             judged_by: explore
                 .expect
@@ -531,7 +530,7 @@ impl ExploreReport {
             "explore scenario={} protocol={}{} fs_model={} judged_by={}\n\n",
             self.scenario,
             self.protocol,
-            crate::sweep::mode_field(&self.checkpoint_mode),
+            crate::sweep::mode_field(&self.state_backend),
             self.fs_model,
             self.judged_by
         ));

@@ -96,7 +96,7 @@ mod tests {
             sector_size_bytes: 512,
             fs_model: keel_sim::disk::FsModel::Posix,
             allowed_lateness: None,
-            checkpoint_mode: keel_engine::CheckpointMode::Full,
+            state_backend: keel_engine::StateBackend::Full,
             events_digest: Some("0123456789abcdef".to_string()),
         }
     }

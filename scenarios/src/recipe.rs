@@ -5,7 +5,7 @@
 //! fsync, say: only a power loss before the first checkpoint could tell, and recovery from
 //! event 0 hides it).
 //!
-//! Full checkpoints only (`--checkpoint-mode full`, the default): incremental mode's steps
+//! Full checkpoints only (`--state-backend full`, the default): incremental mode's steps
 //! are not restated here (its files are checked by `model::check_manifest_files`).
 //!
 //! The recipe of a fault-free run over N events with a checkpoint every K:
@@ -640,7 +640,7 @@ mod tests {
         use keel_sim::{CrashPoint, Fault, FaultPlan, PlannedFault};
         let full = CheckpointProtocol::ALL
             .into_iter()
-            .filter(|p| p.supports(keel_engine::CheckpointMode::Full));
+            .filter(|p| p.supports(keel_engine::StateBackend::Full));
         for protocol in full {
             for sink in [SinkKind::Append, SinkKind::Idempotent] {
                 let mut spec = RunSpec::ch04_on(FsModel::Posix);

@@ -150,10 +150,10 @@ pub struct ConfigReport {
     pub allowed_lateness: Option<i64>,
     /// The file-system profile of the crash model.
     pub fs_model: String,
-    /// `incremental` with `--checkpoint-mode incremental`; absent with full checkpoints
+    /// `incremental` with `--state-backend incremental`; absent with full checkpoints
     /// (the default), so every report of full checkpoints is what it was.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub checkpoint_mode: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", alias = "checkpoint_mode")]
+    pub state_backend: Option<String>,
 }
 
 /// Counts by the sink's key (the chapter's tally).
@@ -553,8 +553,8 @@ fn build(
             restart_delay_ms,
             allowed_lateness: config.allowed_lateness,
             fs_model: spec.fs_model.to_string(),
-            checkpoint_mode: (!config.checkpoint_mode.is_full())
-                .then(|| config.checkpoint_mode.to_string()),
+            state_backend: (!config.state_backend.is_full())
+                .then(|| config.state_backend.to_string()),
         },
         outcome: match result.outcome {
             Outcome::Completed => "completed".to_string(),
@@ -637,7 +637,7 @@ impl RunReport {
             c.window,
             c.out_of_orderness,
             c.checkpoint_every,
-            crate::sweep::mode_field(&c.checkpoint_mode),
+            crate::sweep::mode_field(&c.state_backend),
             c.sink,
             c.fs_model
         ));

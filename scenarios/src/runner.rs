@@ -48,7 +48,9 @@ impl RunSpec {
         keel_sim::fnv1a64(self.input_text().as_bytes())
     }
 
-    /// The input as one line of text: `events=<digest>` and each knob as `name=value`.
+    /// The input as one line of text: `events=<digest>` and each knob as `name=value`. The
+    /// state backend keeps the name it had when the fingerprints were pinned
+    /// (`checkpoint_mode`): a new name here would change every fingerprint for nothing.
     pub fn input_text(&self) -> String {
         let config = &self.config;
         let key = match config.key {
@@ -67,7 +69,7 @@ impl RunSpec {
             config.event_interval_ms,
             config.sink,
             config.protocol,
-            config.checkpoint_mode,
+            config.state_backend,
             self.restart_delay_ms,
             self.sector_size_bytes,
             self.transaction_timeout_ms,

@@ -3,7 +3,7 @@
 
 use crate::error::KeelError;
 use crate::runner::RunSpec;
-use keel_engine::{CheckpointMode, CheckpointProtocol, EngineConfig, Event, KeyScheme, SinkKind};
+use keel_engine::{CheckpointProtocol, EngineConfig, Event, KeyScheme, SinkKind, StateBackend};
 use keel_sim::disk::{FsModel, SECTOR_SIZE_MAX_BYTES};
 use keel_sim::FaultPlan;
 use serde::{Deserialize, Serialize};
@@ -40,8 +40,12 @@ pub struct ScenarioSpec {
     pub fs_model: FsModel,
     /// Full or incremental checkpoints (absent from files that predate it, and from those
     /// that keep the default, full).
-    #[serde(default, skip_serializing_if = "CheckpointMode::is_full")]
-    pub checkpoint_mode: CheckpointMode,
+    #[serde(
+        default,
+        skip_serializing_if = "StateBackend::is_full",
+        alias = "checkpoint_mode"
+    )]
+    pub state_backend: StateBackend,
     /// The digest of the events as loaded (`catalogue::events_digest`: `events` and
     /// `scenario` name them only by path or name), filled in when they are
     /// (`commands::files::prepare_spec`). A plan file or a shard header that records it is
@@ -71,7 +75,7 @@ impl ScenarioSpec {
             sector_size_bytes: SECTOR_SIZE_BYTES_DEFAULT,
             allowed_lateness: None,
             fs_model: FsModel::Posix,
-            checkpoint_mode: CheckpointMode::Full,
+            state_backend: StateBackend::Full,
             events_digest: None,
         }
     }
@@ -114,7 +118,7 @@ impl ScenarioSpec {
             key: self.key,
             event_interval_ms: self.event_interval_ms,
             allowed_lateness: self.allowed_lateness,
-            checkpoint_mode: self.checkpoint_mode,
+            state_backend: self.state_backend,
         };
         config.validate().map_err(KeelError::usage)?;
         Ok(config)
@@ -185,8 +189,8 @@ impl ScenarioSpec {
         option("event-interval-ms", self.event_interval_ms.to_string());
         option("restart-delay-ms", self.restart_delay_ms.to_string());
         option("checkpoint-protocol", self.protocol.to_string());
-        if !self.checkpoint_mode.is_full() {
-            option("checkpoint-mode", self.checkpoint_mode.to_string());
+        if !self.state_backend.is_full() {
+            option("state-backend", self.state_backend.to_string());
         }
         if self.key == KeyScheme::ProcessingTime {
             option("key", "processing-time".to_string());

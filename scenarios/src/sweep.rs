@@ -198,10 +198,10 @@ impl SweepSpec {
 pub struct SweepReport {
     pub scenario: String,
     pub protocol: String,
-    /// `incremental` with `--checkpoint-mode incremental`; absent with full checkpoints
+    /// `incremental` with `--state-backend incremental`; absent with full checkpoints
     /// (the default), so every report of full checkpoints is what it was.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub checkpoint_mode: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", alias = "checkpoint_mode")]
+    pub state_backend: Option<String>,
     /// The file-system profile of the crash model (`--fs-model`).
     pub fs_model: String,
     /// The seed sampled crash states were drawn with (`--seed`).
@@ -455,7 +455,7 @@ impl SweepReport {
                 "sweep scenario={} protocol={}{} fs_model={} judged_by={}\n\n",
                 self.scenario,
                 self.protocol,
-                mode_field(&self.checkpoint_mode),
+                mode_field(&self.state_backend),
                 self.fs_model,
                 self.judged_by
             ));
@@ -576,8 +576,8 @@ impl SweepReport {
     }
 }
 
-/// ` checkpoint_mode=<mode>` for a header line, or nothing with full checkpoints.
+/// ` state_backend=<mode>` for a header line, or nothing with full checkpoints.
 pub(crate) fn mode_field(mode: &Option<String>) -> String {
     mode.as_ref()
-        .map_or(String::new(), |m| format!(" checkpoint_mode={m}"))
+        .map_or(String::new(), |m| format!(" state_backend={m}"))
 }

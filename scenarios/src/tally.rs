@@ -347,8 +347,8 @@ impl<'a> SweepTally<'a> {
         let report = SweepReport {
             scenario: self.spec.label(),
             protocol: self.spec.protocol.name().to_string(),
-            checkpoint_mode: (!self.spec.checkpoint_mode.is_full())
-                .then(|| self.spec.checkpoint_mode.to_string()),
+            state_backend: (!self.spec.state_backend.is_full())
+                .then(|| self.spec.state_backend.to_string()),
             fs_model: self.spec.fs_model.to_string(),
             seed: self.spec.seed,
             power_loss_states_max: self.sweep.power_loss_states_max,

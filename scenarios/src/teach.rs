@@ -63,7 +63,7 @@ pub fn teach_spec(scenario: Option<String>, events: Option<String>) -> ScenarioS
         sector_size_bytes: SECTOR_SIZE_BYTES_DEFAULT,
         fs_model: keel_sim::disk::FsModel::Posix,
         allowed_lateness: None,
-        checkpoint_mode: keel_engine::CheckpointMode::Full,
+        state_backend: keel_engine::StateBackend::Full,
         events_digest: None,
     }
 }

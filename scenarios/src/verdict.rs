@@ -145,15 +145,15 @@ impl Reference {
             self.model_mismatch = model::check_counts(counts, events, self.records.len() as u64);
         }
         if self.model_mismatch.is_none() {
-            self.model_mismatch = match config.checkpoint_mode {
-                keel_engine::CheckpointMode::Full => model::check_checkpoint_files(
+            self.model_mismatch = match config.state_backend {
+                keel_engine::StateBackend::Full => model::check_checkpoint_files(
                     &result.disk_files(),
                     events,
                     config.checkpoint_every,
                     config.protocol.in_place(),
                     config.sink.is_transactional(),
                 ),
-                keel_engine::CheckpointMode::Incremental => model::check_manifest_files(
+                keel_engine::StateBackend::Incremental => model::check_manifest_files(
                     &result.disk_files(),
                     events,
                     config.checkpoint_every,
@@ -167,7 +167,7 @@ impl Reference {
         // baseline does, and `keel run`'s when it has a fault to judge); a streamed trace
         // keeps only its fingerprint, and its run (`keel run` without a fault, a million
         // events, say) needs no recipe at all.
-        if !config.checkpoint_mode.is_full() || result.world.trace().is_streamed() {
+        if !config.state_backend.is_full() || result.world.trace().is_streamed() {
             return;
         }
         let steps = recipe::fault_free_steps(config, events, &self.records);

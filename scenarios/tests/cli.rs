@@ -69,6 +69,15 @@ fn bad_options_are_rejected_by_name() {
         &["run", "--checkpoint-every", "eight"],
         &["--checkpoint-every", "eight"],
     );
+    // The state backend's old name, and the parallel job's barrier alignment.
+    check_rejected(
+        &["sweep", "--checkpoint-mode", "incremental"],
+        &["use --state-backend incremental"],
+    );
+    check_rejected(
+        &["run", "--checkpoint-mode", "unaligned"],
+        &["keel job run --checkpoint-mode unaligned"],
+    );
 }
 
 #[test]

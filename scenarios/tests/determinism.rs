@@ -2,7 +2,7 @@
 
 mod common;
 
-use keel_engine::{CheckpointMode, CheckpointProtocol, EngineConfig, Event, KeyScheme, SinkKind};
+use keel_engine::{CheckpointProtocol, EngineConfig, Event, KeyScheme, SinkKind, StateBackend};
 use keel_scenarios::catalogue::Scenario;
 use keel_scenarios::report::{plan_for_crash, CrashRequest};
 use keel_scenarios::runner::{run, run_recording_crash_states, run_streaming_trace, RunSpec};
@@ -156,7 +156,7 @@ enum Change {
     Sink,
     Protocol,
     Key,
-    CheckpointMode,
+    StateBackend,
     SectorSize,
     TransactionTimeout,
     FsModel,
@@ -175,7 +175,7 @@ impl Change {
         Change::Sink,
         Change::Protocol,
         Change::Key,
-        Change::CheckpointMode,
+        Change::StateBackend,
         Change::SectorSize,
         Change::TransactionTimeout,
         Change::FsModel,
@@ -211,10 +211,10 @@ fn random_spec(rng: &mut ChaCha8Rng) -> RunSpec {
             }
         })
         .collect();
-    let checkpoint_mode = pick(rng, &[CheckpointMode::Full, CheckpointMode::Incremental]);
+    let state_backend = pick(rng, &[StateBackend::Full, StateBackend::Incremental]);
     let protocols: Vec<CheckpointProtocol> = CheckpointProtocol::ALL
         .into_iter()
-        .filter(|p| p.supports(checkpoint_mode))
+        .filter(|p| p.supports(state_backend))
         .collect();
     let config = EngineConfig {
         window_size: draw(rng, 1, 12),
@@ -225,7 +225,7 @@ fn random_spec(rng: &mut ChaCha8Rng) -> RunSpec {
         key: pick(rng, &[KeyScheme::EventIndex, KeyScheme::ProcessingTime]),
         event_interval_ms: pick(rng, &[0, 1, 300]),
         allowed_lateness: pick(rng, &[None, Some(0), Some(3)]),
-        checkpoint_mode,
+        state_backend,
     };
     let event_interval_ms = config.event_interval_ms;
     RunSpec {
@@ -293,7 +293,7 @@ fn changed(spec: &RunSpec, change: Change, rng: &mut ChaCha8Rng) -> Option<RunSp
         Change::Protocol => {
             let others: Vec<CheckpointProtocol> = CheckpointProtocol::ALL
                 .into_iter()
-                .filter(|p| *p != config.protocol && p.supports(config.checkpoint_mode))
+                .filter(|p| *p != config.protocol && p.supports(config.state_backend))
                 .collect();
             config.protocol = pick(rng, &others);
         }
@@ -303,12 +303,12 @@ fn changed(spec: &RunSpec, change: Change, rng: &mut ChaCha8Rng) -> Option<RunSp
                 KeyScheme::ProcessingTime => KeyScheme::EventIndex,
             }
         }
-        Change::CheckpointMode => {
-            config.checkpoint_mode = match config.checkpoint_mode {
-                CheckpointMode::Full => CheckpointMode::Incremental,
-                CheckpointMode::Incremental => CheckpointMode::Full,
+        Change::StateBackend => {
+            config.state_backend = match config.state_backend {
+                StateBackend::Full => StateBackend::Incremental,
+                StateBackend::Incremental => StateBackend::Full,
             };
-            if !config.protocol.supports(config.checkpoint_mode) {
+            if !config.protocol.supports(config.state_backend) {
                 return None;
             }
         }

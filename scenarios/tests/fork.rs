@@ -94,7 +94,7 @@ fn ch04_every_protocol_and_sink_the_same_report() {
         .chain(&["no-delta-fsync"])
     {
         check(&strings(&[
-            "--checkpoint-mode",
+            "--state-backend",
             "incremental",
             "--checkpoint-protocol",
             protocol,
@@ -234,7 +234,7 @@ fn random_streams_the_same_report() {
         }
         // One in four with incremental checkpoints, where the protocol has that form.
         if case % 4 == 2 && !args.iter().any(|a| a == "in-place") {
-            args.extend(strings(&["--checkpoint-mode", "incremental"]));
+            args.extend(strings(&["--state-backend", "incremental"]));
         }
         check(&args);
     }

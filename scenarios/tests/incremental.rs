@@ -1,10 +1,10 @@
-//! Incremental checkpoints (`--checkpoint-mode incremental`): the ch04 sweep under every
+//! Incremental checkpoints (`--state-backend incremental`): the ch04 sweep under every
 //! default fault holds what each sink promises with the safe protocol and catches the two
 //! unsafe variants, with exact figures; and a fault-free run writes the same records and
 //! ends with the same windows as with full checkpoints, on generated streams.
 
 use clap::Parser;
-use keel_engine::{parse_events, CheckpointMode, SinkKind};
+use keel_engine::{parse_events, SinkKind, StateBackend};
 use keel_scenarios::cli::{execute, Cli};
 use keel_scenarios::gen::{generate, GenSpec};
 use keel_scenarios::observation::Observation;
@@ -19,7 +19,7 @@ fn sweep(extra: &[&str]) -> Value {
         "sweep",
         "--scenario",
         "ch04",
-        "--checkpoint-mode",
+        "--state-backend",
         "incremental",
         "--format",
         "json",
@@ -54,7 +54,7 @@ fn figures(report: &Value) -> Vec<String> {
 #[test]
 fn the_safe_incremental_protocol_holds_every_promise_at_every_point() {
     let report = sweep(&["--sinks", "append,idempotent,transactional"]);
-    assert_eq!(report["checkpoint_mode"], "incremental");
+    assert_eq!(report["state_backend"], "incremental");
     assert_eq!(
         figures(&report),
         [
@@ -204,9 +204,9 @@ fn incremental_and_full_checkpoints_emit_the_same_records() {
                     result.final_state,
                 )
             };
-            spec.checkpoint_mode = CheckpointMode::Full;
+            spec.state_backend = StateBackend::Full;
             let full = observe(&spec);
-            spec.checkpoint_mode = CheckpointMode::Incremental;
+            spec.state_backend = StateBackend::Incremental;
             let incremental = observe(&spec);
             assert_eq!(full, incremental, "seed {seed}, {sink}");
             assert!(full.0.stray_files.is_empty(), "seed {seed}, {sink}");

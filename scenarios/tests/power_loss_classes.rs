@@ -158,7 +158,7 @@ fn random_streams_with_incremental_checkpoints_keep_the_same_states() {
             &events,
             "--checkpoint-every",
             &every,
-            "--checkpoint-mode",
+            "--state-backend",
             mode,
             "--checkpoint-protocol",
             protocol,

@@ -5,7 +5,7 @@ use super::{disk_step, disk_write_step, Engine, Interrupt, Sink, IN_PLACE_FILE};
 use crate::checkpoint::{Checkpoint, HEADER_MAGIC};
 use crate::encode_memo::encode_sealed;
 use crate::incremental::FileKind;
-use crate::protocol::CheckpointMode;
+use crate::protocol::StateBackend;
 use crate::sink::TEMP_SUFFIX;
 use keel_sim::{Storage, World};
 use std::sync::Arc;
@@ -25,7 +25,7 @@ impl Engine {
             Some(Sink::Log(log)) => vec![log.pending()],
             _ => Vec::new(),
         };
-        if self.config.checkpoint_mode == CheckpointMode::Incremental {
+        if self.config.state_backend == StateBackend::Incremental {
             return self.checkpoint_incremental(world, index, last, transactions);
         }
         let checkpoint = Checkpoint {

@@ -7,7 +7,7 @@ use crate::chain_memo;
 use crate::checkpoint::{Checkpoint, Invalid};
 use crate::checkpoint_memo;
 use crate::incremental::{self, FileKind, NotRestored, ReadFile};
-use crate::protocol::CheckpointMode;
+use crate::protocol::StateBackend;
 use crate::sink::{SinkConnector, TEMP_SUFFIX};
 use crate::txsink::TxSink;
 use crate::window::OperatorState;
@@ -30,9 +30,9 @@ impl Engine {
         for temp in names.iter().filter(|name| name.ends_with(TEMP_SUFFIX)) {
             disk_step(world, "disk.remove", temp, |d| d.remove(temp))?;
         }
-        match self.config.checkpoint_mode {
-            CheckpointMode::Full => self.restore_full(world, &names)?,
-            CheckpointMode::Incremental => self.restore_chain(world, &names)?,
+        match self.config.state_backend {
+            StateBackend::Full => self.restore_full(world, &names)?,
+            StateBackend::Incremental => self.restore_chain(world, &names)?,
         }
         if self.stats.restored.is_none() {
             world.note("recovery: no valid checkpoint, start from event 0 with empty state");

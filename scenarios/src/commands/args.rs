@@ -12,7 +12,7 @@ use crate::spec::ScenarioSpec;
 use crate::table::TableFormat;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, FromArgMatches, ValueEnum};
-use keel_engine::{CheckpointMode, CheckpointProtocol, KeyScheme, SinkKind};
+use keel_engine::{CheckpointProtocol, KeyScheme, SinkKind, StateBackend};
 use keel_sim::disk::FsModel;
 use keel_sim::FaultKind;
 use std::collections::BTreeSet;
@@ -336,8 +336,13 @@ pub struct ScenarioArgs {
     /// What a checkpoint writes: `full` (every window, one file: the chapter's) or
     /// `incremental` (a delta of the windows changed since the last checkpoint on a base,
     /// named by a manifest, compacted into a new base when the deltas outgrow it).
-    #[arg(long, value_enum, value_name = "MODE", default_value_t = ModeArg::Full)]
-    pub checkpoint_mode: ModeArg,
+    #[arg(long, value_enum, value_name = "BACKEND", default_value_t = StateBackendArg::Full)]
+    pub state_backend: StateBackendArg,
+
+    /// The old name of --state-backend, and `keel job`'s barrier alignment: refused with a
+    /// message that says which option the user wants.
+    #[arg(long, hide = true, value_name = "MODE", value_parser = refuse_checkpoint_mode)]
+    pub checkpoint_mode: Option<String>,
 
     /// The seed: `keel replay` and `keel shrink` run the fault plan it draws, `keel sweep`
     /// draws from it the crash states it tries where a step has too many to try them all.
@@ -432,22 +437,36 @@ pub enum ProtocolArg {
     NoDeltaFsync,
 }
 
-/// A checkpoint mode.
+/// What a checkpoint writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ModeArg {
+pub enum StateBackendArg {
     /// Every window in one file per checkpoint.
     Full,
     /// Deltas on a base, named by a manifest.
     Incremental,
 }
 
-impl From<ModeArg> for CheckpointMode {
-    fn from(mode: ModeArg) -> Self {
-        match mode {
-            ModeArg::Full => CheckpointMode::Full,
-            ModeArg::Incremental => CheckpointMode::Incremental,
+impl From<StateBackendArg> for StateBackend {
+    fn from(backend: StateBackendArg) -> Self {
+        match backend {
+            StateBackendArg::Full => StateBackend::Full,
+            StateBackendArg::Incremental => StateBackend::Incremental,
         }
     }
+}
+
+/// `--checkpoint-mode` on a command of the one-task engine: `full` and `incremental` are
+/// state backends (`--state-backend`); `aligned`, `unaligned` and `at-least-once` align the
+/// barriers of a task with several inputs, which only `keel job` has.
+fn refuse_checkpoint_mode(text: &str) -> Result<String, String> {
+    Err(match text {
+        "full" | "incremental" => format!(
+            "full and incremental are state backends: use --state-backend {text}"
+        ),
+        _ => format!(
+            "--checkpoint-mode {text} aligns the barriers of a task with several inputs: the chapter's job is one task with one input; run a parallel job with `keel job run --checkpoint-mode {text}`"
+        ),
+    })
 }
 
 impl From<ProtocolArg> for CheckpointProtocol {
@@ -573,7 +592,7 @@ pub(crate) fn scenario_spec(args: &ScenarioArgs) -> ScenarioSpec {
         sector_size_bytes: args.sector_size_bytes as usize,
         allowed_lateness: args.allowed_lateness,
         fs_model: args.fs_model.into(),
-        checkpoint_mode: args.checkpoint_mode.into(),
+        state_backend: args.state_backend.into(),
         events_digest: None,
     }
 }

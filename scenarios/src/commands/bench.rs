@@ -65,7 +65,7 @@ pub struct BenchArgs {
     /// 1 to 1,000,000, e.g. 1000,3000,10000): each a `keel gen --seed 1` stream swept by a
     /// child `keel sweep --faults <--sweep-faults> --sinks append,idempotent` with this
     /// command's --window, --out-of-orderness, --checkpoint-every, --checkpoint-protocol,
-    /// --checkpoint-mode, --allowed-lateness and --jobs, one at a time; prints wall time,
+    /// --state-backend, --allowed-lateness and --jobs, one at a time; prints wall time,
     /// crash points, points per second, time per point and the child's peak RSS; on the sizes
     /// up to --sweep-naive-max also the same sweep with --naive: its time, the speed-up and
     /// whether the two reports are identical.
@@ -377,8 +377,8 @@ fn child(
     if let Some(lateness) = spec.allowed_lateness {
         child.args(["--allowed-lateness", &lateness.to_string()]);
     }
-    if !spec.checkpoint_mode.is_full() {
-        child.args(["--checkpoint-mode", &spec.checkpoint_mode.to_string()]);
+    if !spec.state_backend.is_full() {
+        child.args(["--state-backend", &spec.state_backend.to_string()]);
     }
     Ok(child)
 }

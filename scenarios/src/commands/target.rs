@@ -222,10 +222,10 @@ fn spec_differences(given: &Given, flags: &ScenarioSpec, recorded: &ScenarioSpec
             recorded.fs_model.to_string(),
         ),
         (
-            "checkpoint_mode",
-            "--checkpoint-mode",
-            flags.checkpoint_mode.to_string(),
-            recorded.checkpoint_mode.to_string(),
+            "state_backend",
+            "--state-backend",
+            flags.state_backend.to_string(),
+            recorded.state_backend.to_string(),
         ),
     ];
     let mut differences = Vec::new();

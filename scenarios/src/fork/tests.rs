@@ -3,7 +3,7 @@
 use super::*;
 use crate::catalogue::Scenario;
 use crate::spec::ScenarioSpec;
-use keel_engine::{CheckpointMode, CheckpointProtocol};
+use keel_engine::{CheckpointProtocol, StateBackend};
 use keel_sim::{CrashPoint, Fault, PlannedFault};
 
 /// Every single fault of `faults` at every step of `fault_free`, forked from `forks` with
@@ -85,12 +85,12 @@ fn generated_fault_free(spec: &ScenarioSpec, events: u64, seed: u64, sink: SinkK
 /// boundary, at a restart).
 fn shared_equals_naive(
     sink: SinkKind,
-    checkpoint_mode: CheckpointMode,
+    state_backend: StateBackend,
     protocol: CheckpointProtocol,
 ) -> (u64, u64, u64) {
     let spec = ScenarioSpec {
         checkpoint_every: 20,
-        checkpoint_mode,
+        state_backend,
         protocol,
         ..ScenarioSpec::ch04(0)
     };
@@ -133,17 +133,17 @@ fn a_point_that_shares_an_earlier_points_future_observes_what_the_naive_run_obse
     // 3,000 events with four fault kinds, 1.0 s either way).
     use CheckpointProtocol::{NoFsyncRename, NoTailRepair, Safe};
     let figures = [
-        shared_equals_naive(SinkKind::Append, CheckpointMode::Full, Safe),
-        shared_equals_naive(SinkKind::Idempotent, CheckpointMode::Full, Safe),
-        shared_equals_naive(SinkKind::Append, CheckpointMode::Incremental, Safe),
-        shared_equals_naive(SinkKind::Idempotent, CheckpointMode::Incremental, Safe),
+        shared_equals_naive(SinkKind::Append, StateBackend::Full, Safe),
+        shared_equals_naive(SinkKind::Idempotent, StateBackend::Full, Safe),
+        shared_equals_naive(SinkKind::Append, StateBackend::Incremental, Safe),
+        shared_equals_naive(SinkKind::Idempotent, StateBackend::Incremental, Safe),
         // Unsafe protocols: runs that lose or keep torn bytes and never converge on the
         // fault-free run are shared from their ends.
-        shared_equals_naive(SinkKind::Append, CheckpointMode::Full, NoFsyncRename),
-        shared_equals_naive(SinkKind::Idempotent, CheckpointMode::Full, NoTailRepair),
+        shared_equals_naive(SinkKind::Append, StateBackend::Full, NoFsyncRename),
+        shared_equals_naive(SinkKind::Idempotent, StateBackend::Full, NoTailRepair),
         // Torn tails left in place: a restart that finds one shares only with another
         // that does, and keeps it (the safe protocol cuts it).
-        shared_equals_naive(SinkKind::Append, CheckpointMode::Full, NoTailRepair),
+        shared_equals_naive(SinkKind::Append, StateBackend::Full, NoTailRepair),
     ];
     assert_eq!(
         figures,
