@@ -8,6 +8,7 @@
 //! scripted scheduler replays it byte for byte.
 
 pub mod oracle;
+pub mod plan;
 pub mod schedules;
 pub mod shrink;
 

@@ -29,6 +29,11 @@ impl Given {
     pub fn has(&self, id: &str) -> bool {
         self.0.contains(id)
     }
+
+    /// The clap ids of the options given, in order.
+    pub fn ids(&self) -> impl Iterator<Item = &str> + '_ {
+        self.0.iter().map(String::as_str)
+    }
 }
 
 impl FromArgMatches for Given {

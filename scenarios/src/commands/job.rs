@@ -2,11 +2,13 @@
 //! scheduler: `run` one schedule, `sweep` every schedule crossed with every crash point,
 //! `explore` seeds.
 
+use super::job_plan::write_job_plan;
 use super::job_teach::{cmd_job_teach, JobTeachArgs};
 use super::output::{Output, EXIT_VIOLATION};
 use crate::catalogue::Scenario;
 use crate::error::KeelError;
 use crate::graph::oracle::{judge, sink_records, JobProperty, JobVerdict};
+use crate::graph::plan::SavedJobPlan;
 use crate::graph::schedules::{enumerate, Enumeration, STATES_MAX_DEFAULT};
 use crate::graph::shrink::shrink;
 use crate::graph::{run, run_streamed, GraphRun, GraphSpec};
@@ -171,6 +173,11 @@ pub struct JobRunArgs {
     /// Print every step, crash, restart and recovery decision.
     #[arg(long)]
     pub trace: bool,
+    /// Write the run (its events by name and digest, every knob, the seed), the faults that
+    /// ran and the schedule that ran to this plan file: `keel replay --plan FILE` alone
+    /// replays it, `keel shrink --plan FILE` shrinks it.
+    #[arg(long, value_name = "FILE.json")]
+    pub save_plan: Option<String>,
     /// Exit 1 unless these hold: recovers, no-loss, no-duplicates, no-wrong,
     /// state-exactly-once, or the shorthands exactly-once and at-least-once.
     #[arg(long, value_name = "PROPERTIES", value_parser = parse_properties)]
@@ -366,6 +373,16 @@ pub(super) fn job_line(spec: &GraphSpec, events: usize) -> String {
     spec.summary_line()
 }
 
+/// The first lines of a run's report: the job, its checkpoint mode and its sink.
+pub(super) fn run_header(spec: &GraphSpec) -> String {
+    format!(
+        "{}\ncheckpoint_mode={} sink={}\n",
+        spec.summary_line(),
+        spec.config.mode,
+        spec.config.sink
+    )
+}
+
 /// The `keel job run` command line that replays `spec` with `fault` and `schedule`.
 fn reproduce_line(
     job: &JobArgs,
@@ -475,14 +492,29 @@ fn cmd_job_run(args: &JobRunArgs) -> Result<Output, KeelError> {
         spec.config.window_size,
         spec.config.sink,
     );
-    let mut out = String::new();
-    writeln!(out, "{}", job_line(&spec, spec.events.len())).unwrap();
-    writeln!(
-        out,
-        "checkpoint_mode={} sink={}",
-        spec.config.mode, spec.config.sink
-    )
-    .unwrap();
+    let mut out = run_header(&spec);
+    if let Some(path) = &args.save_plan {
+        let (scenario, events) = match &args.job.events {
+            Some(file) => (None, Some(file.clone())),
+            None => (
+                Some(
+                    args.job
+                        .scenario
+                        .clone()
+                        .unwrap_or_else(|| "ch04".to_string()),
+                ),
+                None,
+            ),
+        };
+        let saved = SavedJobPlan::of(
+            &spec,
+            scenario,
+            events,
+            &ran.world.plan_that_ran(),
+            &ran.schedule,
+        );
+        write_job_plan(path, &saved)?;
+    }
     if args.trace {
         for line in ran.world.trace().text_lines() {
             writeln!(out, "  {line}").unwrap();
@@ -518,7 +550,7 @@ fn cmd_job_run(args: &JobRunArgs) -> Result<Output, KeelError> {
     })
 }
 
-fn report_run(out: &mut String, spec: &GraphSpec, ran: &GraphRun, verdict: &JobVerdict) {
+pub(super) fn report_run(out: &mut String, spec: &GraphSpec, ran: &GraphRun, verdict: &JobVerdict) {
     let totals = ran.totals();
     writeln!(
         out,

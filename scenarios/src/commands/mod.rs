@@ -12,6 +12,7 @@ pub mod gen;
 pub mod incarnation;
 pub mod interrupt;
 pub mod job;
+mod job_plan;
 mod job_teach;
 pub mod merge;
 pub mod output;

@@ -2,6 +2,7 @@
 
 use super::args::{parse_expectation, RunFormat, TargetArgs};
 use super::files::write_plan_file;
+use super::job_plan::{read_job_plan, reject_options_beside, replay_job_plan};
 use super::output::{Output, EXIT_VIOLATION};
 use super::target::{load_target, Target};
 use crate::error::KeelError;
@@ -37,6 +38,13 @@ pub struct ReplayArgs {
 }
 
 pub(crate) fn cmd_replay(args: &ReplayArgs) -> Result<Output, KeelError> {
+    if let Some(path) = &args.target.plan {
+        if let Some(saved) = read_job_plan(path)? {
+            let allowed = ["plan", "check_determinism"];
+            reject_options_beside(path, &args.target.scenario.given, &allowed)?;
+            return replay_job_plan(path, &saved, args.check_determinism);
+        }
+    }
     let Target {
         spec,
         sink,

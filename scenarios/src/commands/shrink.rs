@@ -2,6 +2,7 @@
 
 use super::args::{parse_expectation, RunFormat, TargetArgs};
 use super::files::write_plan_file;
+use super::job_plan::{read_job_plan, reject_options_beside, shrink_job_plan};
 use super::output::Output;
 use super::target::{load_target, Target};
 use crate::error::KeelError;
@@ -35,6 +36,12 @@ pub struct ShrinkArgs {
 }
 
 pub(crate) fn cmd_shrink(args: &ShrinkArgs) -> Result<Output, KeelError> {
+    if let Some(path) = &args.target.plan {
+        if let Some(saved) = read_job_plan(path)? {
+            reject_options_beside(path, &args.target.scenario.given, &["plan", "save_plan"])?;
+            return shrink_job_plan(path, &saved, args.save_plan.as_deref());
+        }
+    }
     let Target {
         spec,
         sink,

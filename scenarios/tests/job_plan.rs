@@ -1,0 +1,106 @@
+//! A parallel job's plan file through the real `keel` binary: `keel job run --save-plan`
+//! writes the run, its faults and its schedule; `keel replay --plan` replays it with the same
+//! fingerprint; `keel shrink --plan` shrinks schedule and crash together; a plan whose events
+//! changed, or an option beside it, is refused with exit 2.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn path(name: &str) -> String {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("job-plan-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name).to_string_lossy().into_owned()
+}
+
+/// `keel <args>`: exit code and stdout; a panic or an unexpected exit code fails.
+fn check(args: &[&str], exit_code: i32) -> (String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_keel"))
+        .args(args)
+        .output()
+        .expect("keel runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "keel {args:?}: {stderr}");
+    assert_eq!(
+        output.status.code(),
+        Some(exit_code),
+        "keel {args:?}:\n{stdout}\n{stderr}"
+    );
+    (stdout, stderr)
+}
+
+/// The value of `name=` on the line that has it.
+fn field<'a>(stdout: &'a str, name: &str) -> &'a str {
+    let at = stdout
+        .find(&format!("{name}="))
+        .unwrap_or_else(|| panic!("no {name}= in {stdout}"));
+    stdout[at + name.len() + 1..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+}
+
+#[test]
+fn a_saved_job_plan_replays_shrinks_and_guards_its_events() {
+    let events = path("events.jsonl");
+    let mut text = String::new();
+    for i in 0..24 {
+        text.push_str(&format!(
+            "{{\"ts\": {}, \"key\": \"k{}\", \"value\": {}}}\n",
+            i * 3 % 40,
+            i % 3,
+            i + 1
+        ));
+    }
+    std::fs::write(&events, &text).unwrap();
+    let plan = path("plan.json");
+    // At-least-once with a crash at step 120 over-counts two windows in state.
+    let (ran, _) = check(
+        &[
+            "job",
+            "run",
+            "--events",
+            &events,
+            "--checkpoint-mode",
+            "at-least-once",
+            "--seed",
+            "3",
+            "--fault",
+            "process-crash",
+            "--at-step",
+            "120",
+            "--save-plan",
+            &plan,
+        ],
+        0,
+    );
+    let (replayed, _) = check(&["replay", "--plan", &plan, "--check-determinism"], 0);
+    assert_eq!(field(&replayed, "fingerprint"), field(&ran, "fingerprint"));
+    assert_eq!(
+        field(&replayed, "over_counted"),
+        field(&ran, "over_counted")
+    );
+    assert!(
+        replayed.contains("determinism: two runs, the same"),
+        "{replayed}"
+    );
+    assert!(replayed.contains("crash: "), "{replayed}");
+    assert_eq!(field(&ran, "over_counted"), "2");
+
+    let shrunk = path("shrunk.json");
+    let (out, _) = check(&["shrink", "--plan", &plan, "--save-plan", &shrunk], 0);
+    assert!(out.contains("state-exactly-once broken"), "{out}");
+    let (again, _) = check(&["replay", "--plan", &shrunk], 0);
+    assert_ne!(field(&again, "over_counted"), "0", "{again}");
+    assert!(again.contains("state-exactly-once FAILED"), "{again}");
+
+    // An option beside a job plan, and events that changed since it was saved.
+    let (_, stderr) = check(&["replay", "--plan", &plan, "--window", "5"], 2);
+    assert!(stderr.contains("--window does not apply"), "{stderr}");
+    std::fs::write(&events, text.replace("\"value\": 7}", "\"value\": 8}")).unwrap();
+    let (_, stderr) = check(&["replay", "--plan", &plan], 2);
+    assert!(
+        stderr.contains("the events changed since the plan was saved"),
+        "{stderr}"
+    );
+}
