@@ -127,6 +127,11 @@ STREAMS=(
     # Allowed lateness: windows purged once the watermark passes end + L, later events
     # dropped and counted (the model checks both); r1's late events reach 3 windows back.
     "--events $WORK/r1.jsonl --window 10 --out-of-orderness 5 --checkpoint-every 4 --allowed-lateness 7"
+    # Incremental checkpoints with lateness: a delta must name the windows purged since its
+    # parent, or a recovery brings them back (a window purged at its end + L = 2 while
+    # checkpoints come every 2 events).
+    "--events $WORK/r2.jsonl --window 7 --out-of-orderness 3 --checkpoint-every 2 --allowed-lateness 2 --state-backend incremental"
+    "--events $WORK/r3.jsonl --window 20 --out-of-orderness 8 --checkpoint-every 3 --allowed-lateness 0 --state-backend incremental"
 )
 UNSAFE=(in-place no-fsync-rename no-dir-fsync delete-then-rename size-only
     checkpoint-before-sink-sync no-tail-repair trust-page-cache-after-eio)

@@ -303,6 +303,9 @@ impl Incremental {
                 for &end in &self.dirty {
                     match state.windows.get(&end) {
                         Some(w) => windows.push((end, w)),
+                        None if crate::mutants::active(
+                            crate::mutants::Mutant::DeltaOmitsPurged,
+                        ) => {}
                         None => removed.push(end),
                     }
                 }

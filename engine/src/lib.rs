@@ -14,6 +14,7 @@ pub mod event;
 pub mod incremental;
 pub mod job;
 pub mod known_sink;
+pub mod mutants;
 pub mod protocol;
 pub mod recent;
 pub mod record;

@@ -408,9 +408,14 @@ impl SinkConnector {
                 world.note(format!(
                     "sink repair: truncate {file} at byte {readable_len_bytes} ({dropped} unreadable bytes)"
                 ));
+                let cut_bytes = if crate::mutants::active(crate::mutants::Mutant::TailRepairShort) {
+                    readable_len_bytes.saturating_sub(1)
+                } else {
+                    readable_len_bytes
+                };
                 world
                     .effect_data("disk.truncate", file.as_str(), Data::File(&file), |env| {
-                        env.disk.truncate(&file, readable_len_bytes as u64)
+                        env.disk.truncate(&file, cut_bytes as u64)
                     })?
                     .map_err(|e| SinkError::Fatal(format!("sink repair: {e}")))?;
                 sync = Some("sink repair");
@@ -474,7 +479,11 @@ impl SinkConnector {
                         .refresh(&env.disk, file)
                         .expect("the sink file exists once opened");
                     if index.contains(&record.key) {
-                        *skipped += 1;
+                        if crate::mutants::active(crate::mutants::Mutant::SkipCountedAsWritten) {
+                            *written += 1;
+                        } else {
+                            *skipped += 1;
+                        }
                         return WriteOutcome::Skipped;
                     }
                 }

@@ -118,7 +118,7 @@ impl OperatorState {
         let watermark = max_ts - out_of_orderness;
 
         let mut records = Vec::new();
-        if late {
+        if late && !crate::mutants::active(crate::mutants::Mutant::LateUpdateDropped) {
             records.push(Record {
                 key: format!("{key_prefix}:{end}"),
                 window_end: end,

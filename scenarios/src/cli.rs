@@ -103,6 +103,11 @@ pub fn execute_to(cli: &Cli, stdout: Option<&mut (dyn Write + Send)>) -> Result<
 /// long job at the next run boundary (exit 130, no report) and any other command at once.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    #[cfg(feature = "mutants")]
+    if let Err(error) = crate::oracle_mutant::install_from_env() {
+        eprintln!("error: {error}");
+        return ExitCode::from(2);
+    }
     install_handler();
     let mut stdout = std::io::BufWriter::new(std::io::stdout());
     let executed = execute_to(&cli, Some(&mut stdout));

@@ -141,6 +141,12 @@ impl Engine {
                 self.remove_checkpoints(world, &older)?;
             }
             self.state = checkpoint.state.clone();
+            if crate::mutants::active(crate::mutants::Mutant::RestoreDropsWindow) {
+                let newest = self.state.windows.last_key_value().map(|(end, _)| *end);
+                if let Some(end) = newest {
+                    self.state.windows.remove(&end);
+                }
+            }
             self.stats.resume_from_index = checkpoint.index;
             self.stats.processed_upto_index = checkpoint.index;
             self.stats.restored = Some(Arc::new(checkpoint));
