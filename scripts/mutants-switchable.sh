@@ -112,7 +112,7 @@ STREAMS=(
     "--scenario ch04"
     "--events $WORK/g60.jsonl --window 10 --out-of-orderness 4 --checkpoint-every 5"
     "--events $WORK/g40.jsonl --window 10 --out-of-orderness 5 --checkpoint-every 5 --state-backend incremental"
-    "--events $WORK/g50.jsonl --window 10 --out-of-orderness 3 --checkpoint-every 4 --allowed-lateness 7 --state-backend incremental"
+    "--events $WORK/g50.jsonl --window 10 --out-of-orderness 3 --checkpoint-every 2 --allowed-lateness 2 --state-backend incremental"
 )
 FAULTS=process-crash,power-loss,disk-error,sink-error,ack-lost,sink-unavailable,zombie,page-eviction
 ENGINE_MUTANTS=(tail-repair-short restore-drops-window skip-counted-as-written

@@ -39,6 +39,46 @@ impl fmt::Display for Site {
     }
 }
 
+/// What the server did for one operation's requests: the world's own count, against which
+/// a system's report of what it sent (and what the server did with it) can be checked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Served {
+    /// Requests whose effect ran at the server (a lost ack included).
+    pub requests: u64,
+    /// Those of them that changed the file they named (`Data::File`): a sink write that
+    /// appended, not one the sink skipped as a duplicate.
+    pub changed_file: u64,
+}
+
+impl Served {
+    /// `self - other`, or None where `other` has more of either count.
+    pub fn checked_sub(self, other: Served) -> Option<Served> {
+        Some(Served {
+            requests: self.requests.checked_sub(other.requests)?,
+            changed_file: self.changed_file.checked_sub(other.changed_file)?,
+        })
+    }
+}
+
+impl std::ops::Add for Served {
+    type Output = Served;
+    fn add(self, other: Served) -> Served {
+        Served {
+            requests: self.requests + other.requests,
+            changed_file: self.changed_file + other.changed_file,
+        }
+    }
+}
+
+impl std::ops::Sub for Served {
+    type Output = Served;
+    /// Counts only grow along a run: a later count minus an earlier one.
+    fn sub(self, earlier: Served) -> Served {
+        self.checked_sub(earlier)
+            .expect("a count minus an earlier count of the same run")
+    }
+}
+
 /// The bytes a step wrote or read, as its trace line shows them (a digest, `#` and 16 hex
 /// digits), once its effect ran.
 #[derive(Clone, Copy, Debug)]
@@ -249,7 +289,7 @@ pub struct World<S = Disk> {
     zombie: Option<(u32, u64)>,
     /// Requests whose effect ran at the server, by operation (a lost ack included): the
     /// world's own count, against which a system's report of what it sent can be checked.
-    served_requests: BTreeMap<&'static str, u64>,
+    served_requests: BTreeMap<&'static str, Served>,
     /// The first sink outage: when it began and when the server next served a request (the
     /// world's own clock readings, against which a system's retry policy can be checked).
     first_outage_ms: Option<(u64, Option<u64>)>,
@@ -474,7 +514,13 @@ impl<S: Storage> World<S> {
     /// How many `op` requests reached the server and ran there, over the whole run (every
     /// incarnation and zombie), whether or not their reply arrived.
     pub fn served_requests(&self, op: &str) -> u64 {
-        self.served_requests.get(op).copied().unwrap_or(0)
+        self.served(op).requests
+    }
+
+    /// What the server did for `op` requests over the whole run: how many it served and
+    /// how many of those changed the file they named (see [`Served`]).
+    pub fn served(&self, op: &str) -> Served {
+        self.served_requests.get(op).copied().unwrap_or_default()
     }
 
     /// The run's first sink outage: the time it began (the refused request's) and the time
@@ -709,11 +755,21 @@ impl<S: Storage> World<S> {
         } else if fault == Some(Fault::SinkError) {
             Err(RequestError::Refused)
         } else {
+            let file_before = match data {
+                Some(Data::File(name)) => self.env.disk.digest(name),
+                _ => None,
+            };
             let output = effect(&mut self.env);
+            let changed_file = match data {
+                Some(Data::File(name)) => self.env.disk.digest(name) != file_before,
+                _ => false,
+            };
             if let Some(data) = data {
                 self.set_step_data(step, data);
             }
-            *self.served_requests.entry(op).or_insert(0) += 1;
+            let served = self.served_requests.entry(op).or_default();
+            served.requests += 1;
+            served.changed_file += u64::from(changed_file);
             if let Some((_, served_ms @ None)) = &mut self.first_outage_ms {
                 *served_ms = Some(now_ms);
             }

@@ -307,6 +307,7 @@ impl Forks {
         let sink_writes = match (one.sink_writes, two.sink_writes) {
             (Some(x), Some(y)) => Some(SinkWriteCounts {
                 served: (x.served + y.served).checked_sub(self.end.served)?,
+                appended: None,
                 written: (x.written + y.written).checked_sub(self.end.stats.written)?,
                 skipped: (x.skipped + y.skipped).checked_sub(self.end.stats.skipped)?,
             }),

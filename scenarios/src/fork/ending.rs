@@ -155,6 +155,7 @@ impl Forks {
         let stats = ended.incarnations.iter().map(|i| &i.stats);
         observation.sink_writes = Some(SinkWriteCounts {
             served: ended.served,
+            appended: None,
             written: stats.clone().map(|s| s.written).sum(),
             skipped: stats.map(|s| s.skipped).sum(),
         });
