@@ -198,7 +198,7 @@ pub fn drive(
             }
             let enabled = job.enabled(world.now_ms());
             if enabled.is_empty() {
-                let Some(timer_ms) = job.next_timer_ms() else {
+                let Some(timer_ms) = job.next_timer_ms(world.now_ms()) else {
                     incarnations.push(job.stats().clone());
                     break 'run GraphOutcome::Deadlock;
                 };

@@ -6,6 +6,13 @@
 //! capacity plus the windows of one operator). An unaligned barrier is put at the front,
 //! overtaking the queue; the overtaken items stay queued behind it, and a copy goes to the
 //! producer, which stores it in its snapshot (what a recovery puts back on the channel).
+//!
+//! A slow delivery (`Fault::SlowDelivery`, applied by `World::message`) holds the channel
+//! from one position: the item there and every item behind it become visible to the
+//! consumer only at a given simulated time (FIFO: nothing overtakes a held item but an
+//! unaligned barrier, which overtakes the whole queue as it always does). A hold lives in
+//! memory like the items, and a crash drops it with them. At most one hold a step that
+//! delivered into the channel, each removed when its item is taken: bounded by the queue.
 
 use crate::job::keyed::JobRecord;
 use serde::{Deserialize, Serialize};
@@ -68,6 +75,17 @@ impl Item {
 pub struct Channel {
     pub queue: VecDeque<Item>,
     pub capacity: u32,
+    /// Slow deliveries: the item at `position` in the queue and those behind it are
+    /// visible from `until_ms` on. In position order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub holds: Vec<Hold>,
+}
+
+/// A slow delivery's hold on a channel (see the module header).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Hold {
+    pub position: u32,
+    pub until_ms: u64,
 }
 
 impl Channel {
@@ -76,6 +94,7 @@ impl Channel {
         Channel {
             queue: VecDeque::new(),
             capacity,
+            holds: Vec::new(),
         }
     }
 
@@ -92,22 +111,67 @@ impl Channel {
     /// (they stay queued behind it: the consumer still gets them, after its snapshot).
     pub fn overtake(&mut self, barrier: Item) -> Vec<Item> {
         assert!(matches!(barrier, Item::Barrier { .. }));
-        // A barrier never overtakes an older barrier (one of a declined checkpoint).
-        let at = self
-            .queue
-            .iter()
-            .rposition(|item| matches!(item, Item::Barrier { .. }))
-            .map_or(0, |last| last + 1);
+        let at = self.overtake_position();
         let overtaken: Vec<Item> = self.queue.iter().skip(at).cloned().collect();
         self.queue.insert(at, barrier);
+        // The held items moved back by one; the barrier is not held by their holds.
+        for hold in &mut self.holds {
+            if hold.position as usize >= at {
+                hold.position += 1;
+            }
+        }
         overtaken
     }
 
+    /// Where an unaligned barrier goes: the front, but never before an older barrier (one of
+    /// a declined checkpoint).
+    pub fn overtake_position(&self) -> usize {
+        self.queue
+            .iter()
+            .rposition(|item| matches!(item, Item::Barrier { .. }))
+            .map_or(0, |last| last + 1)
+    }
+
+    /// The head, held or not.
     pub fn head(&self) -> Option<&Item> {
         self.queue.front()
     }
 
+    /// The head, if its consumer can see it at `now_ms` (no slow delivery holds it).
+    pub fn visible_head(&self, now_ms: u64) -> Option<&Item> {
+        self.held_until_ms(now_ms)
+            .is_none()
+            .then(|| self.queue.front())
+            .flatten()
+    }
+
+    /// When the held head becomes visible, if a slow delivery holds it at `now_ms`.
+    pub fn held_until_ms(&self, now_ms: u64) -> Option<u64> {
+        self.holds
+            .iter()
+            .filter(|h| h.position == 0 && h.until_ms > now_ms)
+            .map(|h| h.until_ms)
+            .max()
+    }
+
+    /// Holds the item at `position` and every item behind it until `until_ms`.
+    pub fn hold_from(&mut self, position: usize, until_ms: u64) {
+        assert!(position < self.queue.len(), "a hold is on an item");
+        let position = u32::try_from(position).expect("a bounded channel");
+        self.holds.push(Hold {
+            position,
+            until_ms,
+        });
+        self.holds.sort_unstable_by_key(|h| (h.position, h.until_ms));
+    }
+
+    /// Takes the head (the caller checked it is visible).
     pub fn pop(&mut self) -> Option<Item> {
-        self.queue.pop_front()
+        let item = self.queue.pop_front()?;
+        self.holds.retain(|h| h.position > 0);
+        for hold in &mut self.holds {
+            hold.position -= 1;
+        }
+        Some(item)
     }
 }

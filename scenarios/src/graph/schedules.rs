@@ -198,7 +198,7 @@ impl Search<'_> {
             if !node.job.enabled(node.world.now_ms()).is_empty() {
                 break;
             }
-            match node.job.next_timer_ms() {
+            match node.job.next_timer_ms(node.world.now_ms()) {
                 Some(timer_ms) => node
                     .world
                     .sleep_until(timer_ms)
