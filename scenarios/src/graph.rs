@@ -10,6 +10,7 @@
 pub mod oracle;
 pub mod schedules;
 pub mod shrink;
+pub mod tasks;
 
 use keel_engine::job::{split_partitions, Job, JobConfig, JobStats, KeyedEvent};
 use keel_engine::{EngineError, Interrupt};

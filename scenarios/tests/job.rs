@@ -174,6 +174,7 @@ fn state_caching_finds_what_the_unreduced_enumeration_finds() {
         let base = Enumeration {
             spec: spec(events, config, 0),
             crashes: true,
+            job_faults: Vec::new(),
             reduce: true,
             after_crash_all: true,
             states_max: 10_000_000,
@@ -220,6 +221,7 @@ fn aligned_and_unaligned_are_exactly_once_at_every_point_of_every_schedule() {
             let found = enumerate_big_stack(Enumeration {
                 spec: spec(small(2), config, 0),
                 crashes: true,
+                job_faults: Vec::new(),
                 reduce: true,
                 after_crash_all: true,
                 states_max: 1_000_000,
@@ -247,6 +249,7 @@ fn the_append_sink_duplicates_after_a_crash_in_some_schedule() {
     let found = enumerate_big_stack(Enumeration {
         spec: spec(small(2), config, 0),
         crashes: true,
+        job_faults: Vec::new(),
         reduce: true,
         after_crash_all: false,
         states_max: 1_000_000,

@@ -715,6 +715,7 @@ fn sweep_all(
     let enumeration = Enumeration {
         spec: spec.clone(),
         crashes: true,
+        job_faults: Vec::new(),
         reduce: true,
         after_crash_all,
         states_max,
