@@ -175,3 +175,55 @@ impl Channel {
         Some(item)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wm(watermark: i64) -> Item {
+        Item::Watermark { watermark }
+    }
+
+    #[test]
+    fn a_hold_keeps_its_item_and_those_behind_it_until_its_time() {
+        let mut channel = Channel::new(8);
+        channel.push(wm(1));
+        channel.push(wm(2));
+        channel.hold_from(1, 50);
+        channel.push(wm(3));
+        // The item ahead of the hold is visible; the held one is not until t=50.
+        assert_eq!(channel.visible_head(10), Some(&wm(1)));
+        assert_eq!(channel.pop(), Some(wm(1)));
+        assert_eq!(channel.visible_head(10), None);
+        assert_eq!(channel.held_until_ms(10), Some(50));
+        assert_eq!(channel.visible_head(50), Some(&wm(2)));
+        assert_eq!(channel.pop(), Some(wm(2)));
+        // Spent: the item behind it is visible at once.
+        assert!(channel.holds.is_empty());
+        assert_eq!(channel.visible_head(50), Some(&wm(3)));
+    }
+
+    #[test]
+    fn an_unaligned_barrier_overtakes_held_items_and_a_held_barrier_holds_what_it_overtook() {
+        let mut channel = Channel::new(8);
+        channel.push(wm(1));
+        channel.hold_from(0, 40);
+        let at = channel.overtake_position();
+        let overtaken = channel.overtake(Item::Barrier { checkpoint: 1 });
+        assert_eq!(overtaken, vec![wm(1)]);
+        assert_eq!(at, 0);
+        // The barrier is not held; the item it overtook still is.
+        assert_eq!(channel.visible_head(0), Some(&Item::Barrier { checkpoint: 1 }));
+        channel.pop();
+        assert_eq!(channel.visible_head(39), None);
+        assert_eq!(channel.visible_head(40), Some(&wm(1)));
+        // A held barrier (its delivery slow) holds what it overtook too: FIFO.
+        let mut slow = Channel::new(8);
+        slow.push(wm(1));
+        let at = slow.overtake_position();
+        slow.overtake(Item::Barrier { checkpoint: 1 });
+        slow.hold_from(at, 30);
+        assert_eq!(slow.visible_head(29), None);
+        assert_eq!(slow.held_until_ms(29), Some(30));
+    }
+}
