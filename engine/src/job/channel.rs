@@ -158,11 +158,9 @@ impl Channel {
     pub fn hold_from(&mut self, position: usize, until_ms: u64) {
         assert!(position < self.queue.len(), "a hold is on an item");
         let position = u32::try_from(position).expect("a bounded channel");
-        self.holds.push(Hold {
-            position,
-            until_ms,
-        });
-        self.holds.sort_unstable_by_key(|h| (h.position, h.until_ms));
+        self.holds.push(Hold { position, until_ms });
+        self.holds
+            .sort_unstable_by_key(|h| (h.position, h.until_ms));
     }
 
     /// Takes the head (the caller checked it is visible).
@@ -213,7 +211,10 @@ mod tests {
         assert_eq!(overtaken, vec![wm(1)]);
         assert_eq!(at, 0);
         // The barrier is not held; the item it overtook still is.
-        assert_eq!(channel.visible_head(0), Some(&Item::Barrier { checkpoint: 1 }));
+        assert_eq!(
+            channel.visible_head(0),
+            Some(&Item::Barrier { checkpoint: 1 })
+        );
         channel.pop();
         assert_eq!(channel.visible_head(39), None);
         assert_eq!(channel.visible_head(40), Some(&wm(1)));

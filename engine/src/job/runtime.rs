@@ -436,7 +436,12 @@ impl Job {
         for operator in &mut job.operators {
             operator.align.since_ms = 0;
         }
-        for channel in job.to_operators.iter_mut().flatten().chain(&mut job.to_sink) {
+        for channel in job
+            .to_operators
+            .iter_mut()
+            .flatten()
+            .chain(&mut job.to_sink)
+        {
             channel.holds.retain(|h| h.until_ms > now_ms);
             for hold in &mut channel.holds {
                 hold.until_ms -= now_ms;
@@ -860,13 +865,7 @@ impl Job {
 
     /// An operator takes barrier `checkpoint` from `input`: what it put on the sink's
     /// channel, and the snapshot to write once the alignment ended.
-    fn operator_barrier(
-        &mut self,
-        op: usize,
-        input: usize,
-        checkpoint: u64,
-        now_ms: u64,
-    ) -> Taken {
+    fn operator_barrier(&mut self, op: usize, input: usize, checkpoint: u64, now_ms: u64) -> Taken {
         let mode = self.config.mode;
         let inputs = self.sources.len();
         let mut taken = Taken::default();

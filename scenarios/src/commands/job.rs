@@ -872,9 +872,7 @@ fn sweep_all(
 ) -> SweepRow {
     let enumeration = Enumeration {
         spec: spec.clone(),
-        crashes: faults
-            .iter()
-            .any(|f| f.kind() == FaultKind::ProcessCrash),
+        crashes: faults.iter().any(|f| f.kind() == FaultKind::ProcessCrash),
         job_faults: faults
             .iter()
             .copied()

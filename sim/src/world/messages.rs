@@ -29,7 +29,9 @@ pub enum Delivery {
     /// It never arrives.
     Lost,
     /// Its consumer sees it this many simulated ms after the step.
-    Delayed { delay_ms: u64 },
+    Delayed {
+        delay_ms: u64,
+    },
 }
 
 impl<S: Storage> World<S> {
@@ -95,9 +97,24 @@ mod tests {
         let slow = Fault::SlowDelivery { delay_ms: 30 };
         let cases = [
             (Fault::MessageLost, Sends::Message, Delivery::Lost, true),
-            (Fault::MessageLost, Sends::Channel, Delivery::Delivered, false),
-            (Fault::MessageLost, Sends::Nothing, Delivery::Delivered, false),
-            (slow, Sends::Channel, Delivery::Delayed { delay_ms: 30 }, true),
+            (
+                Fault::MessageLost,
+                Sends::Channel,
+                Delivery::Delivered,
+                false,
+            ),
+            (
+                Fault::MessageLost,
+                Sends::Nothing,
+                Delivery::Delivered,
+                false,
+            ),
+            (
+                slow,
+                Sends::Channel,
+                Delivery::Delayed { delay_ms: 30 },
+                true,
+            ),
             (slow, Sends::Message, Delivery::Delivered, false),
             (Fault::DiskError, Sends::Channel, Delivery::Delivered, false),
         ];
@@ -114,9 +131,17 @@ mod tests {
             );
             // The plan that ran replays the run: the same fingerprint.
             let mut again = World::new(1, world.plan_that_ran());
-            again.message("coord.ack", "src0 checkpoint 1", sends).unwrap();
-            again.message("coord.ack", "src1 checkpoint 1", sends).unwrap();
-            assert_eq!(again.fingerprint(), world.fingerprint(), "{fault} {sends:?}");
+            again
+                .message("coord.ack", "src0 checkpoint 1", sends)
+                .unwrap();
+            again
+                .message("coord.ack", "src1 checkpoint 1", sends)
+                .unwrap();
+            assert_eq!(
+                again.fingerprint(),
+                world.fingerprint(),
+                "{fault} {sends:?}"
+            );
         }
     }
 
