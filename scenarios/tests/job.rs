@@ -612,3 +612,55 @@ fn a_job_sweep_with_the_jobs_own_faults_still_finds_at_least_once_over_counting(
         ]
     );
 }
+
+#[test]
+fn state_caching_finds_what_the_unreduced_enumeration_finds_with_the_jobs_own_faults() {
+    // A held channel is state too (its time relative to now): the reduced enumeration must
+    // count the same points, outcomes and points by fault and task as the unreduced one.
+    for mode in AlignmentMode::ALL {
+        let config = JobConfig {
+            sources: 1,
+            parallelism: 1,
+            mode,
+            checkpoint_interval_ms: 1000,
+            checkpoint_timeout_ms: 20,
+            ..JobConfig::default()
+        };
+        let events: Vec<KeyedEvent> = small(2).into_iter().filter(|e| e.partition == 0).collect();
+        let base = Enumeration {
+            spec: spec(events, config, 0),
+            crashes: false,
+            job_faults: vec![
+                keel_sim::Fault::MessageLost,
+                keel_sim::Fault::SlowDelivery { delay_ms: 5 },
+            ],
+            reduce: true,
+            after_crash_all: true,
+            states_max: 10_000_000,
+        };
+        let reduced = enumerate_big_stack(base.clone());
+        let unreduced = enumerate_big_stack(Enumeration {
+            reduce: false,
+            ..base
+        });
+        assert!(reduced.exhaustive && unreduced.exhaustive);
+        assert_eq!(reduced.points, unreduced.points, "{mode}");
+        assert_eq!(reduced.by_fault, unreduced.by_fault, "{mode}");
+        assert!(!reduced.by_fault.is_empty(), "{mode}");
+        let points = |e: &Enumerated| {
+            e.outcomes
+                .iter()
+                .map(|(k, o)| (k.clone(), o.points.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(points(&reduced), points(&unreduced), "{mode}");
+        assert!(
+            reduced.failing(&JobProperty::EXACTLY_ONCE).is_empty()
+                || mode == AlignmentMode::AtLeastOnce
+        );
+        eprintln!(
+            "{mode}: {} points, {} vs {} states",
+            reduced.points, reduced.states, unreduced.states
+        );
+    }
+}
