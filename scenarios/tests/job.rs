@@ -541,6 +541,35 @@ fn every_point_of_a_sweep_with_the_jobs_own_faults_is_exactly_once_aligned_or_un
             if mode != AlignmentMode::AtLeastOnce {
                 assert!(failing.is_empty(), "{mode} {sink}: {:?}", failing.first());
             }
+            if (mode, sink) == (AlignmentMode::Aligned, JobSinkKind::Transactional) {
+                // Measured (`keel job sweep --events small.jsonl --schedules all
+                // --checkpoint-interval-ms 30 --faults process-crash,message-lost,slow-channel`).
+                // Every schedule has one completion notification: as many lost ones as
+                // schedules.
+                let cell = |kind, task| {
+                    by_fault
+                        .iter()
+                        .find(|r| (r.kind, r.task) == (kind, task))
+                        .map(|r| r.points.to_string())
+                };
+                assert_eq!(found.states, 1890);
+                assert_eq!(found.points.to_string(), "6721936219299235824");
+                assert_eq!(found.fault_free_points.to_string(), "187061422088855808");
+                let measured = [
+                    (ProcessCrash, TaskClass::Coordinator, "2441027857387867488"),
+                    (ProcessCrash, TaskClass::Sources, "819348925412816"),
+                    (ProcessCrash, TaskClass::Operators, "254861207818793196"),
+                    (ProcessCrash, TaskClass::Sink, "3138587968524791328"),
+                    (MessageLost, TaskClass::Coordinator, "472264224076442304"),
+                    (MessageLost, TaskClass::Sink, "187061422088855808"),
+                    (SlowChannel, TaskClass::Sources, "136568642068264"),
+                    (SlowChannel, TaskClass::Operators, "40116199746148812"),
+                ];
+                for (kind, task, points) in measured {
+                    assert_eq!(cell(kind, task).as_deref(), Some(points), "{kind} {task}");
+                }
+                assert_eq!(by_fault.len(), measured.len());
+            }
         }
     }
 }
