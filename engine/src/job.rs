@@ -16,6 +16,19 @@
 //! `checkpoint_timeout_ms` is declined. At the end of input a final checkpoint commits what
 //! is left, as Flink's final checkpoint does.
 //!
+//! The job's own faults (`keel_sim::Fault::MessageLost`, `Fault::SlowDelivery`; the world
+//! decides them at a step, `World::message`): a task's acknowledgement may never reach the
+//! coordinator (the checkpoint cannot complete and is declined at its timeout; the sink's
+//! transaction for it stays pending and is committed with a later completed checkpoint,
+//! which commits every pending one up to it, or resolved on recovery); the coordinator's
+//! completion notification may never reach the sink (a later notification commits what is
+//! pending, or a recovery re-commits it); a delivery into a channel may reach its consumer
+//! late (the channel holds it and what follows, `channel.rs`). The rule for the end of the
+//! input: while the job is drained, no checkpoint is pending, the sink holds a transaction
+//! not committed and no notification is on its way, the coordinator triggers one more
+//! checkpoint, so the job never ends with pre-committed records invisible; were it to, the
+//! oracle's `no-loss` reports them (only committed parts are visible).
+//!
 //! A task failure restarts the whole job from the newest completed checkpoint (Flink's full
 //! restart): see `runtime.rs`. Which enabled action runs next is the caller's choice (a seeded
 //! scheduler in `keel_sim::schedule`); the job only offers them.

@@ -11,6 +11,7 @@ pub mod oracle;
 pub mod plan;
 pub mod schedules;
 pub mod shrink;
+pub mod tasks;
 
 use keel_engine::job::{split_partitions, Job, JobConfig, JobStats, KeyedEvent};
 use keel_engine::{EngineError, Interrupt};
@@ -227,7 +228,7 @@ pub fn drive(
             }
             let enabled = job.enabled(world.now_ms());
             if enabled.is_empty() {
-                let Some(timer_ms) = job.next_timer_ms() else {
+                let Some(timer_ms) = job.next_timer_ms(world.now_ms()) else {
                     incarnations.push(job.stats().clone());
                     break 'run GraphOutcome::Deadlock;
                 };

@@ -29,6 +29,8 @@ pub fn applies(op: &str, kind: FaultKind) -> bool {
         | FaultKind::AckLost
         | FaultKind::SinkUnavailable
         | FaultKind::Zombie => op == "sink.write" || op.starts_with("log."),
+        // A parallel job's own faults: the one-task engine sends no such message.
+        FaultKind::MessageLost | FaultKind::SlowChannel => false,
     }
 }
 

@@ -43,6 +43,8 @@ impl Swarm {
             FaultKind::SinkUnavailable => self.sink_unavailable,
             FaultKind::Zombie => self.zombie,
             FaultKind::PageEviction => self.page_eviction,
+            // A parallel job's own faults: never drawn for the one-task engine.
+            FaultKind::MessageLost | FaultKind::SlowChannel => false,
         }
     }
 }
@@ -126,6 +128,12 @@ pub fn plan_from_unstructured(
             },
             FaultKind::Zombie => Fault::Zombie,
             FaultKind::PageEviction => Fault::PageEviction,
+            // Apply to no step of the one-task engine: no site has them, so never first, and
+            // later ones leave no mark.
+            FaultKind::MessageLost => Fault::MessageLost,
+            FaultKind::SlowChannel => Fault::SlowDelivery {
+                delay_ms: context.outage_ms,
+            },
         };
         faults.push(PlannedFault { step, fault });
     }

@@ -742,3 +742,71 @@ fn a_closed_stdout_keeps_the_exit_code_and_does_not_panic() {
         assert_eq!(stderr, "", "keel {args:?}");
     }
 }
+
+#[test]
+fn a_lost_acknowledgement_shows_as_a_declined_checkpoint_and_replays() {
+    // ch04 over two sources, seed 0: step 141 is the sink's acknowledgement of checkpoint 2
+    // (`keel job run --trace`).
+    let args = [
+        "job",
+        "run",
+        "--fault",
+        "message-lost",
+        "--at-step",
+        "141",
+        "--checkpoint-timeout-ms",
+        "100",
+        "--expect",
+        "exactly-once",
+    ];
+    let (code, stdout, stderr) = keel(&args);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("fault: message-lost at step 141\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("checkpoints: completed=2 declined=1 "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("sink: written=3 skipped=0 committed_transactions=2\n"),
+        "{stdout}"
+    );
+    let reproduce = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("reproduce: keel "))
+        .expect("a reproduce line");
+    assert!(
+        reproduce.ends_with("--fault message-lost --at-step 141"),
+        "{reproduce}"
+    );
+    let fingerprint = |out: &str| {
+        out.lines()
+            .find(|l| l.starts_with("fingerprint="))
+            .map(str::to_string)
+    };
+    let again = keel(&reproduce.split_whitespace().collect::<Vec<_>>());
+    assert_eq!(again.0, Some(0));
+    assert_eq!(fingerprint(&again.1), fingerprint(&stdout));
+    // A job fault where it does not apply is said so; --delay-ms only with slow-channel.
+    let (code, stdout, _) = keel(&["job", "run", "--fault", "message-lost", "--at-step", "2"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        stdout.contains("fault: message-lost does not apply at step 2 (it ran without it)"),
+        "{stdout}"
+    );
+    check_rejected(
+        &[
+            "job",
+            "run",
+            "--fault",
+            "message-lost",
+            "--at-step",
+            "2",
+            "--delay-ms",
+            "5",
+        ],
+        &["--delay-ms is only for --fault slow-channel"],
+    );
+}

@@ -18,6 +18,20 @@
 //! - a **zombie**: after a sink request the process is cut off and replaced; once the new
 //!   process has recovered, the old one wakes up and retries its last write and its commit.
 //!
+//! - a **lost message** (`keel job` only): a control message a step receives never
+//!   arrives: a task's acknowledgement of a checkpoint to the coordinator (`coord.ack`), or
+//!   the coordinator's completion notification to the sink (`sink.notified`). The sender
+//!   does not learn it (no retry, as an RPC whose reply nobody waits for); the receiver acts
+//!   as if it never came. It applies only at a step that receives such a message
+//!   ([`crate::World::message`] with `Sends::Message`); elsewhere it leaves no mark.
+//! - a **slow delivery** (`keel job` only): the items a step puts on a channel between two
+//!   tasks become visible to the consumer only `delay_ms` of simulated time later; the
+//!   channel stays FIFO, so every item behind them waits too. Nothing is lost or reordered.
+//!   It applies only at a step that delivers items into a channel (`Sends::Channel`).
+//!
+//! Neither applies to any step of the one-task engine, which sends no such message: there
+//! they leave no mark, and no sweep or exploration of it draws them.
+//!
 //! - a **process crash at a simulated time** T: the process is killed the moment the clock
 //!   reaches T, while it waits or just before the first step at or after T (the chapter's
 //!   "kill -9 after 2.6 s").
@@ -84,6 +98,12 @@ pub enum Fault {
     /// After the step's effect the kernel drops every clean page: bytes a failed fsync left
     /// unpersisted read as the disk holds them (the old bytes, or zeros).
     PageEviction,
+    /// The control message the step receives (a checkpoint acknowledgement, a completion
+    /// notification) never arrives: the receiver goes on as if it had not been sent.
+    MessageLost,
+    /// The items the step puts on a channel become visible to its consumer only `delay_ms`
+    /// of simulated time later (the items behind them wait too).
+    SlowDelivery { delay_ms: u64 },
 }
 
 impl Fault {
@@ -97,6 +117,8 @@ impl Fault {
             Fault::SinkUnavailable { .. } => FaultKind::SinkUnavailable,
             Fault::Zombie => FaultKind::Zombie,
             Fault::PageEviction => FaultKind::PageEviction,
+            Fault::MessageLost => FaultKind::MessageLost,
+            Fault::SlowDelivery { .. } => FaultKind::SlowChannel,
         }
     }
 }
@@ -117,9 +139,11 @@ impl Fault {
             Fault::AckLost => "ack-lost",
             Fault::Zombie => "zombie",
             Fault::PageEviction => "page-eviction",
+            Fault::MessageLost => "message-lost",
             Fault::PowerLoss { .. }
             | Fault::PowerLossClass { .. }
-            | Fault::SinkUnavailable { .. } => return None,
+            | Fault::SinkUnavailable { .. }
+            | Fault::SlowDelivery { .. } => return None,
         })
     }
 }
@@ -141,6 +165,7 @@ impl fmt::Display for Fault {
             Fault::SinkUnavailable { duration_ms } => {
                 write!(f, "sink-unavailable {duration_ms}ms")
             }
+            Fault::SlowDelivery { delay_ms } => write!(f, "slow-channel {delay_ms}ms"),
             _ => f.write_str(self.fixed_text().expect("a fault without a number")),
         }
     }
@@ -158,11 +183,13 @@ pub enum FaultKind {
     SinkUnavailable,
     Zombie,
     PageEviction,
+    MessageLost,
+    SlowChannel,
 }
 
 impl FaultKind {
-    /// Every kind.
-    pub const ALL: [FaultKind; 8] = [
+    /// Every kind (the last two apply only to a parallel job's steps: see [`FaultKind::JOB`]).
+    pub const ALL: [FaultKind; 10] = [
         FaultKind::ProcessCrash,
         FaultKind::PowerLoss,
         FaultKind::DiskError,
@@ -171,7 +198,13 @@ impl FaultKind {
         FaultKind::SinkUnavailable,
         FaultKind::Zombie,
         FaultKind::PageEviction,
+        FaultKind::MessageLost,
+        FaultKind::SlowChannel,
     ];
+
+    /// The kinds of a parallel job's own faults (`keel job`): they apply to no step of the
+    /// one-task engine, which neither sweeps nor draws them.
+    pub const JOB: [FaultKind; 2] = [FaultKind::MessageLost, FaultKind::SlowChannel];
 
     /// The kinds a sweep or an exploration uses unless told otherwise (not the zombie, nor
     /// the page eviction, which does something only after a failed fsync: ask for them).
@@ -194,6 +227,8 @@ impl FaultKind {
             FaultKind::SinkUnavailable => "sink-unavailable",
             FaultKind::Zombie => "zombie",
             FaultKind::PageEviction => "page-eviction",
+            FaultKind::MessageLost => "message-lost",
+            FaultKind::SlowChannel => "slow-channel",
         }
     }
 }
@@ -336,5 +371,37 @@ mod tests {
             },
         ];
         assert_eq!(FaultPlan::new(twice), Err(PlanError { step: 3 }));
+    }
+
+    #[test]
+    fn a_plan_with_a_job_fault_round_trips_through_its_file() {
+        let plan = FaultPlan::new([
+            PlannedFault {
+                step: 4,
+                fault: Fault::MessageLost,
+            },
+            PlannedFault {
+                step: 9,
+                fault: Fault::SlowDelivery { delay_ms: 250 },
+            },
+        ])
+        .unwrap();
+        let text = serde_json::to_string(&plan.to_file()).unwrap();
+        assert_eq!(
+            text,
+            r#"{"faults":[{"step":4,"fault":{"kind":"message-lost"}},{"step":9,"fault":{"kind":"slow-delivery","delay_ms":250}}]}"#
+        );
+        let back: PlanFile = serde_json::from_str(&text).unwrap();
+        assert_eq!(FaultPlan::from_file(back).unwrap(), plan);
+        assert_eq!(Fault::MessageLost.to_string(), "message-lost");
+        assert_eq!(
+            Fault::SlowDelivery { delay_ms: 250 }.to_string(),
+            "slow-channel 250ms"
+        );
+        assert_eq!(Fault::MessageLost.kind(), FaultKind::MessageLost);
+        assert_eq!(
+            Fault::SlowDelivery { delay_ms: 1 }.kind(),
+            FaultKind::SlowChannel
+        );
     }
 }

@@ -676,7 +676,12 @@ impl<S: Storage> World<S> {
                 .expect(SIMULATION_ONLY)
                 .inject_error(),
             Some(
-                Fault::SinkError | Fault::AckLost | Fault::SinkUnavailable { .. } | Fault::Zombie,
+                Fault::SinkError
+                | Fault::AckLost
+                | Fault::SinkUnavailable { .. }
+                | Fault::Zombie
+                | Fault::MessageLost
+                | Fault::SlowDelivery { .. },
             ) => {
                 // A fault that does not apply leaves no mark: the run is the one without it,
                 // so the plan that ran (which omits it) replays with the same fingerprint.
@@ -747,7 +752,9 @@ impl<S: Storage> World<S> {
                 self.first_outage_ms.get_or_insert((now_ms, None));
             }
             // Does not apply to a sink request: no mark, as in `effect`.
-            Some(Fault::DiskError) => self.trace.restate_fault(step, None),
+            Some(Fault::DiskError | Fault::MessageLost | Fault::SlowDelivery { .. }) => {
+                self.trace.restate_fault(step, None)
+            }
             _ => {}
         }
         let outcome = if now_ms < self.env.sink_down_until_ms {
@@ -828,5 +835,8 @@ impl<S: Storage> World<S> {
 }
 
 mod crashes;
+mod messages;
 #[cfg(test)]
 mod tests;
+
+pub use messages::{Delivery, Sends};

@@ -15,7 +15,7 @@ use crate::job::snapshot::{
     checkpoint_of, meta_checkpoint, meta_file, meta_tmp_file, task_file, Metadata, TaskSnapshot,
 };
 use crate::job::{operator_label, source_label, AlignmentMode, JobConfig, SINK_LABEL};
-use keel_sim::{Storage, World};
+use keel_sim::{Delivery, Sends, Storage, World};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
@@ -209,6 +209,15 @@ pub struct JobStats {
     pub restored: Option<u64>,
     /// Metadata or task files recovery skipped, with the reason.
     pub rejected: Vec<String>,
+}
+
+/// What an operator's take did in memory, for the step that follows.
+#[derive(Default)]
+struct Taken {
+    /// An unaligned barrier overtook the sink's channel.
+    overtook: bool,
+    /// The alignment ended: the checkpoint, its snapshot and the ms an input was blocked.
+    snapshot: Option<(u64, TaskSnapshot, u64)>,
 }
 
 /// One incarnation of a parallel job.
@@ -427,6 +436,17 @@ impl Job {
         for operator in &mut job.operators {
             operator.align.since_ms = 0;
         }
+        for channel in job
+            .to_operators
+            .iter_mut()
+            .flatten()
+            .chain(&mut job.to_sink)
+        {
+            channel.holds.retain(|h| h.until_ms > now_ms);
+            for hold in &mut channel.holds {
+                hold.until_ms -= now_ms;
+            }
+        }
         job.sink.align.since_ms = 0;
         job.state_text()
     }
@@ -480,7 +500,9 @@ impl Job {
             }
             for input in 0..self.sources.len() {
                 let channel = &self.to_operators[input][op];
-                let Some(head) = channel.head() else { continue };
+                let Some(head) = channel.visible_head(now_ms) else {
+                    continue;
+                };
                 let barrier = matches!(head, Item::Barrier { .. });
                 // Unaligned: a barrier is taken even when the output is full (it overtakes).
                 if !self.to_sink[op].has_room(1) && !barrier {
@@ -495,7 +517,9 @@ impl Job {
             }
         }
         for input in 0..self.operators.len() {
-            if self.to_sink[input].head().is_some() && !self.sink.align.blocked(input, mode) {
+            if self.to_sink[input].visible_head(now_ms).is_some()
+                && !self.sink.align.blocked(input, mode)
+            {
                 actions.push(Action::SinkTake {
                     input: input as u32,
                 });
@@ -534,14 +558,26 @@ impl Job {
         now_ms >= self.coord.next_trigger_ms && !bounded
     }
 
-    /// When something becomes enabled by time alone (a trigger or a decline), if nothing
-    /// else is.
-    pub fn next_timer_ms(&self) -> Option<u64> {
-        match &self.coord.pending {
+    /// When something becomes enabled by time alone (a trigger, a decline, or the head of a
+    /// channel a slow delivery holds), if nothing else is: the earliest such time after
+    /// `now_ms`.
+    pub fn next_timer_ms(&self, now_ms: u64) -> Option<u64> {
+        let coordinator = match &self.coord.pending {
             Some(pending) => Some(pending.triggered_ms + self.config.checkpoint_timeout_ms),
             None if !self.drained() => Some(self.coord.next_trigger_ms),
             None => None,
-        }
+        };
+        let held = self
+            .to_operators
+            .iter()
+            .flatten()
+            .chain(&self.to_sink)
+            .filter_map(|c| c.held_until_ms(now_ms));
+        coordinator
+            .into_iter()
+            .chain(held)
+            .filter(|t| *t > now_ms)
+            .min()
     }
 
     /// Performs `action` (one of [`Job::enabled`]).
@@ -589,8 +625,18 @@ impl Job {
                 Ok(())
             }
             Action::Commit => {
-                let completed = self.sink.notifications.pop_front().expect("enabled");
-                world.effect("sink.notified", format!("checkpoint {completed}"), |_| ())?;
+                let completed = *self.sink.notifications.front().expect("enabled");
+                let delivery = world.message(
+                    "sink.notified",
+                    format!("checkpoint {completed}"),
+                    Sends::Message,
+                )?;
+                self.sink.notifications.pop_front();
+                if delivery == Delivery::Lost {
+                    // The sink never hears of it: its transactions stay pending until a later
+                    // notification or a recovery commits them.
+                    return Ok(());
+                }
                 self.sink
                     .conn
                     .commit(world, completed, &mut self.stats.sink)
@@ -606,17 +652,27 @@ impl Job {
     ) -> Result<(), Interrupt> {
         let source = &self.sources[p];
         let partition = &self.partitions[p];
+        let lengths = self.output_lengths(p);
         let Some(event) = partition.get(source.offset as usize).cloned() else {
-            world.effect("source.read", format!("{label} end-of-input"), |_| ())?;
+            let delivery = world.message(
+                "source.read",
+                format!("{label} end-of-input"),
+                Sends::Channel,
+            )?;
             let source = &mut self.sources[p];
             source.end_sent = true;
             for channel in &mut self.to_operators[p] {
                 channel.push(Item::End);
             }
+            self.hold_outputs(p, &lengths, delivery, world.now_ms());
             return Ok(());
         };
         let offset = source.offset;
-        world.effect("source.read", format!("{label} event {p}:{offset}"), |_| ())?;
+        let delivery = world.message(
+            "source.read",
+            format!("{label} event {p}:{offset}"),
+            Sends::Channel,
+        )?;
         let op = operator_of(&event.key, self.config.parallelism) as usize;
         self.to_operators[p][op].push(Item::Event {
             key: event.key.clone(),
@@ -635,7 +691,37 @@ impl Job {
                 channel.push(Item::Watermark { watermark });
             }
         }
+        self.hold_outputs(p, &lengths, delivery, world.now_ms());
         Ok(())
+    }
+
+    /// Where each of source `p`'s output channels will get its next item: its length, or
+    /// (unaligned) where a barrier would overtake to.
+    fn output_lengths(&self, p: usize) -> Vec<usize> {
+        let unaligned = self.config.mode == AlignmentMode::Unaligned;
+        self.to_operators[p]
+            .iter()
+            .map(|c| {
+                if unaligned && !self.sources[p].barriers_due.is_empty() {
+                    c.overtake_position()
+                } else {
+                    c.queue.len()
+                }
+            })
+            .collect()
+    }
+
+    /// A slow delivery of what source `p`'s step put on its output channels: each channel
+    /// that got an item is held from it.
+    fn hold_outputs(&mut self, p: usize, from: &[usize], delivery: Delivery, now_ms: u64) {
+        let Delivery::Delayed { delay_ms } = delivery else {
+            return;
+        };
+        for (channel, &from) in self.to_operators[p].iter_mut().zip(from) {
+            if channel.queue.len() > from {
+                channel.hold_from(from, now_ms + delay_ms);
+            }
+        }
     }
 
     fn source_barrier<S: Storage>(
@@ -645,7 +731,12 @@ impl Job {
         label: &str,
     ) -> Result<(), Interrupt> {
         let checkpoint = *self.sources[p].barriers_due.front().expect("enabled");
-        world.effect("source.barrier", format!("{label} {checkpoint}"), |_| ())?;
+        let lengths = self.output_lengths(p);
+        let delivery = world.message(
+            "source.barrier",
+            format!("{label} {checkpoint}"),
+            Sends::Channel,
+        )?;
         self.sources[p].barriers_due.pop_front();
         let barrier = Item::Barrier { checkpoint };
         let mut in_flight = Vec::new();
@@ -657,6 +748,7 @@ impl Job {
                 in_flight.push(Vec::new());
             }
         }
+        self.hold_outputs(p, &lengths, delivery, world.now_ms());
         let source = &self.sources[p];
         let snapshot = TaskSnapshot::Source {
             offset: source.offset,
@@ -703,16 +795,43 @@ impl Job {
             .head()
             .expect("enabled")
             .clone();
-        world.effect(
-            "operator.take",
-            format!("{label} {}", item.describe()),
-            |_| (),
-        )?;
-        self.to_operators[input][op].pop();
+        let target = format!("{label} {}", item.describe());
         let now_ms = world.now_ms();
-        if let Item::Barrier { checkpoint } = item {
-            return self.operator_barrier(world, op, input, checkpoint, now_ms);
+        // What the take does in memory comes first, so that the step knows whether it
+        // delivers into the sink's channel; a crash at the step drops it all anyway.
+        self.to_operators[input][op].pop();
+        let length = self.to_sink[op].queue.len();
+        let overtake_at = self.to_sink[op].overtake_position();
+        let taken = match item {
+            Item::Barrier { checkpoint } => self.operator_barrier(op, input, checkpoint, now_ms),
+            item => {
+                self.operator_item(op, input, item);
+                Taken::default()
+            }
+        };
+        let from = if taken.overtook {
+            Some(overtake_at)
+        } else {
+            (self.to_sink[op].queue.len() > length).then_some(length)
+        };
+        let sends = if from.is_some() {
+            Sends::Channel
+        } else {
+            Sends::Nothing
+        };
+        let delivery = world.message("operator.take", target, sends)?;
+        if let (Delivery::Delayed { delay_ms }, Some(from)) = (delivery, from) {
+            self.to_sink[op].hold_from(from, now_ms + delay_ms);
         }
+        let Some((checkpoint, snapshot, blocked_ms)) = taken.snapshot else {
+            return Ok(());
+        };
+        self.stats.alignment_ms += blocked_ms;
+        self.write_snapshot(world, checkpoint, &operator_label(op as u32), &snapshot)
+    }
+
+    /// An operator takes an event, a watermark or the end of an input.
+    fn operator_item(&mut self, op: usize, input: usize, item: Item) {
         let operator = &mut self.operators[op];
         operator.align.record(input, &item);
         let records = match item {
@@ -729,14 +848,13 @@ impl Job {
                 if ended {
                     self.to_sink[op].push(Item::End);
                 }
-                return Ok(());
+                return;
             }
             Item::Barrier { .. } | Item::Record { .. } => {
                 unreachable!("no record on a source channel")
             }
         };
         self.emit(op, records);
-        Ok(())
     }
 
     fn emit(&mut self, op: usize, records: Vec<JobRecord>) {
@@ -745,21 +863,18 @@ impl Job {
         }
     }
 
-    fn operator_barrier<S: Storage>(
-        &mut self,
-        world: &mut World<S>,
-        op: usize,
-        input: usize,
-        checkpoint: u64,
-        now_ms: u64,
-    ) -> Result<(), Interrupt> {
+    /// An operator takes barrier `checkpoint` from `input`: what it put on the sink's
+    /// channel, and the snapshot to write once the alignment ended.
+    fn operator_barrier(&mut self, op: usize, input: usize, checkpoint: u64, now_ms: u64) -> Taken {
         let mode = self.config.mode;
         let inputs = self.sources.len();
+        let mut taken = Taken::default();
         let Some(first) = self.operators[op].align.admit(checkpoint, now_ms) else {
-            return Ok(());
+            return taken;
         };
         if first && mode == AlignmentMode::Unaligned {
             let in_flight = self.to_sink[op].overtake(Item::Barrier { checkpoint });
+            taken.overtook = true;
             let operator = &mut self.operators[op];
             operator.align.taken = Some(TaskSnapshot::Operator {
                 state: operator.state.clone(),
@@ -767,12 +882,12 @@ impl Job {
                 in_flight,
             });
         }
-        let Some((blocked_ms, taken)) = self.operators[op].align.arrive(input, mode, now_ms) else {
-            return Ok(());
+        let Some((blocked_ms, snapshot)) = self.operators[op].align.arrive(input, mode, now_ms)
+        else {
+            return taken;
         };
-        self.stats.alignment_ms += blocked_ms;
-        let snapshot = match taken {
-            Some(taken) => taken,
+        let snapshot = match snapshot {
+            Some(snapshot) => snapshot,
             None => {
                 self.to_sink[op].push(Item::Barrier { checkpoint });
                 TaskSnapshot::Operator {
@@ -782,7 +897,8 @@ impl Job {
                 }
             }
         };
-        self.write_snapshot(world, checkpoint, &operator_label(op as u32), &snapshot)
+        taken.snapshot = Some((checkpoint, snapshot, blocked_ms));
+        taken
     }
 
     fn sink_take<S: Storage>(
@@ -853,12 +969,16 @@ impl Job {
 
     fn acknowledge<S: Storage>(&mut self, world: &mut World<S>) -> Result<(), Interrupt> {
         let ack = self.coord.inbox.front().expect("enabled").clone();
-        world.effect(
+        let delivery = world.message(
             "coord.ack",
             format!("{} checkpoint {}", ack.task, ack.checkpoint),
-            |_| (),
+            Sends::Message,
         )?;
         self.coord.inbox.pop_front();
+        if delivery == Delivery::Lost {
+            // Never arrives: the checkpoint cannot complete and is declined at its timeout.
+            return Ok(());
+        }
         let tasks = self.config.task_labels();
         let Some(pending) = self
             .coord

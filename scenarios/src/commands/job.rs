@@ -9,14 +9,17 @@ use crate::catalogue::Scenario;
 use crate::error::KeelError;
 use crate::graph::oracle::{judge, sink_records, JobProperty, JobVerdict};
 use crate::graph::plan::SavedJobPlan;
-use crate::graph::schedules::{enumerate, Enumeration, STATES_MAX_DEFAULT};
+use crate::graph::schedules::{enumerate, Enumeration, FaultPoints, STATES_MAX_DEFAULT};
 use crate::graph::shrink::shrink;
+use crate::graph::tasks::{step_tasks, TaskClass};
 use crate::graph::{run, run_streamed, GraphRun, GraphSpec};
 use crate::parallel::{default_jobs, par_map};
 use clap::{Args, Subcommand, ValueEnum};
 use keel_engine::job::{parse_keyed_events, AlignmentMode, JobConfig, JobSinkKind, KeyedEvent};
 use keel_sim::disk::FsModel;
-use keel_sim::{CrashPoint, Fault, FaultPlan, PlannedFault, SchedulePolicy, SeedTree, Subsystem};
+use keel_sim::{
+    CrashPoint, Fault, FaultKind, FaultPlan, PlannedFault, SchedulePolicy, SeedTree, Subsystem,
+};
 use num_bigint::BigUint;
 use rand_core::RngCore;
 use std::fmt::Write as _;
@@ -136,7 +139,23 @@ impl From<JobSinkArg> for JobSinkKind {
 pub enum JobFaultArg {
     ProcessCrash,
     PowerLoss,
+    /// A task's acknowledgement to the coordinator, or the coordinator's completion
+    /// notification to the sink, received at the step, never arrives.
+    MessageLost,
+    /// What the step puts on a channel reaches its consumer --delay-ms later.
+    SlowChannel,
 }
+
+/// The faults `keel job sweep` tries at every step where they apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+pub enum JobSweepFaultArg {
+    ProcessCrash,
+    MessageLost,
+    SlowChannel,
+}
+
+/// Simulated ms a slow channel delays a delivery unless told otherwise.
+pub const DELAY_MS_DEFAULT: u64 = 100;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum AtArg {
@@ -166,6 +185,9 @@ pub struct JobRunArgs {
     /// For --fault power-loss: the crash state the disk is left in [default: 0].
     #[arg(long, value_name = "S", requires = "fault")]
     pub crash_state: Option<u64>,
+    /// For --fault slow-channel: how much later the delivery is seen [default: 100].
+    #[arg(long, value_name = "MS", requires = "fault")]
+    pub delay_ms: Option<u64>,
     /// Replay a schedule: the choices, comma-separated, as a sweep prints them (each an
     /// index into the actions enabled then; after the last, the first enabled action).
     #[arg(long, value_name = "CHOICES", value_parser = parse_choices)]
@@ -216,6 +238,19 @@ pub struct JobSweepArgs {
     /// exhaustive: false).
     #[arg(long, value_name = "N", default_value_t = STATES_MAX_DEFAULT)]
     pub states_max: u64,
+    /// The faults to try at every step where they apply: process-crash (before and after
+    /// every step), message-lost (every acknowledgement and completion notification),
+    /// slow-channel (every delivery into a channel, --delay-ms late).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "process-crash"
+    )]
+    pub faults: Vec<JobSweepFaultArg>,
+    /// How late a slow channel's delivery is seen, in simulated ms.
+    #[arg(long, value_name = "MS", default_value_t = DELAY_MS_DEFAULT)]
+    pub delay_ms: u64,
     /// Exit 1 unless these hold at every point (default: report only).
     #[arg(long, value_name = "PROPERTIES", value_parser = parse_properties)]
     pub expect: Option<Properties>,
@@ -426,6 +461,15 @@ fn reproduce_line(
                 planned.step
             )
             .unwrap(),
+            Fault::MessageLost => {
+                write!(line, " --fault message-lost --at-step {}", planned.step).unwrap()
+            }
+            Fault::SlowDelivery { delay_ms } => write!(
+                line,
+                " --fault slow-channel --at-step {} --delay-ms {delay_ms}",
+                planned.step
+            )
+            .unwrap(),
             _ => {}
         }
     }
@@ -464,9 +508,20 @@ fn cmd_job_run(args: &JobRunArgs) -> Result<Output, KeelError> {
                 AtArg::Before => CrashPoint::Before,
                 AtArg::After => CrashPoint::After,
             };
-            if kind == JobFaultArg::ProcessCrash && args.crash_state.is_some() {
+            if kind != JobFaultArg::PowerLoss && args.crash_state.is_some() {
                 return Err(KeelError::usage(
                     "--crash-state is only for --fault power-loss",
+                ));
+            }
+            if kind != JobFaultArg::SlowChannel && args.delay_ms.is_some() {
+                return Err(KeelError::usage(
+                    "--delay-ms is only for --fault slow-channel",
+                ));
+            }
+            let crash = matches!(kind, JobFaultArg::ProcessCrash | JobFaultArg::PowerLoss);
+            if !crash && args.at.is_some() {
+                return Err(KeelError::usage(
+                    "--at is only for --fault process-crash and power-loss",
                 ));
             }
             let fault = match kind {
@@ -474,6 +529,10 @@ fn cmd_job_run(args: &JobRunArgs) -> Result<Output, KeelError> {
                 JobFaultArg::PowerLoss => Fault::PowerLoss {
                     at,
                     state: args.crash_state.unwrap_or(0),
+                },
+                JobFaultArg::MessageLost => Fault::MessageLost,
+                JobFaultArg::SlowChannel => Fault::SlowDelivery {
+                    delay_ms: args.delay_ms.unwrap_or(DELAY_MS_DEFAULT),
                 },
             };
             Some(PlannedFault { step, fault })
@@ -522,6 +581,19 @@ fn cmd_job_run(args: &JobRunArgs) -> Result<Output, KeelError> {
     }
     for crash in &ran.crashes {
         writeln!(out, "crash: {crash}").unwrap();
+    }
+    let job_fault = |f: &PlannedFault| FaultKind::JOB.contains(&f.fault.kind());
+    for planned in ran.world.faults_injected().iter().filter(|f| job_fault(f)) {
+        writeln!(out, "fault: {} at step {}", planned.fault, planned.step).unwrap();
+    }
+    if let Some(planned) = fault.filter(|f| job_fault(f) && ran.world.faults_injected().is_empty())
+    {
+        writeln!(
+            out,
+            "fault: {} does not apply at step {} (it ran without it)",
+            planned.fault, planned.step
+        )
+        .unwrap();
     }
     report_run(&mut out, &spec, &ran, &verdict);
     writeln!(
@@ -620,11 +692,55 @@ struct SweepRow {
     first_failure: Option<FirstFailure>,
     /// The seed whose schedule the first failure ran.
     failure_seed: u64,
+    /// The faulted points by fault kind and task.
+    by_fault: Vec<FaultPoints>,
+}
+
+/// The faults a sweep tries at each step, as `--faults` and `--delay-ms` say.
+fn sweep_faults(args: &JobSweepArgs) -> Vec<Fault> {
+    let mut kinds = args.faults.clone();
+    kinds.sort();
+    kinds.dedup();
+    let mut faults = Vec::new();
+    for kind in kinds {
+        match kind {
+            JobSweepFaultArg::ProcessCrash => faults.extend(
+                [CrashPoint::Before, CrashPoint::After].map(|at| Fault::ProcessCrash { at }),
+            ),
+            JobSweepFaultArg::MessageLost => faults.push(Fault::MessageLost),
+            JobSweepFaultArg::SlowChannel => faults.push(Fault::SlowDelivery {
+                delay_ms: args.delay_ms,
+            }),
+        }
+    }
+    faults
+}
+
+/// The faults of a sweep as its header says them.
+fn faults_text(faults: &[Fault]) -> String {
+    let mut parts = Vec::new();
+    for fault in faults {
+        match fault {
+            Fault::ProcessCrash {
+                at: CrashPoint::Before,
+            } => parts.push("process-crash before and after every step".to_string()),
+            Fault::MessageLost => parts.push(
+                "message-lost at every acknowledgement and completion notification".to_string(),
+            ),
+            Fault::SlowDelivery { delay_ms } => parts.push(format!(
+                "slow-channel ({delay_ms} ms) at every delivery into a channel"
+            )),
+            _ => {}
+        }
+    }
+    parts.join(", ")
 }
 
 fn cmd_job_sweep(args: &JobSweepArgs) -> Result<Output, KeelError> {
     let mut rows = Vec::new();
     let mut out = String::new();
+    let faults = sweep_faults(args);
+    let faults_said = faults_text(&faults);
     for mode in &args.modes {
         for sink in &args.sinks {
             let spec = spec_of(&args.job, (*mode).into(), (*sink).into())?;
@@ -633,19 +749,23 @@ fn cmd_job_sweep(args: &JobSweepArgs) -> Result<Output, KeelError> {
                 match args.schedules {
                     SchedulesArg::All => writeln!(
                     out,
-                    "schedules=all {} faults=process-crash before and after every step",
+                    "schedules=all {} faults={faults_said}",
                     if args.all_after_crash { "(before and after the crash)" } else { "(every schedule up to the crash; after it, the seed's)" }
                 )
                 .unwrap(),
-                    SchedulesArg::Seeds(n) => writeln!(out, "schedules={n} seeded (seeds {}..{}), sampled, not every interleaving; faults=process-crash before and after every step", spec.seed, spec.seed + n).unwrap(),
+                    SchedulesArg::Seeds(n) => writeln!(out, "schedules={n} seeded (seeds {}..{}), sampled, not every interleaving; faults={faults_said}", spec.seed, spec.seed + n).unwrap(),
                 }
             }
             let expected = JobProperty::promised_by(spec.config.sink);
             rows.push(match args.schedules {
-                SchedulesArg::All => {
-                    sweep_all(&spec, args.states_max, args.all_after_crash, expected)
-                }
-                SchedulesArg::Seeds(n) => sweep_seeded(&spec, n, expected),
+                SchedulesArg::All => sweep_all(
+                    &spec,
+                    &faults,
+                    args.states_max,
+                    args.all_after_crash,
+                    expected,
+                ),
+                SchedulesArg::Seeds(n) => sweep_seeded(&spec, &faults, n, expected),
             });
         }
     }
@@ -669,6 +789,43 @@ fn cmd_job_sweep(args: &JobSweepArgs) -> Result<Output, KeelError> {
             row.exhaustive
         )
         .unwrap();
+    }
+    writeln!(
+        out,
+        "points by fault and by the task whose step it was (a crash at a coordinator step restarts the whole job from the newest completed checkpoint: JobManager failover):"
+    )
+    .unwrap();
+    for row in &rows {
+        for kind in [
+            FaultKind::ProcessCrash,
+            FaultKind::MessageLost,
+            FaultKind::SlowChannel,
+        ] {
+            let cells: Vec<&FaultPoints> = row.by_fault.iter().filter(|f| f.kind == kind).collect();
+            if cells.is_empty() {
+                continue;
+            }
+            let parts: Vec<String> = cells
+                .iter()
+                .map(|f| {
+                    let mut part = format!("{} {} ({} outcomes", f.task, f.points, f.outcomes);
+                    if f.failing != BigUint::ZERO {
+                        write!(part, ", {} failing", f.failing).unwrap();
+                    }
+                    part.push(')');
+                    part
+                })
+                .collect();
+            let total: BigUint = cells.iter().map(|f| &f.points).sum();
+            writeln!(
+                out,
+                "  {} {} {kind}: {total} points: {}",
+                row.mode,
+                row.sink,
+                parts.join(", ")
+            )
+            .unwrap();
+        }
     }
     let mut violated = false;
     for row in &rows {
@@ -737,13 +894,19 @@ fn cmd_job_sweep(args: &JobSweepArgs) -> Result<Output, KeelError> {
 
 fn sweep_all(
     spec: &GraphSpec,
+    faults: &[Fault],
     states_max: u64,
     after_crash_all: bool,
     expected: &[JobProperty],
 ) -> SweepRow {
     let enumeration = Enumeration {
         spec: spec.clone(),
-        crashes: true,
+        crashes: faults.iter().any(|f| f.kind() == FaultKind::ProcessCrash),
+        job_faults: faults
+            .iter()
+            .copied()
+            .filter(|f| f.kind() != FaultKind::ProcessCrash)
+            .collect(),
         reduce: true,
         after_crash_all,
         states_max,
@@ -758,6 +921,7 @@ fn sweep_all(
         .expect("the enumeration does not panic");
     let failing = found.failing(expected);
     let failing_points = failing.iter().map(|(o, _)| o.points.clone()).sum();
+    let by_fault = found.fault_points(expected);
     let first_failure = failing.first().map(|(o, broken)| {
         (
             broken.clone(),
@@ -777,10 +941,16 @@ fn sweep_all(
         exhaustive: found.exhaustive,
         first_failure,
         failure_seed: spec.seed,
+        by_fault,
     }
 }
 
-fn sweep_seeded(spec: &GraphSpec, schedules: u64, expected: &[JobProperty]) -> SweepRow {
+fn sweep_seeded(
+    spec: &GraphSpec,
+    faults: &[Fault],
+    schedules: u64,
+    expected: &[JobProperty],
+) -> SweepRow {
     let mut row = SweepRow {
         mode: spec.config.mode,
         sink: spec.config.sink,
@@ -792,33 +962,51 @@ fn sweep_seeded(spec: &GraphSpec, schedules: u64, expected: &[JobProperty]) -> S
         exhaustive: false,
         first_failure: None,
         failure_seed: spec.seed,
+        by_fault: Vec::new(),
     };
     let mut outcomes = std::collections::BTreeSet::new();
+    // (kind, task) -> (points, outcomes, failing points)
+    let mut by_fault: std::collections::BTreeMap<
+        (FaultKind, TaskClass),
+        (u64, std::collections::BTreeSet<String>, u64),
+    > = std::collections::BTreeMap::new();
     for seed in spec.seed..spec.seed + schedules {
         let base = GraphSpec {
             seed,
             ..spec.clone()
         };
         let fault_free = run(&base);
-        let steps = fault_free.world.steps_taken();
-        let mut points: Vec<Option<PlannedFault>> = vec![None];
-        for step in 0..steps {
-            for at in [CrashPoint::Before, CrashPoint::After] {
-                points.push(Some(PlannedFault {
-                    step,
-                    fault: Fault::ProcessCrash { at },
-                }));
+        let steps = step_tasks(fault_free.world.trace().lines());
+        let mut points: Vec<Option<(PlannedFault, TaskClass)>> = vec![None];
+        for (step, (op, task)) in steps.iter().enumerate() {
+            for fault in faults {
+                // Where a job fault may apply; whether it does, its run says.
+                let may_apply = match fault.kind() {
+                    FaultKind::MessageLost => matches!(*op, "coord.ack" | "sink.notified"),
+                    FaultKind::SlowChannel => {
+                        matches!(*op, "source.read" | "source.barrier" | "operator.take")
+                    }
+                    _ => true,
+                };
+                if may_apply {
+                    let planned = PlannedFault {
+                        step: step as u64,
+                        fault: *fault,
+                    };
+                    points.push(Some((planned, *task)));
+                }
             }
         }
         let judged = par_map(
             &points,
             default_jobs(),
-            |fault| {
+            |point| {
                 let point = GraphSpec {
-                    plan: FaultPlan::new(*fault).expect("one fault"),
+                    plan: FaultPlan::new(point.map(|(f, _)| f)).expect("one fault"),
                     ..base.clone()
                 };
                 let ran = run(&point);
+                let applied = point.plan.is_empty() || !ran.world.faults_injected().is_empty();
                 let verdict = judge(
                     &ran,
                     &point.events,
@@ -827,24 +1015,44 @@ fn sweep_seeded(spec: &GraphSpec, schedules: u64, expected: &[JobProperty]) -> S
                 );
                 let (records, _) = sink_records(&ran, point.config.sink);
                 let shown: Vec<String> = records.iter().map(|r| r.to_json_line()).collect();
-                (verdict, shown.join("\n"))
+                (applied, verdict, shown.join("\n"))
             },
             &|_| {},
         );
-        for (fault, (verdict, shown)) in points.iter().zip(judged) {
+        for (point, (applied, verdict, shown)) in points.iter().zip(judged) {
+            if !applied {
+                continue; // The fault does not apply at its step: no point.
+            }
             row.points += 1u8;
             let broken = verdict.broken(expected);
-            outcomes.insert(format!("{verdict:?}\n{shown}"));
+            let outcome = format!("{verdict:?}\n{shown}");
+            outcomes.insert(outcome.clone());
+            if let Some((planned, task)) = point {
+                let cell = by_fault.entry((planned.fault.kind(), *task)).or_default();
+                cell.0 += 1;
+                cell.1.insert(outcome);
+                cell.2 += u64::from(!broken.is_empty());
+            }
             if !broken.is_empty() {
                 row.failing_points += 1u8;
                 if row.first_failure.is_none() {
-                    row.first_failure = Some((broken, verdict, *fault, None));
+                    row.first_failure = Some((broken, verdict, point.map(|(f, _)| f), None));
                     row.failure_seed = seed;
                 }
             }
         }
     }
     row.outcomes = outcomes.len();
+    row.by_fault = by_fault
+        .into_iter()
+        .map(|((kind, task), (points, outcomes, failing))| FaultPoints {
+            kind,
+            task,
+            points: BigUint::from(points),
+            outcomes: outcomes.len(),
+            failing: BigUint::from(failing),
+        })
+        .collect();
     row
 }
 

@@ -15,13 +15,21 @@
 //! recovery follow, and the recovered job's schedules are enumerated in turn
 //! (`after_crash_all`), or the recovered job runs the one schedule the seed's scheduler
 //! picks (every schedule up to the crash, every crash point, one schedule after it).
+//!
+//! The job's own faults (`job_faults`: a lost message, a slow delivery) are branches of the
+//! same kind: at every step of the fault-free prefix where the fault applies (the world
+//! says so: it takes effect), one branch with it, after which the job goes on without a
+//! restart (every schedule, or the seed's). A step where it does not apply is no point.
+//! Every faulted point is also counted by its fault's kind and the task whose step it was
+//! (`by_fault`).
 
 use crate::graph::oracle::{judge_records, model, JobProperty, JobVerdict};
+use crate::graph::tasks::TaskClass;
 use crate::graph::{drive, GraphOutcome, GraphSpec, RESTARTS_MAX};
 use keel_engine::job::sink::visible_lines;
 use keel_engine::job::{Job, JobRecord, KeyedEvent};
 use keel_engine::Interrupt;
-use keel_sim::{CrashPoint, Fault, FaultPlan, PlannedFault, Scheduler, World};
+use keel_sim::{CrashPoint, Fault, FaultKind, FaultPlan, PlannedFault, Scheduler, World};
 use num_bigint::BigUint;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -35,6 +43,9 @@ pub struct Enumeration {
     pub spec: GraphSpec,
     /// Cross every schedule with a process crash before and after every step.
     pub crashes: bool,
+    /// Cross every schedule with each of these faults (`Fault::MessageLost`,
+    /// `Fault::SlowDelivery`) at every step where it applies.
+    pub job_faults: Vec<Fault>,
     /// State caching on (see the module header).
     pub reduce: bool,
     /// After a crash, every schedule of the recovered job too (true), or the one the seed's
@@ -69,10 +80,41 @@ pub struct Enumerated {
     pub outcomes: BTreeMap<String, Outcome>,
     /// False when `states_max` stopped it.
     pub exhaustive: bool,
+    /// The faulted points by their fault's kind and the task whose step it was: how many
+    /// end in each outcome (keys of `outcomes`).
+    pub by_fault: BTreeMap<(FaultKind, TaskClass), BTreeMap<String, BigUint>>,
+}
+
+/// How many points a fault kind had on a task's steps, how many distinct outcomes they
+/// ended in, and how many of them broke an expected property.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FaultPoints {
+    pub kind: FaultKind,
+    pub task: TaskClass,
+    pub points: BigUint,
+    pub outcomes: usize,
+    pub failing: BigUint,
 }
 
 impl Enumerated {
     /// The outcomes that break one of `expected`, with the properties they break.
+    pub fn fault_points(&self, expected: &[JobProperty]) -> Vec<FaultPoints> {
+        self.by_fault
+            .iter()
+            .map(|((kind, task), outcomes)| FaultPoints {
+                kind: *kind,
+                task: *task,
+                points: outcomes.values().sum(),
+                outcomes: outcomes.len(),
+                failing: outcomes
+                    .iter()
+                    .filter(|(key, _)| !self.outcomes[*key].verdict.broken(expected).is_empty())
+                    .map(|(_, points)| points)
+                    .sum(),
+            })
+            .collect()
+    }
+
     pub fn failing(&self, expected: &[JobProperty]) -> Vec<(&Outcome, Vec<JobProperty>)> {
         self.outcomes
             .values()
@@ -99,6 +141,8 @@ struct Futures {
     fault_free_points: BigUint,
     /// Outcome id -> points that end in it.
     outcomes: BTreeMap<u32, BigUint>,
+    /// The faulted points among them, by fault kind and task: outcome id -> points.
+    by_fault: BTreeMap<(FaultKind, TaskClass), BTreeMap<u32, BigUint>>,
 }
 
 struct Search<'a> {
@@ -163,6 +207,17 @@ pub fn enumerate(enumeration: &Enumeration) -> Enumerated {
             .map(|(key, (_, o))| (key, o))
             .collect(),
         exhaustive: !search.stopped,
+        by_fault: futures
+            .by_fault
+            .iter()
+            .map(|(class, outcomes)| {
+                let by_key = outcomes
+                    .iter()
+                    .map(|(id, points)| (search.outcome_keys[*id as usize].clone(), points.clone()))
+                    .collect();
+                (*class, by_key)
+            })
+            .collect(),
     }
 }
 
@@ -198,7 +253,7 @@ impl Search<'_> {
             if !node.job.enabled(node.world.now_ms()).is_empty() {
                 break;
             }
-            match node.job.next_timer_ms() {
+            match node.job.next_timer_ms(node.world.now_ms()) {
                 Some(timer_ms) => node
                     .world
                     .sleep_until(timer_ms)
@@ -232,29 +287,45 @@ impl Search<'_> {
                 Err(interrupt) => self.after_interrupt(child, interrupt),
             };
             add(&mut futures, &child_futures);
-            if self.enumeration.crashes && !node.crashed {
+            if !node.crashed {
+                let task = TaskClass::of_action(action);
+                let action_ms = self.enumeration.spec.config.action_ms;
                 for k in 0..steps {
-                    for at in [CrashPoint::Before, CrashPoint::After] {
-                        let fault = PlannedFault {
+                    for fault in self.faults() {
+                        let planned = PlannedFault {
                             step: step_first + k,
-                            fault: Fault::ProcessCrash { at },
+                            fault,
                         };
-                        let mut crashing = node.clone();
-                        crashing.world = node
+                        let mut faulty = node.clone();
+                        faulty.world = node
                             .world
-                            .fork(FaultPlan::new([fault]).expect("one fault"), false);
-                        crashing
+                            .fork(FaultPlan::new([planned]).expect("one fault"), false);
+                        faulty
                             .world
-                            .sleep_until(
-                                crashing.world.now_ms() + self.enumeration.spec.config.action_ms,
-                            )
+                            .sleep_until(faulty.world.now_ms() + action_ms)
                             .expect("no kill by the clock");
-                        let done = crashing.job.perform(&mut crashing.world, *action);
-                        let interrupt = done.expect_err("the planned crash interrupts the action");
-                        self.crash = Some(fault);
-                        let crash_futures = self.after_interrupt(crashing, interrupt);
+                        let done = faulty.job.perform(&mut faulty.world, *action);
+                        if faulty.world.faults_injected().is_empty() {
+                            continue; // Does not apply at this step: no point.
+                        }
+                        self.crash = Some(planned);
+                        let fault_futures = match done {
+                            Ok(()) => {
+                                faulty.crashed = true;
+                                if self.enumeration.after_crash_all {
+                                    self.explore(faulty)
+                                } else {
+                                    self.one_schedule_after(faulty, true)
+                                }
+                            }
+                            Err(interrupt) => self.after_interrupt(faulty, interrupt),
+                        };
                         self.crash = None;
-                        add(&mut futures, &crash_futures);
+                        add(&mut futures, &fault_futures);
+                        let by_kind = futures.by_fault.entry((fault.kind(), task)).or_default();
+                        for (id, points) in &fault_futures.outcomes {
+                            *by_kind.entry(*id).or_default() += points;
+                        }
                     }
                 }
             }
@@ -269,6 +340,17 @@ impl Search<'_> {
         futures
     }
 
+    /// The faults tried at each step of the fault-free prefix.
+    fn faults(&self) -> Vec<Fault> {
+        let crashes = [CrashPoint::Before, CrashPoint::After]
+            .map(|at| Fault::ProcessCrash { at })
+            .into_iter()
+            .filter(|_| self.enumeration.crashes);
+        crashes
+            .chain(self.enumeration.job_faults.iter().copied())
+            .collect()
+    }
+
     /// The runner's part after an interrupt: restart, recover, go on.
     fn after_interrupt(&mut self, mut node: Node, interrupt: Interrupt) -> Futures {
         if let Interrupt::Failed(_) = interrupt {
@@ -281,7 +363,7 @@ impl Search<'_> {
         }
         node.world.restart(self.enumeration.spec.restart_delay_ms);
         if !self.enumeration.after_crash_all {
-            return self.one_schedule_after_crash(node);
+            return self.one_schedule_after(node, false);
         }
         match Job::recover(
             &mut node.world,
@@ -296,12 +378,14 @@ impl Search<'_> {
         }
     }
 
-    /// Recovers and runs the job to its end under the seed's scheduler, whose choices join
-    /// the path (a replay of the example scripts them).
-    fn one_schedule_after_crash(&mut self, node: Node) -> Futures {
+    /// Runs the job to its end under the seed's scheduler (after a crash, from a recovery;
+    /// after a fault the job survives, `goes_on`, as it is), whose choices join the path (a
+    /// replay of the example scripts them).
+    fn one_schedule_after(&mut self, node: Node, goes_on: bool) -> Futures {
         let spec = &self.enumeration.spec;
         let scheduler = Scheduler::new(node.world.seeds(), spec.schedule);
-        let ran = drive(spec, node.world, scheduler, None);
+        let start = goes_on.then(|| node.job.clone());
+        let ran = drive(spec, node.world, scheduler, start);
         let mut end = Node {
             job: node.job,
             world: ran.world,
@@ -353,6 +437,7 @@ impl Search<'_> {
             points: BigUint::from(1u8),
             fault_free_points: BigUint::from(u8::from(!node.crashed)),
             outcomes: BTreeMap::from([(id, BigUint::from(1u8))]),
+            by_fault: BTreeMap::new(),
         }
     }
 }
@@ -395,5 +480,11 @@ fn add(into: &mut Futures, child: &Futures) {
     into.fault_free_points += &child.fault_free_points;
     for (id, points) in &child.outcomes {
         *into.outcomes.entry(*id).or_default() += points;
+    }
+    for (class, outcomes) in &child.by_fault {
+        let into = into.by_fault.entry(*class).or_default();
+        for (id, points) in outcomes {
+            *into.entry(*id).or_default() += points;
+        }
     }
 }

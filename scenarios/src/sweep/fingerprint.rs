@@ -85,6 +85,8 @@ fn fault_key(planned: &PlannedFault) -> u64 {
         Fault::SinkUnavailable { duration_ms } => (7, 0, duration_ms),
         Fault::Zombie => (8, 0, 0),
         Fault::PageEviction => (9, 0, 0),
+        Fault::MessageLost => (11, 0, 0),
+        Fault::SlowDelivery { delay_ms } => (12, 0, delay_ms),
     };
     mix(mix(mix(kind << 1 | at) ^ number) ^ planned.step)
 }

@@ -205,6 +205,8 @@ fn site_points(
         }),
         FaultKind::Zombie => push(Fault::Zombie),
         FaultKind::PageEviction => push(Fault::PageEviction),
+        // A parallel job's own faults apply to no site of the one-task engine.
+        FaultKind::MessageLost | FaultKind::SlowChannel => {}
     }
 }
 
