@@ -693,3 +693,56 @@ fn state_caching_finds_what_the_unreduced_enumeration_finds_with_the_jobs_own_fa
         );
     }
 }
+
+#[test]
+fn a_checkpoint_timeout_declines_and_the_final_checkpoint_is_retried_at_the_interval() {
+    use keel_sim::TraceLine;
+    let config = JobConfig {
+        checkpoint_timeout_ms: 5,
+        ..JobConfig::default()
+    };
+    let point = spec(ch04(2), config, 0);
+    let ran = run(&point);
+    let totals = ran.totals();
+    assert_eq!(ran.outcome, GraphOutcome::Completed);
+    assert_eq!(totals.checkpoints_declined, 9);
+    assert_eq!(totals.checkpoints_completed, 1);
+    assert!(exactly_once(&point, &ran)
+        .broken(&JobProperty::EXACTLY_ONCE)
+        .is_empty());
+    // Every trigger after every source read its end of input comes at least an interval
+    // after the decline before it: a final checkpoint that times out is not retried at
+    // once, over and over.
+    let mut ended = 0;
+    let mut declined_ms = None;
+    let mut retried = 0;
+    for line in ran.world.trace().lines() {
+        let TraceLine::Step {
+            op,
+            target,
+            time_ms,
+            ..
+        } = line
+        else {
+            continue;
+        };
+        match *op {
+            "source.read" if target.ends_with("end-of-input") => ended += 1,
+            "coord.decline" => declined_ms = Some(*time_ms),
+            "coord.trigger" if ended == point.config.sources => {
+                if let Some(declined) = declined_ms {
+                    assert!(
+                        *time_ms >= declined + config.checkpoint_interval_ms,
+                        "{line:?}"
+                    );
+                    retried += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        retried >= 1,
+        "the final checkpoint was declined and retried"
+    );
+}

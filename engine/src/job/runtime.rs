@@ -191,6 +191,10 @@ struct Coordinator {
     files: BTreeMap<u64, BTreeSet<String>>,
     /// Checkpoints this incarnation triggered on its interval.
     interval_triggered: u64,
+    /// After a decline at the end of input, the final checkpoint is triggered again no
+    /// sooner than this (the decline's time plus the interval): a checkpoint that cannot
+    /// complete within the timeout is retried at the interval, not at once, over and over.
+    backoff_until_ms: Option<u64>,
 }
 
 /// What the job did, for the report: counted, never read to decide.
@@ -315,6 +319,7 @@ impl Job {
                 inbox: VecDeque::new(),
                 files: BTreeMap::new(),
                 interval_triggered: 0,
+                backoff_until_ms: None,
             },
             stats,
         };
@@ -551,7 +556,8 @@ impl Job {
     /// (the final checkpoint).
     fn wants_checkpoint(&self, now_ms: u64) -> bool {
         if self.drained() {
-            return !self.sink.conn.settled() && self.sink.notifications.is_empty();
+            let backing_off = self.coord.backoff_until_ms.is_some_and(|t| now_ms < t);
+            return !self.sink.conn.settled() && self.sink.notifications.is_empty() && !backing_off;
         }
         let bounded = self.config.checkpoints_max > 0
             && self.coord.interval_triggered >= self.config.checkpoints_max;
@@ -565,7 +571,7 @@ impl Job {
         let coordinator = match &self.coord.pending {
             Some(pending) => Some(pending.triggered_ms + self.config.checkpoint_timeout_ms),
             None if !self.drained() => Some(self.coord.next_trigger_ms),
-            None => None,
+            None => self.coord.backoff_until_ms,
         };
         let held = self
             .to_operators
@@ -622,6 +628,8 @@ impl Job {
                     |_| (),
                 )?;
                 self.stats.checkpoints_declined += 1;
+                self.coord.backoff_until_ms =
+                    Some(world.now_ms() + self.config.checkpoint_interval_ms);
                 Ok(())
             }
             Action::Commit => {
@@ -1012,6 +1020,7 @@ impl Job {
         disk_step(world, "meta.fsync-dir", ".", |disk| disk.fsync_dir())?;
         self.coord.pending = None;
         self.coord.completed = Some(checkpoint);
+        self.coord.backoff_until_ms = None;
         self.coord.files.entry(checkpoint).or_default().insert(meta);
         self.stats.checkpoints_completed += 1;
         self.stats.checkpoint_bytes_max = self.stats.checkpoint_bytes_max.max(pending.bytes);
