@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # keel's own claims against deliberate bugs, switched at run time in one build (the `mutants`
-# feature: engine/src/mutants.rs, scenarios/src/oracle_mutant.rs):
+# feature: engine/src/mutants.rs, scenarios/src/property/mutant.rs):
 #
 #   scripts/mutants-switchable.sh [--parts 1,2,3] [KEEL]
 #

@@ -104,7 +104,7 @@ pub fn execute_to(cli: &Cli, stdout: Option<&mut (dyn Write + Send)>) -> Result<
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     #[cfg(feature = "mutants")]
-    if let Err(error) = crate::oracle_mutant::install_from_env() {
+    if let Err(error) = crate::property::mutant::install_from_env() {
         eprintln!("error: {error}");
         return ExitCode::from(2);
     }

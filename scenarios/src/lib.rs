@@ -19,7 +19,6 @@ pub mod gen;
 pub mod graph;
 pub mod model;
 pub mod observation;
-pub mod oracle_mutant;
 pub mod parallel;
 pub mod plan_file;
 pub mod power_cut;

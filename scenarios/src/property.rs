@@ -26,16 +26,19 @@
 //! that disagrees with the independent reference model (`model.rs`: its records, final
 //! windows, counts and checkpoints on the documented cadence), or a simulated run on a file
 //! sink whose reported sink writes (written plus skipped) differ from the ones the simulated
-//! sink served (the world's own count), or that restarted over one sink outage the
+//! sink served (the world's own count), or whose written ones differ from the writes that
+//! changed the sink file (where the run ran them itself), or that restarted over one sink outage the
 //! documented retries ride out (`observation.rs`). See `Verdict::failures` (`verdict.rs`).
 //!
 //! The definitions read a run's figures through [`Judged`], which the oracle's `Verdict`
 //! implements: the oracle depends on these definitions, not the other way round.
 
+pub mod mutant;
+
 use crate::observation::Recovery;
-use crate::oracle_mutant::OracleMutant;
 use crate::runner::View;
 use keel_engine::SinkKind;
+use mutant::OracleMutant;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeSet;
 use std::fmt;
@@ -136,7 +139,7 @@ impl Property {
 
     /// The one definition of each property.
     pub fn holds(self, judged: &impl Judged) -> bool {
-        match crate::oracle_mutant::active() {
+        match mutant::active() {
             Some(OracleMutant::Off(off)) if off == self => return true,
             Some(OracleMutant::RecoversIgnoresFinalWindows) if self == Property::Recovers => {
                 return judged.recovery() == Recovery::Ok;
@@ -332,8 +335,7 @@ pub fn failures_against(
     model_mismatch: bool,
     expectation: &Expectation,
 ) -> Vec<String> {
-    let model_mismatch =
-        model_mismatch && crate::oracle_mutant::active() != Some(OracleMutant::NoModelMismatch);
+    let model_mismatch = model_mismatch && mutant::active() != Some(OracleMutant::NoModelMismatch);
     if broken.is_empty() && !model_mismatch {
         return Vec::new();
     }

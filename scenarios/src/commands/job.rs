@@ -11,7 +11,7 @@ use crate::graph::oracle::{judge, sink_records, JobProperty, JobVerdict};
 use crate::graph::plan::SavedJobPlan;
 use crate::graph::schedules::{enumerate, Enumeration, FaultPoints, STATES_MAX_DEFAULT};
 use crate::graph::shrink::shrink;
-use crate::graph::tasks::{step_tasks, TaskClass};
+use crate::graph::tasks::{fault_may_apply, step_tasks, TaskClass};
 use crate::graph::{run, run_streamed, GraphRun, GraphSpec};
 use crate::parallel::{default_jobs, par_map};
 use clap::{Args, Subcommand, ValueEnum};
@@ -274,6 +274,19 @@ pub struct JobExploreArgs {
     /// The seeds, a half-open range A..B.
     #[arg(long, value_name = "A..B", default_value = "0..1000", value_parser = parse_range)]
     pub seeds: SeedSpan,
+    /// The faults a seed draws from (one a seed: its kind, then a step where it applies):
+    /// process-crash (before or after any step), message-lost (an acknowledgement or a
+    /// completion notification), slow-channel (a delivery into a channel, --delay-ms late).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "process-crash"
+    )]
+    pub faults: Vec<JobSweepFaultArg>,
+    /// How late a slow channel's delivery is seen, in simulated ms.
+    #[arg(long, value_name = "MS", default_value_t = DELAY_MS_DEFAULT)]
+    pub delay_ms: u64,
     /// Threads (independent runs only; the report is the same for any N).
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
@@ -698,7 +711,13 @@ struct SweepRow {
 
 /// The faults a sweep tries at each step, as `--faults` and `--delay-ms` say.
 fn sweep_faults(args: &JobSweepArgs) -> Vec<Fault> {
-    let mut kinds = args.faults.clone();
+    faults_of(&args.faults, args.delay_ms)
+}
+
+/// The faults of the kinds given (deduplicated, in kind order): a process crash before and
+/// after the step, a lost message, a delivery `delay_ms` late.
+fn faults_of(kinds: &[JobSweepFaultArg], delay_ms: u64) -> Vec<Fault> {
+    let mut kinds = kinds.to_vec();
     kinds.sort();
     kinds.dedup();
     let mut faults = Vec::new();
@@ -708,9 +727,7 @@ fn sweep_faults(args: &JobSweepArgs) -> Vec<Fault> {
                 [CrashPoint::Before, CrashPoint::After].map(|at| Fault::ProcessCrash { at }),
             ),
             JobSweepFaultArg::MessageLost => faults.push(Fault::MessageLost),
-            JobSweepFaultArg::SlowChannel => faults.push(Fault::SlowDelivery {
-                delay_ms: args.delay_ms,
-            }),
+            JobSweepFaultArg::SlowChannel => faults.push(Fault::SlowDelivery { delay_ms }),
         }
     }
     faults
@@ -980,15 +997,7 @@ fn sweep_seeded(
         let mut points: Vec<Option<(PlannedFault, TaskClass)>> = vec![None];
         for (step, (op, task)) in steps.iter().enumerate() {
             for fault in faults {
-                // Where a job fault may apply; whether it does, its run says.
-                let may_apply = match fault.kind() {
-                    FaultKind::MessageLost => matches!(*op, "coord.ack" | "sink.notified"),
-                    FaultKind::SlowChannel => {
-                        matches!(*op, "source.read" | "source.barrier" | "operator.take")
-                    }
-                    _ => true,
-                };
-                if may_apply {
+                if fault_may_apply(fault.kind(), op) {
                     let planned = PlannedFault {
                         step: step as u64,
                         fault: *fault,
@@ -1061,11 +1070,20 @@ fn cmd_job_explore(args: &JobExploreArgs) -> Result<Output, KeelError> {
     let jobs = args.jobs.unwrap_or_else(default_jobs);
     let mut out = String::new();
     let mut violated = false;
+    let faults = faults_of(&args.faults, args.delay_ms);
     for (index, sink) in args.sinks.iter().enumerate() {
         let spec = spec_of(&args.job, args.checkpoint_mode.into(), (*sink).into())?;
         if index == 0 {
             writeln!(out, "{}", job_line(&spec, spec.events.len())).unwrap();
-            writeln!(out, "checkpoint_mode={} seeds={}..{}: each seed a schedule and one process crash at a step drawn from it", spec.config.mode, args.seeds.start, args.seeds.end).unwrap();
+            let drawn = if crashes_only(&faults) {
+                "one process crash".to_string()
+            } else {
+                let kinds: Vec<&str> = faults.iter().map(|f| f.kind().name()).collect();
+                let mut kinds = kinds;
+                kinds.dedup();
+                format!("one fault of {}", kinds.join(", "))
+            };
+            writeln!(out, "checkpoint_mode={} seeds={}..{}: each seed a schedule and {drawn} at a step drawn from it", spec.config.mode, args.seeds.start, args.seeds.end).unwrap();
         }
         let expected: Vec<JobProperty> = args.expect.as_ref().map_or_else(
             || JobProperty::promised_by(spec.config.sink).to_vec(),
@@ -1074,7 +1092,7 @@ fn cmd_job_explore(args: &JobExploreArgs) -> Result<Output, KeelError> {
         let results = par_map(
             &seeds,
             jobs,
-            |seed| explore_seed(&spec, *seed, &expected),
+            |seed| explore_seed(&spec, *seed, &faults, &expected),
             &|_| {},
         );
         let failing: Vec<&SeedResult> = results.iter().filter(|r| !r.2.is_empty()).collect();
@@ -1149,27 +1167,54 @@ fn write_shrunk(out: &mut String, job: &JobArgs, point: &GraphSpec, expected: &[
 /// A seed, its crash, the properties it broke, its verdict.
 type SeedResult = (u64, Option<PlannedFault>, Vec<JobProperty>, JobVerdict);
 
-/// One seed: its schedule's fault-free length, a crash at a step drawn from the seed's plan
-/// stream (before or after its effect), the run, its verdict.
-fn explore_seed(spec: &GraphSpec, seed: u64, expected: &[JobProperty]) -> SeedResult {
+/// Whether `faults` are the process crashes alone (before and after a step): explore's
+/// default, whose draws are the same as before other kinds existed.
+fn crashes_only(faults: &[Fault]) -> bool {
+    faults.iter().all(|f| f.kind() == FaultKind::ProcessCrash)
+}
+
+/// One seed: its schedule's fault-free run, then one fault drawn from the seed's plan
+/// stream, at a step where it applies, and the run with it; its verdict. With process
+/// crashes alone: a step of the fault-free run, then before or after its effect. With other
+/// kinds: first the fault (uniformly among `faults`), then a step where it may apply (a
+/// seed whose schedule has none runs fault-free).
+fn explore_seed(
+    spec: &GraphSpec,
+    seed: u64,
+    faults: &[Fault],
+    expected: &[JobProperty],
+) -> SeedResult {
     let base = GraphSpec {
         seed,
         ..spec.clone()
     };
-    let steps = run_streamed(&base).world.steps_taken();
     let mut draws = SeedTree::new(seed).stream(Subsystem::Plan);
-    let step = draws.next_u64() % steps.max(1);
-    let at = if draws.next_u64() % 2 == 0 {
-        CrashPoint::Before
+    let fault = if crashes_only(faults) {
+        let steps = run_streamed(&base).world.steps_taken();
+        let step = draws.next_u64() % steps.max(1);
+        let at = if draws.next_u64() % 2 == 0 {
+            CrashPoint::Before
+        } else {
+            CrashPoint::After
+        };
+        Some(PlannedFault {
+            step,
+            fault: Fault::ProcessCrash { at },
+        })
     } else {
-        CrashPoint::After
-    };
-    let fault = PlannedFault {
-        step,
-        fault: Fault::ProcessCrash { at },
+        let fault = faults[(draws.next_u64() % faults.len() as u64) as usize];
+        let fault_free = run(&base);
+        let steps = step_tasks(fault_free.world.trace().lines());
+        let applicable: Vec<u64> = (0..steps.len() as u64)
+            .filter(|&step| fault_may_apply(fault.kind(), steps[step as usize].0))
+            .collect();
+        (!applicable.is_empty()).then(|| PlannedFault {
+            step: applicable[(draws.next_u64() % applicable.len() as u64) as usize],
+            fault,
+        })
     };
     let point = GraphSpec {
-        plan: FaultPlan::new([fault]).expect("one fault"),
+        plan: FaultPlan::new(fault).expect("at most one fault"),
         ..base
     };
     let ran = run_streamed(&point);
@@ -1179,5 +1224,5 @@ fn explore_seed(spec: &GraphSpec, seed: u64, expected: &[JobProperty]) -> SeedRe
         point.config.window_size,
         point.config.sink,
     );
-    (seed, Some(fault), verdict.broken(expected), verdict)
+    (seed, fault, verdict.broken(expected), verdict)
 }

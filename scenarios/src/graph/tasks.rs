@@ -66,6 +66,20 @@ impl fmt::Display for TaskClass {
     }
 }
 
+/// Whether a fault of `kind` may apply at a step whose operation is `op`: a lost message
+/// where a control message is received, a slow delivery where items go on a channel, the
+/// others anywhere. Whether it does, its run says (`keel_sim::world::messages`): an
+/// operator's take puts nothing on the sink's channel when it fires nothing.
+pub fn fault_may_apply(kind: keel_sim::FaultKind, op: &str) -> bool {
+    match kind {
+        keel_sim::FaultKind::MessageLost => matches!(op, "coord.ack" | "sink.notified"),
+        keel_sim::FaultKind::SlowChannel => {
+            matches!(op, "source.read" | "source.barrier" | "operator.take")
+        }
+        _ => true,
+    }
+}
+
 /// Each step of a run's trace (in step order: index = step, from step 0) with its
 /// operation and its task.
 pub fn step_tasks<'a>(

@@ -7,7 +7,7 @@
 //! reads `KEEL_ORACLE_MUTANT` (and the engine's `KEEL_MUTANT`) once at start, in
 //! [`install_from_env`], and says on stderr which one is active.
 
-use crate::property::Property;
+use super::Property;
 
 /// One deliberate oracle bug.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
