@@ -12,6 +12,7 @@ pub mod plan;
 pub mod schedules;
 pub mod shrink;
 pub mod tasks;
+pub mod visibility;
 
 use keel_engine::job::{split_partitions, Job, JobConfig, JobStats, KeyedEvent};
 use keel_engine::{EngineError, Interrupt};

@@ -12,6 +12,7 @@ use crate::graph::plan::SavedJobPlan;
 use crate::graph::schedules::{enumerate, Enumeration, FaultPoints, STATES_MAX_DEFAULT};
 use crate::graph::shrink::shrink;
 use crate::graph::tasks::{fault_may_apply, step_tasks, TaskClass};
+use crate::graph::visibility::visibility;
 use crate::graph::{run, run_streamed, GraphRun, GraphSpec};
 use crate::parallel::{default_jobs, par_map};
 use clap::{Args, Subcommand, ValueEnum};
@@ -670,6 +671,14 @@ pub(super) fn report_run(out: &mut String, spec: &GraphSpec, ran: &GraphRun, ver
     }
     if records.len() > 20 {
         writeln!(out, "  ... {} more", records.len() - 20).unwrap();
+    }
+    if let Some(seen) = visibility(ran) {
+        writeln!(
+            out,
+            "visibility: records={} delay_ms_max={} visible_late={} (after a restart)",
+            seen.records, seen.delay_ms_max, seen.visible_late
+        )
+        .unwrap();
     }
     writeln!(out, "tally: {}", verdict_text(verdict)).unwrap();
     writeln!(out, "properties: {}", properties_text(verdict)).unwrap();

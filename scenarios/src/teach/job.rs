@@ -8,6 +8,7 @@
 
 use super::{t, Lang};
 use crate::graph::oracle::judge;
+use crate::graph::visibility::visibility;
 use crate::graph::{run, GraphSpec};
 use crate::table::{Table, TableFormat};
 use keel_engine::job::{AlignmentMode, JobConfig, JobStats, KeyedEvent};
@@ -26,6 +27,9 @@ pub struct JobLessonRow {
     pub over_counted: u64,
     /// Records the sink shows more than once.
     pub duplicates: u64,
+    /// Records a consumer saw only after the restart (pre-committed before the kill,
+    /// committed by the recovery).
+    pub visible_late: u64,
     pub totals: JobStats,
 }
 
@@ -96,6 +100,7 @@ impl JobLesson {
                 mode,
                 over_counted: verdict.over_counted,
                 duplicates: verdict.duplicates,
+                visible_late: visibility(&ran).map_or(0, |v| v.visible_late),
                 totals: ran.totals(),
             }
         };
@@ -146,6 +151,7 @@ impl JobLesson {
                 "状态中重复计数的窗口",
             ),
             t(lang, "duplicates in the sink", "sink 中的重复"),
+            t(lang, "visible only after the restart", "重启后才可见"),
             t(lang, "alignment (ms)", "对齐阻塞 (ms)"),
             t(lang, "largest snapshot (bytes)", "最大快照 (字节)"),
             t(lang, "in-flight items stored", "快照中的在途数据"),
@@ -156,6 +162,7 @@ impl JobLesson {
                 row.mode.to_string(),
                 row.over_counted.to_string(),
                 row.duplicates.to_string(),
+                row.visible_late.to_string(),
                 row.totals.alignment_ms.to_string(),
                 row.totals.checkpoint_bytes_max.to_string(),
                 row.totals.in_flight_items.to_string(),
@@ -165,8 +172,8 @@ impl JobLesson {
         out.push('\n');
         out.push_str(t(
             lang,
-            "At-least-once does not align: records past barrier n are counted in its snapshot and replayed after the recovery, so state counts them twice. The sink is transactional and commits each record once, yet the result is wrong: the article's \"fake exactly-once\"; end-to-end exactly-once needs every link. Unaligned never blocks an input (no alignment time) and pays with in-flight data stored in the snapshot.",
-            "at-least-once 不对齐屏障：越过屏障 n 的记录已计入快照，恢复后又被重放一次，所以状态里重复计数。sink 是事务性的，每条记录只提交一次，结果依然错误：这就是“伪精确一次”——端到端精确一次需要每一个环节。unaligned 不阻塞输入（对齐时间为 0），代价是把在途数据存进快照（快照更大）。",
+            "At-least-once does not align: records past barrier n are counted in its snapshot and replayed after the recovery, so state counts them twice. The sink is transactional and commits each record once, yet the result is wrong: the article's \"fake exactly-once\"; end-to-end exactly-once needs every link. Unaligned never blocks an input (no alignment time) and pays with in-flight data stored in the snapshot. A record the sink pre-committed before the kill becomes visible only when the recovery commits it, after the restart: two-phase commit's delay grows by the restart.",
+            "at-least-once 不对齐屏障：越过屏障 n 的记录已计入快照，恢复后又被重放一次，所以状态里重复计数。sink 是事务性的，每条记录只提交一次，结果依然错误：这就是“伪精确一次”——端到端精确一次需要每一个环节。unaligned 不阻塞输入（对齐时间为 0），代价是把在途数据存进快照（快照更大）。kill 之前已预提交的记录要等恢复时提交才可见，也就是重启之后：两阶段提交的延迟又加上了重启的时间。",
         ));
         out.push_str("\n\n");
     }
