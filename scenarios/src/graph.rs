@@ -178,6 +178,15 @@ pub fn run_streamed(spec: &GraphSpec) -> GraphRun {
     run_in(spec, world)
 }
 
+/// [`run`] recording, after each step, how many crash states a power loss there could leave
+/// the disk in (`World::crash_state_counts`): what a sweep of power losses reads off the
+/// fault-free run.
+pub fn run_recording_crash_states(spec: &GraphSpec) -> GraphRun {
+    let mut world = new_world(spec);
+    world.record_crash_states(keel_sim::CrashCounts::States);
+    run_in(spec, world)
+}
+
 fn run_in(spec: &GraphSpec, world: World) -> GraphRun {
     let scheduler = Scheduler::new(world.seeds(), spec.schedule);
     let scheduler = if spec.first_after_script {

@@ -154,3 +154,71 @@ fn job_explore_draws_the_jobs_own_faults_and_each_failure_replays() {
     let (replayed, _) = check(&args, 0);
     assert!(replayed.contains("state-exactly-once FAILED"), "{replayed}");
 }
+
+#[test]
+fn job_sweep_power_losses_every_sink_keeps_its_promise_after_tail_repair() {
+    let (out, _) = check(
+        &[
+            "job",
+            "sweep",
+            "--schedules",
+            "2",
+            "--faults",
+            "process-crash,power-loss",
+            "--sinks",
+            "transactional,idempotent,append",
+            "--modes",
+            "aligned",
+        ],
+        0,
+    );
+    // Exact rows: points, schedules, states, outcomes, failing, exhaustive.
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<&str>>())
+        .filter(|f| f.len() == 8 && f[0] == "aligned" && f[2].parse::<u64>().is_ok())
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            vec![
+                "aligned",
+                "transactional",
+                "3830",
+                "2",
+                "0",
+                "1",
+                "0",
+                "false"
+            ],
+            vec!["aligned", "idempotent", "5468", "2", "0", "1", "0", "false"],
+            vec!["aligned", "append", "5468", "2", "0", "5", "0", "false"],
+        ],
+        "{out}"
+    );
+    // A step with more crash states than --power-loss-states-max says it was sampled.
+    assert!(
+        out.contains("power-loss: 2760 points (sampled: at most 16 crash states a step"),
+        "{out}"
+    );
+    assert!(
+        out.contains("aligned append: recovers, no-loss, no-wrong hold at every point run"),
+        "{out}"
+    );
+    // Power loss is swept on seeded schedules only.
+    let (_, stderr) = check(
+        &[
+            "job",
+            "sweep",
+            "--schedules",
+            "all",
+            "--faults",
+            "power-loss",
+        ],
+        2,
+    );
+    assert!(
+        stderr.contains("--faults power-loss is swept on seeded schedules"),
+        "{stderr}"
+    );
+}

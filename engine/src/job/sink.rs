@@ -1,10 +1,14 @@
 //! A parallel job's sink connectors on the simulated disk: append, idempotent, two-phase commit.
 //!
 //! - `append`: every record is appended to `sink.jsonl` as it arrives; a checkpoint syncs
-//!   the file. A replay appends again: at-least-once.
+//!   the file. A replay appends again: at-least-once. On open after a restart the file is
+//!   cut after its last whole record (tail repair), and the cut synced: a power loss may
+//!   leave a torn last line (or zeros) past what the last checkpoint synced, and a record
+//!   appended after it would be swallowed. Every record past the cut comes again with the
+//!   replay from the checkpoint, which synced everything before it.
 //! - `idempotent`: as `append`, but a record whose identity (key, window end, seq) the
 //!   file already holds is skipped; the connector learns the file's identities when it
-//!   opens. Exactly-once where the identity is stable.
+//!   opens (after the same tail repair). Exactly-once where the identity is stable.
 //! - `transactional` (two-phase commit on a file system): the records of checkpoint n's
 //!   epoch are buffered; at barrier n they are written to `txn-NNNNNN.jsonl` and synced
 //!   (pre-commit); when the coordinator says n completed they are renamed to
@@ -22,6 +26,25 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 pub const SINK_FILE: &str = "sink.jsonl";
+
+/// How many bytes at the start of a sink file are whole records: every line up to the first
+/// that is not a record or has no newline (a torn append, zeros a power loss left).
+pub fn whole_records_len_bytes(bytes: &[u8]) -> usize {
+    let mut len_bytes = 0;
+    for line in bytes.split_inclusive(|b| *b == b'\n') {
+        let Some(text) = line.strip_suffix(b"\n") else {
+            break;
+        };
+        let record = std::str::from_utf8(text)
+            .ok()
+            .and_then(JobRecord::parse_line);
+        if record.is_none() {
+            break;
+        }
+        len_bytes += line.len();
+    }
+    len_bytes
+}
 
 pub fn txn_file(checkpoint: u64) -> String {
     format!("txn-{checkpoint:06}.jsonl")
@@ -110,8 +133,7 @@ impl JobSink {
     ) -> Result<JobSink, Interrupt> {
         let mut sink = JobSink::closed(kind);
         match kind {
-            JobSinkKind::Append => {}
-            JobSinkKind::Idempotent => {
+            JobSinkKind::Append | JobSinkKind::Idempotent => {
                 let bytes = world.effect("sink.open", SINK_FILE, |env| {
                     if env.disk.exists(SINK_FILE) {
                         env.disk.read(SINK_FILE)
@@ -124,12 +146,25 @@ impl JobSink {
                         message: format!("sink.open {SINK_FILE}: {e}"),
                     })
                 })?;
-                for line in bytes.split(|b| *b == b'\n') {
-                    if let Some(record) = std::str::from_utf8(line)
-                        .ok()
-                        .and_then(JobRecord::parse_line)
-                    {
-                        sink.seen.insert(record.identity());
+                let whole_bytes = whole_records_len_bytes(&bytes);
+                if whole_bytes < bytes.len() {
+                    world.note(format!(
+                        "sink repair: cut {SINK_FILE} at byte {whole_bytes} ({} bytes after the last whole record)",
+                        bytes.len() - whole_bytes
+                    ));
+                    disk_step(world, "sink.repair", SINK_FILE, |disk| {
+                        disk.truncate(SINK_FILE, whole_bytes as u64)
+                    })?;
+                    disk_step(world, "sink.fsync", SINK_FILE, |disk| disk.fsync(SINK_FILE))?;
+                }
+                if kind == JobSinkKind::Idempotent {
+                    for line in bytes[..whole_bytes].split(|b| *b == b'\n') {
+                        if let Some(record) = std::str::from_utf8(line)
+                            .ok()
+                            .and_then(JobRecord::parse_line)
+                        {
+                            sink.seen.insert(record.identity());
+                        }
                     }
                 }
             }
@@ -287,4 +322,32 @@ pub fn visible_lines<S: Storage>(disk: &S, kind: JobSinkKind) -> Vec<String> {
         lines.extend(text.lines().map(str::to_string));
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tail_repair_keeps_whole_records_up_to_the_first_torn_or_zeroed_line() {
+        let line = |key: &str| {
+            let record = JobRecord {
+                key: key.to_string(),
+                window_end: 10,
+                sum: 3,
+                seq: 0,
+                kind: "fire".to_string(),
+            };
+            format!("{}\n", record.to_json_line())
+        };
+        let two = format!("{}{}", line("a"), line("b"));
+        assert_eq!(whole_records_len_bytes(two.as_bytes()), two.len());
+        let torn = format!("{two}{}", &line("c")[..7]);
+        assert_eq!(whole_records_len_bytes(torn.as_bytes()), two.len());
+        let mut zeroed = two.clone().into_bytes();
+        zeroed.extend_from_slice(&[0u8; 12]);
+        zeroed.extend_from_slice(line("d").as_bytes());
+        assert_eq!(whole_records_len_bytes(&zeroed), two.len());
+        assert_eq!(whole_records_len_bytes(b""), 0);
+    }
 }

@@ -13,7 +13,7 @@ use crate::graph::schedules::{enumerate, Enumeration, FaultPoints, STATES_MAX_DE
 use crate::graph::shrink::shrink;
 use crate::graph::tasks::{fault_may_apply, step_tasks, TaskClass};
 use crate::graph::visibility::visibility;
-use crate::graph::{run, run_streamed, GraphRun, GraphSpec};
+use crate::graph::{run, run_recording_crash_states, run_streamed, GraphRun, GraphSpec};
 use crate::parallel::{default_jobs, par_map};
 use clap::{Args, Subcommand, ValueEnum};
 use keel_engine::job::{parse_keyed_events, AlignmentMode, JobConfig, JobSinkKind, KeyedEvent};
@@ -151,6 +151,9 @@ pub enum JobFaultArg {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
 pub enum JobSweepFaultArg {
     ProcessCrash,
+    /// Seeded sweeps only: the machine loses power after the step, the disk left in each
+    /// of its crash states (up to --power-loss-states-max a step).
+    PowerLoss,
     MessageLost,
     SlowChannel,
 }
@@ -252,6 +255,10 @@ pub struct JobSweepArgs {
     /// How late a slow channel's delivery is seen, in simulated ms.
     #[arg(long, value_name = "MS", default_value_t = DELAY_MS_DEFAULT)]
     pub delay_ms: u64,
+    /// With --faults power-loss: the crash states tried at a step, at most (a step with
+    /// more has this many, spread evenly over them; the header says so).
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    pub power_loss_states_max: u64,
     /// Exit 1 unless these hold at every point (default: report only).
     #[arg(long, value_name = "PROPERTIES", value_parser = parse_properties)]
     pub expect: Option<Properties>,
@@ -716,6 +723,8 @@ struct SweepRow {
     failure_seed: u64,
     /// The faulted points by fault kind and task.
     by_fault: Vec<FaultPoints>,
+    /// Whether some step had more power-loss crash states than were tried.
+    power_loss_sampled: bool,
 }
 
 /// The faults a sweep tries at each step, as `--faults` and `--delay-ms` say.
@@ -735,6 +744,10 @@ fn faults_of(kinds: &[JobSweepFaultArg], delay_ms: u64) -> Vec<Fault> {
             JobSweepFaultArg::ProcessCrash => faults.extend(
                 [CrashPoint::Before, CrashPoint::After].map(|at| Fault::ProcessCrash { at }),
             ),
+            JobSweepFaultArg::PowerLoss => faults.push(Fault::PowerLoss {
+                at: CrashPoint::After,
+                state: 0,
+            }),
             JobSweepFaultArg::MessageLost => faults.push(Fault::MessageLost),
             JobSweepFaultArg::SlowChannel => faults.push(Fault::SlowDelivery { delay_ms }),
         }
@@ -753,6 +766,9 @@ fn faults_text(faults: &[Fault]) -> String {
             Fault::MessageLost => parts.push(
                 "message-lost at every acknowledgement and completion notification".to_string(),
             ),
+            Fault::PowerLoss { .. } => {
+                parts.push("power-loss after every step, in each of its crash states".to_string())
+            }
             Fault::SlowDelivery { delay_ms } => parts.push(format!(
                 "slow-channel ({delay_ms} ms) at every delivery into a channel"
             )),
@@ -767,6 +783,13 @@ fn cmd_job_sweep(args: &JobSweepArgs) -> Result<Output, KeelError> {
     let mut out = String::new();
     let faults = sweep_faults(args);
     let faults_said = faults_text(&faults);
+    let power_loss = faults.iter().any(|f| f.kind() == FaultKind::PowerLoss);
+    if power_loss && args.schedules == SchedulesArg::All {
+        return Err(KeelError::usage(
+            "--faults power-loss is swept on seeded schedules (--schedules N): --schedules all enumerates process crashes and the job's own faults",
+        ));
+    }
+    let states_max = args.power_loss_states_max;
     for mode in &args.modes {
         for sink in &args.sinks {
             let spec = spec_of(&args.job, (*mode).into(), (*sink).into())?;
@@ -791,7 +814,7 @@ fn cmd_job_sweep(args: &JobSweepArgs) -> Result<Output, KeelError> {
                     args.all_after_crash,
                     expected,
                 ),
-                SchedulesArg::Seeds(n) => sweep_seeded(&spec, &faults, n, expected),
+                SchedulesArg::Seeds(n) => sweep_seeded(&spec, &faults, n, states_max, expected),
             });
         }
     }
@@ -824,6 +847,7 @@ fn cmd_job_sweep(args: &JobSweepArgs) -> Result<Output, KeelError> {
     for row in &rows {
         for kind in [
             FaultKind::ProcessCrash,
+            FaultKind::PowerLoss,
             FaultKind::MessageLost,
             FaultKind::SlowChannel,
         ] {
@@ -843,9 +867,16 @@ fn cmd_job_sweep(args: &JobSweepArgs) -> Result<Output, KeelError> {
                 })
                 .collect();
             let total: BigUint = cells.iter().map(|f| &f.points).sum();
+            let sampled = if kind == FaultKind::PowerLoss && row.power_loss_sampled {
+                format!(
+                    " (sampled: at most {states_max} crash states a step, some steps have more)"
+                )
+            } else {
+                String::new()
+            };
             writeln!(
                 out,
-                "  {} {} {kind}: {total} points: {}",
+                "  {} {} {kind}: {total} points{sampled}: {}",
                 row.mode,
                 row.sink,
                 parts.join(", ")
@@ -968,6 +999,7 @@ fn sweep_all(
         first_failure,
         failure_seed: spec.seed,
         by_fault,
+        power_loss_sampled: false,
     }
 }
 
@@ -975,6 +1007,7 @@ fn sweep_seeded(
     spec: &GraphSpec,
     faults: &[Fault],
     schedules: u64,
+    power_loss_states_max: u64,
     expected: &[JobProperty],
 ) -> SweepRow {
     let mut row = SweepRow {
@@ -989,6 +1022,7 @@ fn sweep_seeded(
         first_failure: None,
         failure_seed: spec.seed,
         by_fault: Vec::new(),
+        power_loss_sampled: false,
     };
     let mut outcomes = std::collections::BTreeSet::new();
     // (kind, task) -> (points, outcomes, failing points)
@@ -1001,15 +1035,31 @@ fn sweep_seeded(
             seed,
             ..spec.clone()
         };
-        let fault_free = run(&base);
+        let fault_free = run_recording_crash_states(&base);
         let steps = step_tasks(fault_free.world.trace().lines());
+        let crash_states = fault_free.world.crash_state_counts();
         let mut points: Vec<Option<(PlannedFault, TaskClass)>> = vec![None];
         for (step, (op, task)) in steps.iter().enumerate() {
             for fault in faults {
-                if fault_may_apply(fault.kind(), op) {
+                if !fault_may_apply(fault.kind(), op) {
+                    continue;
+                }
+                let states = match fault {
+                    Fault::PowerLoss { at, .. } => {
+                        let count = crash_states.get(step).copied().flatten();
+                        let (tried, all) = power_loss_states(count, power_loss_states_max);
+                        row.power_loss_sampled |= !all;
+                        tried
+                            .into_iter()
+                            .map(|state| Fault::PowerLoss { at: *at, state })
+                            .collect()
+                    }
+                    _ => vec![*fault],
+                };
+                for fault in states {
                     let planned = PlannedFault {
                         step: step as u64,
-                        fault: *fault,
+                        fault,
                     };
                     points.push(Some((planned, *task)));
                 }
@@ -1175,6 +1225,24 @@ fn write_shrunk(out: &mut String, job: &JobArgs, point: &GraphSpec, expected: &[
 
 /// A seed, its crash, the properties it broke, its verdict.
 type SeedResult = (u64, Option<PlannedFault>, Vec<JobProperty>, JobVerdict);
+
+/// The crash states a sweep tries at a step with `count` of them (None: more than a u64
+/// counts): every one up to `states_max`, else `states_max` of them spread evenly from the
+/// first; and whether that is all of them.
+fn power_loss_states(count: Option<u64>, states_max: u64) -> (Vec<u64>, bool) {
+    assert!(states_max >= 1);
+    match count {
+        Some(count) if count <= states_max => ((0..count).collect(), true),
+        Some(count) => (
+            (0..states_max)
+                .map(|i| (u128::from(i) * u128::from(count) / u128::from(states_max)) as u64)
+                .collect(),
+            false,
+        ),
+        // Past u64: the first states_max, honestly marked sampled.
+        None => ((0..states_max).collect(), false),
+    }
+}
 
 /// Whether `faults` are the process crashes alone (before and after a step): explore's
 /// default, whose draws are the same as before other kinds existed.
