@@ -39,12 +39,15 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a scenario once, optionally with one fault, and compare with the fault-free run.
+    /// (With --sources or --parallelism: a parallel job, `keel job run`.)
     Run(RunArgs),
     /// List every step of the fault-free run and the faults that apply at each.
     Sites(SitesArgs),
     /// Inject every single fault at every step where it applies, and tally what the sink got.
+    /// (With --sources or --parallelism: a parallel job, `keel job sweep`.)
     Sweep(SweepArgs),
     /// Run thousands of seeds, each a swarm-drawn fault plan; tally per seed and per sink.
+    /// (With --sources or --parallelism: a parallel job, `keel job explore`.)
     Explore(ExploreArgs),
     /// Replay one seed (or a plan file) step by step: the whole trace, tallies, fingerprint.
     Replay(ReplayArgs),
@@ -99,10 +102,33 @@ pub fn execute_to(cli: &Cli, stdout: Option<&mut (dyn Write + Send)>) -> Result<
     }
 }
 
+/// `keel run|sweep|explore` given `--sources` or `--parallelism` are the parallel job's
+/// commands, `keel job run|sweep|explore`: a job of sources and parallel operators runs in
+/// the task graph (the chapter's engine is one task, and takes neither option). Any other
+/// command line is returned as it is.
+pub fn job_alias(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let is_graph_option = |arg: &std::ffi::OsString| {
+        let arg = arg.to_string_lossy();
+        ["--sources", "--parallelism"]
+            .iter()
+            .any(|name| arg == *name || arg.starts_with(&format!("{name}=")))
+    };
+    let aliased = args
+        .get(1)
+        .is_some_and(|sub| ["run", "sweep", "explore"].iter().any(|c| sub == *c))
+        && args.iter().skip(2).any(is_graph_option);
+    if !aliased {
+        return args;
+    }
+    let mut job = vec![args[0].clone(), "job".into()];
+    job.extend(args.into_iter().skip(1));
+    job
+}
+
 /// `keel`'s whole life: parse, execute, print once, exit with a clear code. Ctrl-C stops a
 /// long job at the next run boundary (exit 130, no report) and any other command at once.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(job_alias(std::env::args_os().collect()));
     #[cfg(feature = "mutants")]
     if let Err(error) = crate::property::mutant::install_from_env() {
         eprintln!("error: {error}");
