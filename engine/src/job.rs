@@ -116,6 +116,12 @@ pub struct JobConfig {
     /// The coordinator triggers at most this many checkpoints on its interval (the final
     /// one aside; 0: no bound). Bounds the schedules of a job a sweep enumerates.
     pub checkpoints_max: u64,
+    /// A state TTL (the article's section 3.3; Flink's `StateTtlConfig`, processing time):
+    /// a key whose state an operator has not accessed for longer than this many simulated
+    /// ms has it dropped, on its next event or at a cleanup. Keeps the state of ever new
+    /// keys bounded; the loss it causes is counted (`TtlCounts`) and judged as any other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_ttl_ms: Option<u64>,
 }
 
 /// Bounds that keep a job small enough to simulate exhaustively and to print.
@@ -137,6 +143,7 @@ impl Default for JobConfig {
             channel_capacity: 4,
             action_ms: 1,
             checkpoints_max: 0,
+            state_ttl_ms: None,
         }
     }
 }

@@ -71,7 +71,9 @@ impl GraphSpec {
             c.checkpoints_max,
             self.restart_delay_ms,
             self.fs_model,
-        )
+        ) + &c
+            .state_ttl_ms
+            .map_or(String::new(), |ttl| format!(" state_ttl_ms={ttl}"))
     }
 
     /// The job in one line: its graph, its events and the knobs a reader compares runs by.
@@ -147,6 +149,7 @@ impl GraphRun {
             total.alignment_ms += stats.alignment_ms;
             total.checkpoint_bytes_max = total.checkpoint_bytes_max.max(stats.checkpoint_bytes_max);
             total.in_flight_items += stats.in_flight_items;
+            total.ttl += stats.ttl;
             total.rejected.extend(stats.rejected.iter().cloned());
         }
         total.restored = self.incarnations.last().and_then(|s| s.restored);

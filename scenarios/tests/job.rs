@@ -791,3 +791,61 @@ fn a_two_phase_commit_sink_shows_records_late_and_later_after_a_crash() {
     // 614 ms, after the 500 ms restart: visible 517 ms after the sink took it.
     check(JobSinkKind::Transactional, Some(150), seen(3, 517, 1));
 }
+
+#[test]
+fn a_state_ttl_bounds_the_state_of_ever_new_keys_and_its_loss_is_reported() {
+    use keel_engine::job::keyed::TtlCounts;
+    let text = keel_scenarios::gen::generate(&keel_scenarios::gen::GenSpec {
+        events: 1_000,
+        seed: 3,
+        out_of_orderness: 5,
+        late_fraction: 0.0,
+        late_by_max: 200,
+        value_max: 100,
+        keys: 1_000,
+    });
+    let events = keel_engine::job::parse_keyed_events(&text, 2).unwrap();
+    let check = |ttl_ms: Option<u64>| {
+        let point = spec(
+            events.clone(),
+            JobConfig {
+                state_ttl_ms: ttl_ms,
+                ..JobConfig::default()
+            },
+            0,
+        );
+        let ran = run(&point);
+        let verdict = judge(
+            &ran,
+            &point.events,
+            point.config.window_size,
+            point.config.sink,
+        );
+        let totals = ran.totals();
+        (totals.checkpoint_bytes_max, totals.ttl, verdict)
+    };
+    let (unbounded_bytes, ttl, verdict) = check(None);
+    assert_eq!((unbounded_bytes, ttl), (50_949, TtlCounts::default()));
+    assert!(verdict.broken(&JobProperty::EXACTLY_ONCE).is_empty());
+    // Idle keys expire after 500 ms: a fifth of the state, nothing lost (every dropped
+    // window had fired, and no late event came for one).
+    let (bytes, ttl, verdict) = check(Some(500));
+    assert_eq!(bytes, 10_166);
+    assert_eq!(
+        ttl,
+        TtlCounts {
+            expirations: 854,
+            dropped_windows: 914,
+            dropped_unfired: 0,
+            late_after_expiry: 0,
+        }
+    );
+    assert!(verdict.broken(&JobProperty::EXACTLY_ONCE).is_empty());
+    // After 200 ms, windows still waiting for the watermark go too: their sums are lost,
+    // and the oracle says so.
+    let (_, ttl, verdict) = check(Some(200));
+    assert_eq!(ttl.dropped_unfired, 183);
+    assert!(verdict
+        .broken(&JobProperty::EXACTLY_ONCE)
+        .contains(&JobProperty::NoLoss));
+}

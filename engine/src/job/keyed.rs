@@ -10,7 +10,7 @@
 //! window's last record always carries the sum of every event for it.
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One record a window operator emits, as the sink writes it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -68,6 +68,40 @@ pub struct KeyedWindows {
     pub ended: Vec<bool>,
     /// Whether every window was flushed at the end of every input.
     pub flushed: bool,
+    /// With a state TTL: when each key's state was last accessed (simulated ms of
+    /// processing time, as Flink's `StateTtlConfig`). Empty without one, so a snapshot is
+    /// what it was.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub last_access_ms: BTreeMap<String, u64>,
+    /// With a state TTL: the keys whose state expired at least once.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub expired_keys: BTreeSet<String>,
+    /// What the TTL did since the caller last took these (never in a snapshot).
+    #[serde(skip)]
+    pub ttl_counts: TtlCounts,
+}
+
+/// What a state TTL did: the loss it caused, counted so that a report can show it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TtlCounts {
+    /// Times a key's state expired (all its windows dropped).
+    pub expirations: u64,
+    /// Windows dropped with them.
+    pub dropped_windows: u64,
+    /// Of those, windows not fired yet: their partial sums are lost.
+    pub dropped_unfired: u64,
+    /// Events for a window behind the watermark of a key whose state had expired: a late
+    /// event that found no state, so its record starts over from it alone.
+    pub late_after_expiry: u64,
+}
+
+impl std::ops::AddAssign for TtlCounts {
+    fn add_assign(&mut self, other: TtlCounts) {
+        self.expirations += other.expirations;
+        self.dropped_windows += other.dropped_windows;
+        self.dropped_unfired += other.dropped_unfired;
+        self.late_after_expiry += other.late_after_expiry;
+    }
 }
 
 impl KeyedWindows {
@@ -77,6 +111,9 @@ impl KeyedWindows {
             input_watermarks: vec![None; inputs],
             ended: vec![false; inputs],
             flushed: false,
+            last_access_ms: BTreeMap::new(),
+            expired_keys: BTreeSet::new(),
+            ttl_counts: TtlCounts::default(),
         }
     }
 
@@ -94,10 +131,33 @@ impl KeyedWindows {
         min
     }
 
-    /// Applies one event and returns what it emits.
-    pub fn on_event(&mut self, key: &str, ts: i64, value: i64, window_size: i64) -> Vec<JobRecord> {
+    /// Applies one event, taken at `now_ms`, and returns what it emits. With a state TTL
+    /// (`ttl_ms`), a key not accessed for longer than it has its state dropped first.
+    pub fn on_event(
+        &mut self,
+        key: &str,
+        ts: i64,
+        value: i64,
+        window_size: i64,
+        now_ms: u64,
+        ttl_ms: Option<u64>,
+    ) -> Vec<JobRecord> {
         let end = ts.div_euclid(window_size) * window_size + window_size;
         let watermark = self.watermark();
+        if let Some(ttl_ms) = ttl_ms {
+            let idle = self
+                .last_access_ms
+                .get(key)
+                .is_some_and(|last| now_ms.saturating_sub(*last) > ttl_ms);
+            if idle {
+                self.expire(key);
+            }
+            self.last_access_ms.insert(key.to_string(), now_ms);
+            let no_state = !self.windows.contains_key(&(key.to_string(), end));
+            if no_state && self.expired_keys.contains(key) && watermark.is_some_and(|w| end <= w) {
+                self.ttl_counts.late_after_expiry += 1;
+            }
+        }
         let cell = self.windows.entry((key.to_string(), end)).or_default();
         cell.sum += i128::from(value);
         if cell.fired {
@@ -108,6 +168,40 @@ impl KeyedWindows {
             return vec![emit(key, end, cell, "fire")];
         }
         Vec::new()
+    }
+
+    /// Drops the state of every key not accessed for longer than `ttl_ms` at `now_ms` (the
+    /// TTL's cleanup, which keeps the state of a stream of ever new keys bounded).
+    pub fn expire_idle(&mut self, now_ms: u64, ttl_ms: u64) {
+        let idle: Vec<String> = self
+            .last_access_ms
+            .iter()
+            .filter(|(_, last)| now_ms.saturating_sub(**last) > ttl_ms)
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in idle {
+            self.expire(&key);
+            self.last_access_ms.remove(&key);
+        }
+    }
+
+    /// Drops every window of `key`, counting what was lost.
+    fn expire(&mut self, key: &str) {
+        let ends: Vec<i64> = self
+            .windows
+            .range((key.to_string(), i64::MIN)..=(key.to_string(), i64::MAX))
+            .map(|((_, end), _)| *end)
+            .collect();
+        for end in &ends {
+            let cell = self
+                .windows
+                .remove(&(key.to_string(), *end))
+                .expect("listed");
+            self.ttl_counts.dropped_windows += 1;
+            self.ttl_counts.dropped_unfired += u64::from(!cell.fired);
+        }
+        self.ttl_counts.expirations += 1;
+        self.expired_keys.insert(key.to_string());
     }
 
     /// Input `input`'s watermark moved to `watermark`: fires what the operator's passed.
@@ -204,8 +298,8 @@ mod tests {
     #[test]
     fn the_watermark_is_the_minimum_of_the_inputs_and_fires_in_end_order() {
         let mut op = KeyedWindows::new(2);
-        assert!(op.on_event("a", 3, 1, 10).is_empty());
-        assert!(op.on_event("b", 12, 2, 10).is_empty());
+        assert!(op.on_event("a", 3, 1, 10, 0, None).is_empty());
+        assert!(op.on_event("b", 12, 2, 10, 0, None).is_empty());
         assert!(
             op.on_watermark(0, 30).is_empty(),
             "input 1 has no watermark yet"
@@ -216,7 +310,7 @@ mod tests {
             .map(|r| (r.key.clone(), r.window_end, r.sum))
             .collect();
         assert_eq!(ends, vec![("a".into(), 10, 1), ("b".into(), 20, 2)]);
-        let late = op.on_event("a", 5, 4, 10);
+        let late = op.on_event("a", 5, 4, 10, 0, None);
         assert_eq!(late[0].kind, "late-update");
         assert_eq!(late[0].sum, 5);
         assert_eq!(late[0].seq, 1);
@@ -225,11 +319,50 @@ mod tests {
     #[test]
     fn the_end_of_every_input_flushes() {
         let mut op = KeyedWindows::new(2);
-        op.on_event("a", 3, 1, 10);
+        op.on_event("a", 3, 1, 10, 0, None);
         assert!(op.on_end(0).is_empty());
         let flushed = op.on_end(1);
         assert_eq!(flushed.len(), 1);
         assert_eq!(flushed[0].kind, "flush");
         assert!(op.on_end(1).is_empty(), "flushes once");
+    }
+
+    #[test]
+    fn an_idle_key_expires_and_a_late_event_for_it_is_counted() {
+        let mut op = KeyedWindows::new(1);
+        let ttl = Some(100);
+        op.on_event("a", 3, 1, 10, 0, ttl);
+        op.on_event("a", 13, 1, 10, 50, ttl);
+        let fired = op.on_watermark(0, 20);
+        assert_eq!(fired.len(), 2);
+        // 151 ms after its last access, key a's state is gone: window 10's late event
+        // starts over (a fire of its own value, seq 0 again) and is counted.
+        let late = op.on_event("a", 5, 4, 10, 151, ttl);
+        assert_eq!(late.len(), 1);
+        assert_eq!(
+            (late[0].sum, late[0].seq, late[0].kind.as_str()),
+            (4, 0, "fire")
+        );
+        assert_eq!(
+            op.ttl_counts,
+            TtlCounts {
+                expirations: 1,
+                dropped_windows: 2,
+                dropped_unfired: 0,
+                late_after_expiry: 1,
+            }
+        );
+        // Cleanup of idle keys bounds the state.
+        op.expire_idle(400, 100);
+        assert!(op.windows.is_empty());
+        assert!(op.last_access_ms.is_empty());
+        // Without a TTL nothing is tracked: a snapshot is what it was.
+        let mut plain = KeyedWindows::new(1);
+        plain.on_event("a", 3, 1, 10, 0, None);
+        assert!(plain.last_access_ms.is_empty());
+        assert_eq!(
+            serde_json::to_string(&plain).unwrap(),
+            r#"{"windows":[[["a",10],{"sum":1,"fired":false,"emitted":0}]],"input_watermarks":[null],"ended":[false],"flushed":false}"#
+        );
     }
 }

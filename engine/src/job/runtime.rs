@@ -9,7 +9,7 @@
 use crate::engine::{disk_step, Interrupt};
 use crate::job::channel::{Channel, Item};
 use crate::job::input::{operator_of, KeyedEvent};
-use crate::job::keyed::{JobRecord, KeyedWindows};
+use crate::job::keyed::{JobRecord, KeyedWindows, TtlCounts};
 use crate::job::sink::{JobSink, SinkCounts};
 use crate::job::snapshot::{
     checkpoint_of, meta_checkpoint, meta_file, meta_tmp_file, task_file, Metadata, TaskSnapshot,
@@ -213,6 +213,9 @@ pub struct JobStats {
     pub restored: Option<u64>,
     /// Metadata or task files recovery skipped, with the reason.
     pub rejected: Vec<String>,
+    /// What the state TTL dropped (all zero without one).
+    #[serde(default)]
+    pub ttl: TtlCounts,
 }
 
 /// What an operator's take did in memory, for the step that follows.
@@ -813,7 +816,7 @@ impl Job {
         let taken = match item {
             Item::Barrier { checkpoint } => self.operator_barrier(op, input, checkpoint, now_ms),
             item => {
-                self.operator_item(op, input, item);
+                self.operator_item(op, input, item, now_ms);
                 Taken::default()
             }
         };
@@ -839,14 +842,19 @@ impl Job {
     }
 
     /// An operator takes an event, a watermark or the end of an input.
-    fn operator_item(&mut self, op: usize, input: usize, item: Item) {
+    fn operator_item(&mut self, op: usize, input: usize, item: Item, now_ms: u64) {
+        let ttl_ms = self.config.state_ttl_ms;
         let operator = &mut self.operators[op];
         operator.align.record(input, &item);
+        if let Some(ttl_ms) = ttl_ms {
+            operator.state.expire_idle(now_ms, ttl_ms);
+        }
         let records = match item {
             Item::Event { key, ts, value, .. } => {
+                let window_size = self.config.window_size;
                 operator
                     .state
-                    .on_event(&key, ts, value, self.config.window_size)
+                    .on_event(&key, ts, value, window_size, now_ms, ttl_ms)
             }
             Item::Watermark { watermark } => operator.state.on_watermark(input, watermark),
             Item::End => {
@@ -866,6 +874,8 @@ impl Job {
     }
 
     fn emit(&mut self, op: usize, records: Vec<JobRecord>) {
+        let ttl = std::mem::take(&mut self.operators[op].state.ttl_counts);
+        self.stats.ttl += ttl;
         for record in records {
             self.to_sink[op].push(Item::Record { record });
         }

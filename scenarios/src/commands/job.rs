@@ -85,6 +85,11 @@ pub struct JobArgs {
     /// Items a channel holds before its producer waits (backpressure).
     #[arg(long, value_name = "N", default_value_t = 4)]
     pub channel_capacity: u32,
+    /// A state TTL: an operator drops the state of a key it has not accessed for longer
+    /// than this many simulated ms (processing time, as Flink's StateTtlConfig); what it
+    /// drops is reported, and the loss judged.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub state_ttl: Option<u64>,
     /// Pause between a crash and the restart of the job, in simulated ms.
     #[arg(long, value_name = "MS", default_value_t = 500)]
     pub restart_delay_ms: u64,
@@ -390,6 +395,7 @@ pub(super) fn spec_of(
         channel_capacity: job.channel_capacity,
         action_ms: 1,
         checkpoints_max: job.checkpoints_max,
+        state_ttl_ms: job.state_ttl,
     };
     config.validate().map_err(KeelError::usage)?;
     let events: Vec<KeyedEvent> = match &job.events {
@@ -678,6 +684,15 @@ pub(super) fn report_run(out: &mut String, spec: &GraphSpec, ran: &GraphRun, ver
     }
     if records.len() > 20 {
         writeln!(out, "  ... {} more", records.len() - 20).unwrap();
+    }
+    if let Some(ttl_ms) = spec.config.state_ttl_ms {
+        let ttl = totals.ttl;
+        writeln!(
+            out,
+            "state TTL {ttl_ms} ms: expirations={} dropped_windows={} (not yet fired: {}) late_events_after_expiry={}",
+            ttl.expirations, ttl.dropped_windows, ttl.dropped_unfired, ttl.late_after_expiry
+        )
+        .unwrap();
     }
     if let Some(seen) = visibility(ran) {
         writeln!(
