@@ -471,6 +471,12 @@ fn reproduce_line(
     if c.checkpoint_timeout_ms != 10_000 {
         write!(line, " --checkpoint-timeout-ms {}", c.checkpoint_timeout_ms).unwrap();
     }
+    if let Some(ttl_ms) = c.state_ttl_ms {
+        write!(line, " --state-ttl {ttl_ms}").unwrap();
+    }
+    if spec.restart_delay_ms != 500 {
+        write!(line, " --restart-delay-ms {}", spec.restart_delay_ms).unwrap();
+    }
     if spec.schedule == SchedulePolicy::RoundRobin {
         line.push_str(" --schedule round-robin");
     }
