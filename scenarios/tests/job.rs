@@ -3,7 +3,7 @@
 
 use keel_engine::job::{AlignmentMode, JobConfig, JobSinkKind, KeyedEvent};
 use keel_scenarios::catalogue::Scenario;
-use keel_scenarios::graph::oracle::{judge, JobProperty, JobVerdict};
+use keel_scenarios::graph::oracle::{judge, judge_spec, JobProperty, JobVerdict};
 use keel_scenarios::graph::schedules::{enumerate, Enumerated, Enumeration};
 use keel_scenarios::graph::tasks::TaskClass;
 use keel_scenarios::graph::{run, GraphOutcome, GraphSpec};
@@ -815,12 +815,7 @@ fn a_state_ttl_bounds_the_state_of_ever_new_keys_and_its_loss_is_reported() {
             0,
         );
         let ran = run(&point);
-        let verdict = judge(
-            &ran,
-            &point.events,
-            point.config.window_size,
-            point.config.sink,
-        );
+        let verdict = judge_spec(&point, &ran);
         let totals = ran.totals();
         (totals.checkpoint_bytes_max, totals.ttl, verdict)
     };

@@ -7,7 +7,7 @@ use super::job_teach::{cmd_job_teach, JobTeachArgs};
 use super::output::{Output, EXIT_VIOLATION};
 use crate::catalogue::Scenario;
 use crate::error::KeelError;
-use crate::graph::oracle::{judge, sink_records, JobProperty, JobVerdict};
+use crate::graph::oracle::{judge_spec, sink_records, JobProperty, JobVerdict};
 use crate::graph::plan::SavedJobPlan;
 use crate::graph::schedules::{enumerate, Enumeration, FaultPoints, STATES_MAX_DEFAULT};
 use crate::graph::shrink::shrink;
@@ -578,12 +578,7 @@ fn cmd_job_run(args: &JobRunArgs) -> Result<Output, KeelError> {
         spec.first_after_script = true;
     }
     let ran = run(&spec);
-    let verdict = judge(
-        &ran,
-        &spec.events,
-        spec.config.window_size,
-        spec.config.sink,
-    );
+    let verdict = judge_spec(&spec, &ran);
     let mut out = run_header(&spec);
     if let Some(path) = &args.save_plan {
         let (scenario, events) = match &args.job.events {
@@ -1096,12 +1091,7 @@ fn sweep_seeded(
                 };
                 let ran = run(&point);
                 let applied = point.plan.is_empty() || !ran.world.faults_injected().is_empty();
-                let verdict = judge(
-                    &ran,
-                    &point.events,
-                    point.config.window_size,
-                    point.config.sink,
-                );
+                let verdict = judge_spec(&point, &ran);
                 let (records, _) = sink_records(&ran, point.config.sink);
                 let shown: Vec<String> = records.iter().map(|r| r.to_json_line()).collect();
                 (applied, verdict, shown.join("\n"))
@@ -1316,11 +1306,6 @@ fn explore_seed(
         ..base
     };
     let ran = run_streamed(&point);
-    let verdict = judge(
-        &ran,
-        &point.events,
-        point.config.window_size,
-        point.config.sink,
-    );
+    let verdict = judge_spec(&point, &ran);
     (seed, fault, verdict.broken(expected), verdict)
 }

@@ -8,7 +8,7 @@ use super::job::{report_run, run_header};
 use super::output::{Output, EXIT_VIOLATION};
 use crate::catalogue::Scenario;
 use crate::error::KeelError;
-use crate::graph::oracle::{judge, JobProperty};
+use crate::graph::oracle::{judge_spec, JobProperty};
 use crate::graph::plan::SavedJobPlan;
 use crate::graph::run;
 use crate::graph::shrink::shrink;
@@ -91,12 +91,7 @@ pub(super) fn replay_job_plan(
 ) -> Result<Output, KeelError> {
     let spec = spec_of_plan(path, saved)?;
     let ran = run(&spec);
-    let verdict = judge(
-        &ran,
-        &spec.events,
-        spec.config.window_size,
-        spec.config.sink,
-    );
+    let verdict = judge_spec(&spec, &ran);
     let mut out = run_header(&spec);
     writeln!(out, "plan={path}").unwrap();
     for line in ran.world.trace().text_lines() {

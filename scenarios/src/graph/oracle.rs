@@ -171,6 +171,11 @@ pub fn judge(
     )
 }
 
+/// [`judge`] of a run of `spec`: its events, window size and sink.
+pub fn judge_spec(spec: &crate::graph::GraphSpec, run: &GraphRun) -> JobVerdict {
+    judge(run, &spec.events, spec.config.window_size, spec.config.sink)
+}
+
 /// Judges the records a consumer saw against `expected`.
 pub fn judge_records(
     records: &[JobRecord],

@@ -8,7 +8,7 @@
 //! moves the crash to the earliest step (before its effect first) that still fails.
 //! Each attempt is one run: at most (choices + 2 × steps) runs.
 
-use crate::graph::oracle::{judge, JobProperty};
+use crate::graph::oracle::{judge_spec, JobProperty};
 use crate::graph::{run, GraphSpec};
 use keel_sim::{CrashPoint, Fault, FaultPlan, PlannedFault};
 
@@ -37,12 +37,7 @@ pub struct Shrunk {
 pub fn shrink(spec: &GraphSpec, expected: &[JobProperty]) -> Option<Shrunk> {
     let breaks = |candidate: &GraphSpec| -> (Vec<JobProperty>, Vec<u32>) {
         let ran = run(candidate);
-        let verdict = judge(
-            &ran,
-            &candidate.events,
-            candidate.config.window_size,
-            candidate.config.sink,
-        );
+        let verdict = judge_spec(candidate, &ran);
         (verdict.broken(expected), ran.schedule)
     };
     let (broken, schedule) = breaks(spec);

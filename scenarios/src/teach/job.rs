@@ -7,7 +7,7 @@
 //! all); every mode is killed at that same millisecond.
 
 use super::{t, Lang};
-use crate::graph::oracle::judge;
+use crate::graph::oracle::judge_spec;
 use crate::graph::visibility::visibility;
 use crate::graph::{run, GraphSpec};
 use crate::table::{Table, TableFormat};
@@ -90,12 +90,7 @@ impl JobLesson {
                 ..with_mode(mode)
             };
             let ran = run(&point);
-            let verdict = judge(
-                &ran,
-                &point.events,
-                point.config.window_size,
-                point.config.sink,
-            );
+            let verdict = judge_spec(&point, &ran);
             JobLessonRow {
                 mode,
                 over_counted: verdict.over_counted,
