@@ -35,8 +35,8 @@ pub struct GraphSpec {
     pub schedule: SchedulePolicy,
     /// Choices to make first (a replayed schedule).
     pub script: Vec<u32>,
-    /// After the script, the first enabled action every time instead of the policy.
-    pub first_after_script: bool,
+    /// After the script, round-robin instead of the policy (a shrunk or saved schedule).
+    pub round_robin_after_script: bool,
     pub restart_delay_ms: u64,
     pub fs_model: FsModel,
 }
@@ -130,6 +130,9 @@ pub struct GraphRun {
     pub crashes: Vec<Crash>,
     /// The schedule that ran: every choice, as an index into the enabled actions.
     pub schedule: Vec<u32>,
+    /// With `round_robin_after_script`: for each choice, the one round-robin would have
+    /// made then (what a shrinker moves a choice to). Empty otherwise.
+    pub round_robin_picks: Vec<u32>,
 }
 
 impl GraphRun {
@@ -192,8 +195,8 @@ pub fn run_recording_crash_states(spec: &GraphSpec) -> GraphRun {
 
 fn run_in(spec: &GraphSpec, world: World) -> GraphRun {
     let scheduler = Scheduler::new(world.seeds(), spec.schedule);
-    let scheduler = if spec.first_after_script {
-        scheduler.scripted_then_first(spec.script.clone())
+    let scheduler = if spec.round_robin_after_script {
+        scheduler.scripted_then_round_robin(spec.script.clone())
     } else {
         scheduler.scripted(spec.script.clone())
     };
@@ -284,6 +287,7 @@ pub fn drive(
         incarnations,
         crashes,
         schedule: scheduler.choices().to_vec(),
+        round_robin_picks: scheduler.round_robin_picks().to_vec(),
     }
 }
 

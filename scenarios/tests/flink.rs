@@ -202,7 +202,7 @@ fn keel_fired(
         seed,
         schedule: SchedulePolicy::Random,
         script: Vec::new(),
-        first_after_script: false,
+        round_robin_after_script: false,
         restart_delay_ms: 500,
         fs_model: FsModel::Posix,
     };

@@ -11,8 +11,10 @@
 //!   in label order, wrapping around: a fixed order for teaching;
 //! - a script: a list of choices (indexes into the enabled list, in the order the job offers
 //!   it) that a replay or an exhaustive enumeration hands in; after the script, the policy,
-//!   or (a shrunk schedule, written without its trailing zeros) always the first enabled
-//!   action.
+//!   or (a shrunk schedule, written without its trailing round-robin choices) round-robin.
+//!   In that last mode the scheduler also records, for every choice, the one round-robin
+//!   would have made then ([`Scheduler::round_robin_picks`]): the canonical order a shrinker
+//!   moves choices to.
 //!
 //! Every choice is recorded ([`Scheduler::choices`]): the schedule that ran is data, as a
 //! fault plan is, and replaying it gives the same run byte for byte.
@@ -59,9 +61,11 @@ pub struct Scheduler {
     choices: Vec<u32>,
     /// The label chosen last (round-robin goes on after it).
     last_label: Option<String>,
-    /// After the script, the first enabled action every time (a shrunk schedule), instead
-    /// of the policy.
-    first_after_script: bool,
+    /// After the script, round-robin (a shrunk schedule) instead of the policy; every
+    /// choice's round-robin pick is recorded.
+    round_robin_after_script: bool,
+    /// With `round_robin_after_script`: the choice round-robin would have made at each choice.
+    round_robin_picks: Vec<u32>,
 }
 
 impl Scheduler {
@@ -72,15 +76,16 @@ impl Scheduler {
             script: Vec::new(),
             choices: Vec::new(),
             last_label: None,
-            first_after_script: false,
+            round_robin_after_script: false,
+            round_robin_picks: Vec::new(),
         }
     }
 
-    /// This scheduler making `script`'s choices first and then always the first enabled
-    /// action: a schedule written without its trailing zeros.
-    pub fn scripted_then_first(mut self, script: Vec<u32>) -> Scheduler {
+    /// This scheduler making `script`'s choices first and then round-robin's: a schedule
+    /// written without its trailing round-robin choices.
+    pub fn scripted_then_round_robin(mut self, script: Vec<u32>) -> Scheduler {
         self.script = script;
-        self.first_after_script = true;
+        self.round_robin_after_script = true;
         self
     }
 
@@ -97,6 +102,12 @@ impl Scheduler {
     /// The choices made so far: the schedule that ran.
     pub fn choices(&self) -> &[u32] {
         &self.choices
+    }
+
+    /// For each choice made (with [`Scheduler::scripted_then_round_robin`]), the one
+    /// round-robin would have made then, given the choices before it.
+    pub fn round_robin_picks(&self) -> &[u32] {
+        &self.round_robin_picks
     }
 
     /// Picks one of `labels` (the enabled actions, in the job's order; at least one) and
@@ -116,24 +127,35 @@ impl Scheduler {
             self.choices.len() < CHOICES_MAX,
             "schedule exceeded {CHOICES_MAX} choices"
         );
-        let round_robin_reads = self.policy == SchedulePolicy::RoundRobin;
+        let reads_labels =
+            self.policy == SchedulePolicy::RoundRobin || self.round_robin_after_script;
+        let labels: Vec<String> = if reads_labels {
+            (0..n).map(&label).collect()
+        } else {
+            Vec::new()
+        };
+        let round_robin_pick =
+            reads_labels.then(|| round_robin(&labels, self.last_label.as_deref()));
         let index = if let Some(&scripted) = self.script.get(self.choices.len()) {
             scripted as usize % n
-        } else if n == 1 || self.first_after_script {
+        } else if n == 1 {
             0
+        } else if let (true, Some(pick)) = (self.round_robin_after_script, round_robin_pick) {
+            pick
         } else {
             match self.policy {
                 SchedulePolicy::Random => (self.rng.next_u64() % n as u64) as usize,
-                SchedulePolicy::RoundRobin => {
-                    let labels: Vec<String> = (0..n).map(&label).collect();
-                    round_robin(&labels, self.last_label.as_deref())
-                }
+                SchedulePolicy::RoundRobin => round_robin_pick.expect("labels read"),
             }
         };
         assert!(index < n);
         self.choices.push(index as u32);
-        if round_robin_reads {
-            self.last_label = Some(label(index));
+        if self.round_robin_after_script {
+            let pick = round_robin_pick.expect("labels read");
+            self.round_robin_picks.push(pick as u32);
+        }
+        if reads_labels {
+            self.last_label = Some(labels[index].clone());
         }
         index
     }
@@ -183,6 +205,17 @@ mod tests {
             Scheduler::new(SeedTree::new(99), SchedulePolicy::Random).scripted(ran.clone());
         let replayed: Vec<u32> = (0..32).map(|_| replay.choose(&enabled) as u32).collect();
         assert_eq!(replayed, ran);
+    }
+
+    #[test]
+    fn after_its_script_a_shrunk_schedule_goes_round_robin_and_records_its_picks() {
+        let mut scheduler = Scheduler::new(SeedTree::new(0), SchedulePolicy::Random)
+            .scripted_then_round_robin(vec![2]);
+        let enabled = labels(&["b", "a", "c"]);
+        let picked: Vec<usize> = (0..3).map(|_| scheduler.choose(&enabled)).collect();
+        // "c" scripted (round-robin would have taken "a"), then round-robin after "c".
+        assert_eq!(picked, vec![2, 1, 0]);
+        assert_eq!(scheduler.round_robin_picks(), &[1, 1, 0]);
     }
 
     #[test]

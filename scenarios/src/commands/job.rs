@@ -198,7 +198,7 @@ pub struct JobRunArgs {
     #[arg(long, value_name = "MS", requires = "fault")]
     pub delay_ms: Option<u64>,
     /// Replay a schedule: the choices, comma-separated, as a sweep prints them (each an
-    /// index into the actions enabled then; after the last, the first enabled action).
+    /// index into the actions enabled then; after the last, round-robin's).
     #[arg(long, value_name = "CHOICES", value_parser = parse_choices)]
     pub replay_schedule: Option<Choices>,
     /// Print every step, crash, restart and recovery decision.
@@ -424,7 +424,7 @@ pub(super) fn spec_of(
             ScheduleArg::RoundRobin => SchedulePolicy::RoundRobin,
         },
         script: Vec::new(),
-        first_after_script: false,
+        round_robin_after_script: false,
         restart_delay_ms: job.restart_delay_ms,
         fs_model: FsModel::Posix,
     })
@@ -506,9 +506,16 @@ fn reproduce_line(
             _ => {}
         }
     }
-    if let Some(schedule) = schedule {
-        let choices: Vec<String> = schedule.iter().map(u32::to_string).collect();
-        write!(line, " --replay-schedule {}", choices.join(",")).unwrap();
+    match schedule {
+        // Round-robin from the first choice on: no choice departs from it.
+        Some([]) if spec.schedule != SchedulePolicy::RoundRobin => {
+            line.push_str(" --schedule round-robin");
+        }
+        Some([]) | None => {}
+        Some(schedule) => {
+            let choices: Vec<String> = schedule.iter().map(u32::to_string).collect();
+            write!(line, " --replay-schedule {}", choices.join(",")).unwrap();
+        }
     }
     line
 }
@@ -575,7 +582,7 @@ fn cmd_job_run(args: &JobRunArgs) -> Result<Output, KeelError> {
     spec.plan = FaultPlan::new(fault).map_err(|e| KeelError::usage(e.to_string()))?;
     if let Some(choices) = &args.replay_schedule {
         spec.script = choices.0.clone();
-        spec.first_after_script = true;
+        spec.round_robin_after_script = true;
     }
     let ran = run(&spec);
     let verdict = judge_spec(&spec, &ran);
@@ -1219,7 +1226,7 @@ fn write_shrunk(out: &mut String, job: &JobArgs, point: &GraphSpec, expected: &[
     let names: Vec<&str> = shrunk.broken.iter().map(|p| p.name()).collect();
     writeln!(
         out,
-        "  shrunk ({} runs): {} broken with one crash; the schedule departs from the first enabled action at {} of {} choices",
+        "  shrunk ({} runs): {} broken with one crash; the schedule departs from round-robin at {} of {} choices",
         shrunk.runs,
         names.join(", "),
         shrunk.departures,

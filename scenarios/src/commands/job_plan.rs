@@ -163,7 +163,7 @@ pub(super) fn shrink_job_plan(
     let names: Vec<&str> = shrunk.broken.iter().map(|p| p.name()).collect();
     writeln!(
         out,
-        "shrunk ({} runs): {} broken; the schedule departs from the first enabled action at {} of {} choices; fault: {}",
+        "shrunk ({} runs): {} broken; the schedule departs from round-robin at {} of {} choices; fault: {}",
         shrunk.runs,
         names.join(", "),
         shrunk.departures,

@@ -26,7 +26,7 @@ pub struct SavedJobPlan {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kill_at_ms: Option<u64>,
     /// The schedule: the scheduler's choices, each an index into the actions enabled then;
-    /// after the last, the first enabled action every time.
+    /// after the last, round-robin's.
     pub schedule: Vec<u32>,
 }
 
@@ -113,7 +113,7 @@ impl SavedJobPlan {
             seed: self.job.seed,
             schedule: self.job.schedule_policy,
             script: self.schedule.clone(),
-            first_after_script: true,
+            round_robin_after_script: true,
             restart_delay_ms: self.job.restart_delay_ms,
             fs_model: self.job.fs_model,
         })
@@ -147,7 +147,7 @@ mod tests {
             seed: 5,
             schedule: SchedulePolicy::Random,
             script: Vec::new(),
-            first_after_script: false,
+            round_robin_after_script: false,
             restart_delay_ms: 500,
             fs_model: FsModel::Posix,
         }

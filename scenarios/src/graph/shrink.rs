@@ -2,45 +2,58 @@
 //!
 //! A point is a schedule (the scheduler's choices, scripted) and one planned fault. The
 //! shrinker keeps a point only if it still breaks one of the properties the original broke.
-//! It first moves each choice to 0 (the first enabled action, in the job's fixed order:
-//! sources, operators, the sink, the coordinator), from the first choice on, so the schedule
-//! that remains departs from that canonical order only where the failure needs it; then it
-//! moves the crash to the earliest step (before its effect first) that still fails.
-//! Each attempt is one run: at most (choices + 2 × steps) runs.
+//! The canonical order is round-robin (each task in turn, in label order: the order
+//! `--schedule round-robin` teaches with). The shrinker first keeps the shortest prefix of
+//! the schedule that, followed by round-robin, still fails; then it moves each choice left to
+//! the one round-robin would make there, from the first choice on, so the schedule that
+//! remains departs from round-robin only where the failure needs it; then it moves the crash
+//! to the earliest step (before its effect first) that still fails. Each attempt is one run:
+//! at most (2 × choices + 2 × steps) runs.
 
 use crate::graph::oracle::{judge_spec, JobProperty};
 use crate::graph::{run, GraphSpec};
 use keel_sim::{CrashPoint, Fault, FaultPlan, PlannedFault};
 
-/// `schedule` without its trailing zeros (first enabled actions, which follow a script).
-fn trimmed(mut schedule: Vec<u32>) -> Vec<u32> {
-    while schedule.last() == Some(&0) {
+/// `schedule` without its trailing round-robin choices (`picks[i]` is round-robin's choice
+/// at choice i), which a scheduler that goes round-robin after its script makes again.
+fn trimmed(mut schedule: Vec<u32>, picks: &[u32]) -> Vec<u32> {
+    while let Some(&last) = schedule.last() {
+        if picks.get(schedule.len() - 1) != Some(&last) {
+            break;
+        }
         schedule.pop();
     }
     schedule
 }
 
-/// A shrunk point: its schedule (choices; after them, the first enabled action every
-/// time), its fault, and what it breaks.
+/// A shrunk point: its schedule (choices; after them, round-robin's), its fault, and what
+/// it breaks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Shrunk {
     pub schedule: Vec<u32>,
     pub fault: Option<PlannedFault>,
     pub broken: Vec<JobProperty>,
-    /// Choices that are not the first enabled action.
+    /// Choices that are not round-robin's.
     pub departures: usize,
     pub runs: u64,
 }
 
+/// What a candidate breaks, the schedule it ran and round-robin's pick at each choice.
+type Attempt = (Vec<JobProperty>, Vec<u32>, Vec<u32>);
+
 /// Shrinks the point `spec` (its plan, its script or its seed's schedule) that breaks some
 /// of `expected`. None if it does not fail.
 pub fn shrink(spec: &GraphSpec, expected: &[JobProperty]) -> Option<Shrunk> {
-    let breaks = |candidate: &GraphSpec| -> (Vec<JobProperty>, Vec<u32>) {
+    let breaks = |candidate: &GraphSpec| -> Attempt {
         let ran = run(candidate);
         let verdict = judge_spec(candidate, &ran);
-        (verdict.broken(expected), ran.schedule)
+        (
+            verdict.broken(expected),
+            ran.schedule,
+            ran.round_robin_picks,
+        )
     };
-    let (broken, schedule) = breaks(spec);
+    let (broken, schedule, _) = breaks(spec);
     if broken.is_empty() {
         return None;
     }
@@ -48,44 +61,51 @@ pub fn shrink(spec: &GraphSpec, expected: &[JobProperty]) -> Option<Shrunk> {
     let mut runs = 1u64;
     let mut best = GraphSpec {
         script: schedule,
-        first_after_script: true,
+        round_robin_after_script: true,
         ..spec.clone()
     };
-    // The shortest prefix of the schedule that, followed by first enabled actions only,
-    // still fails.
+    // The shortest prefix of the schedule that, followed by round-robin, still fails.
     for keep in 0..best.script.len() {
         let candidate = GraphSpec {
             script: best.script[..keep].to_vec(),
             ..best.clone()
         };
-        let (found, _) = breaks(&candidate);
+        let (found, _, _) = breaks(&candidate);
         runs += 1;
         if still(&found) {
             best = candidate;
             break;
         }
     }
-    // A changed choice can shorten the run: the bound is the schedule as it stands.
+    // Each choice moved to round-robin's where the failure survives it. A changed choice
+    // can shorten the run, and changes the picks after it: both are read again from the
+    // schedule as it stands.
+    let (_, _, mut picks) = breaks(&best);
+    runs += 1;
     let mut index = 0;
     while index < best.script.len() {
+        let at = index;
         index += 1;
-        let index = index - 1;
-        if best.script[index] == 0 {
+        let Some(&pick) = picks.get(at) else {
+            break;
+        };
+        if best.script[at] == pick {
             continue;
         }
         let mut script = best.script.clone();
-        script[index] = 0;
+        script[at] = pick;
         let candidate = GraphSpec {
             script,
             ..best.clone()
         };
-        let (found, ran_schedule) = breaks(&candidate);
+        let (found, ran_schedule, ran_picks) = breaks(&candidate);
         runs += 1;
         if still(&found) {
             best = GraphSpec {
-                script: trimmed(ran_schedule),
+                script: trimmed(ran_schedule, &ran_picks),
                 ..candidate
             };
+            picks = ran_picks;
         }
     }
     let fault = best.plan.iter().next();
@@ -108,11 +128,11 @@ pub fn shrink(spec: &GraphSpec, expected: &[JobProperty]) -> Option<Shrunk> {
                     plan,
                     ..best.clone()
                 };
-                let (found, ran_schedule) = breaks(&candidate);
+                let (found, ran_schedule, ran_picks) = breaks(&candidate);
                 runs += 1;
                 if still(&found) {
                     best = GraphSpec {
-                        script: trimmed(ran_schedule),
+                        script: trimmed(ran_schedule, &ran_picks),
                         ..candidate
                     };
                     break 'earlier;
@@ -120,12 +140,14 @@ pub fn shrink(spec: &GraphSpec, expected: &[JobProperty]) -> Option<Shrunk> {
             }
         }
     }
-    let (broken, _) = breaks(&best);
+    let (broken, _, picks) = breaks(&best);
     assert!(still(&broken), "the shrunk point still fails");
     let schedule = best.script.clone();
     let fault = best.plan.iter().next();
     Some(Shrunk {
-        departures: schedule.iter().filter(|c| **c != 0).count(),
+        departures: (0..schedule.len())
+            .filter(|&i| picks.get(i) != Some(&schedule[i]))
+            .count(),
         schedule,
         fault,
         broken,

@@ -64,7 +64,7 @@ pub fn teach_job_spec(
         seed: 0,
         schedule: SchedulePolicy::Random,
         script: Vec::new(),
-        first_after_script: false,
+        round_robin_after_script: false,
         restart_delay_ms: crate::runner::RESTART_DELAY_MS_DEFAULT,
         fs_model: FsModel::Posix,
     }
