@@ -909,6 +909,23 @@ fn every_json_report_is_json() {
             ),
             0,
         ),
+        // The same plan breaks no-loss: asked for with --expect, the rule of every command
+        // applies (exit 1).
+        (
+            with(
+                &[
+                    "shrink",
+                    "--seed",
+                    "435",
+                    "--sink",
+                    "idempotent",
+                    "--expect",
+                    "no-loss",
+                ],
+                &unsafe_protocol,
+            ),
+            1,
+        ),
         (
             vec![
                 "merge",

@@ -3,12 +3,12 @@
 use super::args::{parse_expectation, RunFormat, TargetArgs};
 use super::files::write_plan_file;
 use super::job_plan::{read_job_plan, reject_options_beside, shrink_job_plan};
-use super::output::Output;
+use super::output::{Output, EXIT_VIOLATION};
 use super::target::{load_target, Target};
 use crate::error::KeelError;
 use crate::explore::target_property;
 use crate::plan_file::SavedPlan;
-use crate::property::Expectation;
+use crate::property::{Expectation, MATCHES_MODEL};
 use crate::reproduce::replay_plan_command;
 use crate::shrink::shrink;
 use clap::Args;
@@ -53,6 +53,11 @@ pub(crate) fn cmd_shrink(args: &ShrinkArgs) -> Result<Output, KeelError> {
         failures,
         ..
     } = load_target(&args.target, args.expect.clone())?;
+    // One rule for every command: exit 1 when the run breaks a property --expect asked for
+    // (or the fault-free run disagrees with the model, whatever was asked).
+    let violated = !failures.is_empty()
+        && (args.expect.is_some() || failures.iter().any(|f| f == MATCHES_MODEL));
+    let exit_code = if violated { EXIT_VIOLATION } else { 0 };
     let Some(property) = target_property(&failures) else {
         let why = if failures.is_empty() {
             format!("the run holds ({})", verdict.summary())
@@ -66,7 +71,7 @@ pub(crate) fn cmd_shrink(args: &ShrinkArgs) -> Result<Output, KeelError> {
             .save_plan
             .as_ref()
             .map_or(String::new(), |path| format!(" ({path} not written)"));
-        return Ok(Output::ok(match args.format {
+        let stdout = match args.format {
             RunFormat::Text => format!("nothing to shrink: {why} on sink {sink}{not_written}\n"),
             RunFormat::Json => {
                 let json = serde_json::json!({
@@ -80,7 +85,8 @@ pub(crate) fn cmd_shrink(args: &ShrinkArgs) -> Result<Output, KeelError> {
                 });
                 serde_json::to_string_pretty(&json).expect("json") + "\n"
             }
-        }));
+        };
+        return Ok(Output { stdout, exit_code });
     };
     let shrunk = shrink(
         &run_spec,
@@ -94,7 +100,7 @@ pub(crate) fn cmd_shrink(args: &ShrinkArgs) -> Result<Output, KeelError> {
     let view_option = view.map_or(String::new(), |v| format!(" --view {}", v.name()));
     let reproduce = replay_plan_command(&spec, sink, view, &shrunk.plan);
     let plan_json = serde_json::to_string(&shrunk.plan.to_file()).expect("plans serialize");
-    Ok(Output::ok(match args.format {
+    let stdout = match args.format {
         RunFormat::Text => format!(
             "shrink scenario={} protocol={} fs_model={} sink={sink}{view_option} seed={}\nfailure: {property} broken ({})\nfrom {} faults to {} in {} runs\nplan: {plan_json}\noutcome: {}\nfingerprint={}\nreproduce: {reproduce}\n",
             spec.label(),
@@ -122,5 +128,6 @@ pub(crate) fn cmd_shrink(args: &ShrinkArgs) -> Result<Output, KeelError> {
             });
             serde_json::to_string_pretty(&json).expect("json") + "\n"
         }
-    }))
+    };
+    Ok(Output { stdout, exit_code })
 }
