@@ -50,35 +50,6 @@ pub struct Served {
     pub changed_file: u64,
 }
 
-impl Served {
-    /// `self - other`, or None where `other` has more of either count.
-    pub fn checked_sub(self, other: Served) -> Option<Served> {
-        Some(Served {
-            requests: self.requests.checked_sub(other.requests)?,
-            changed_file: self.changed_file.checked_sub(other.changed_file)?,
-        })
-    }
-}
-
-impl std::ops::Add for Served {
-    type Output = Served;
-    fn add(self, other: Served) -> Served {
-        Served {
-            requests: self.requests + other.requests,
-            changed_file: self.changed_file + other.changed_file,
-        }
-    }
-}
-
-impl std::ops::Sub for Served {
-    type Output = Served;
-    /// Counts only grow along a run: a later count minus an earlier one.
-    fn sub(self, earlier: Served) -> Served {
-        self.checked_sub(earlier)
-            .expect("a count minus an earlier count of the same run")
-    }
-}
-
 /// The bytes a step wrote or read, as its trace line shows them (a digest, `#` and 16 hex
 /// digits), once its effect ran.
 #[derive(Clone, Copy, Debug)]
