@@ -2,10 +2,10 @@
 # keel's own claims against deliberate bugs, switched at run time in one build (the `mutants`
 # feature: engine/src/mutants.rs, scenarios/src/property/mutant.rs):
 #
-#   scripts/mutants-switchable.sh [--parts 1,2,3] [KEEL]
+#   scripts/mutants-switchable.sh [--parts 1,2,3,4] [KEEL]
 #
 # builds keel with the feature (or takes KEEL, a binary built with it) and runs the parts
-# named (default: all three; CI runs 1,2 until the sweep's shortcuts are sound for part 3).
+# named (default: all four, as CI does).
 #
 # Part 1, the controls (the correct engine and oracle): each runs a sweep that must break
 # exactly one named property (exit 1, the property named in its VIOLATION line). Some need an
@@ -18,13 +18,17 @@
 # default sweep's report must equal the report of every point run from scratch (`--naive`),
 # byte for byte, on ch04 and three generated streams (incremental checkpoints and allowed
 # lateness among them). A shortcut that assumes a correct recovery under-reports a buggy one.
+# Part 4, the sweep against every point run on its own: for the tail-repair-short mutant, the
+# failing points of the power-loss row of the sweep (append and idempotent sinks, ch04 and a
+# 40-event stream, W=10, D=5, K=5) must be the points whose own `keel run --fault
+# power-loss --at-step S --crash-state N` says "verdict: FAILS", counted one by one.
 #
 # Every check prints one line; the script ends with a summary and exits 1 if any failed
 # (2 if keel could not be built or is not a mutants build).
 set -u
 cd "$(dirname "$0")/.." || exit 2
 
-PARTS=1,2,3
+PARTS=1,2,3,4
 if [ "${1:-}" = "--parts" ]; then
     PARTS=$2
     shift 2
@@ -143,6 +147,41 @@ for mutant in "${ENGINE_MUTANTS[@]}"; do
         fi
     done
 done
+
+# --- Part 4: the sweep = every point run on its own ---------------------------------------
+# one_by_one STREAM SINK: the failing points of keel run, one per power-loss point, and the
+# sweep's, as "RUNS SWEEP".
+one_by_one() {
+    local stream=$1 sink=$2
+    # shellcheck disable=SC2086 # a stream is several words on purpose
+    "$KEEL" sites $stream --sink "$sink" | awk 'NR > 1 && $0 ~ /power-loss/ {
+        for (n = 0; n < $NF; n++) print $1, n }' >"$WORK/points"
+    local runs
+    # shellcheck disable=SC2086
+    runs=$(KEEL_MUTANT=tail-repair-short xargs -P 2 -n 2 sh -c \
+        '"$0" run '"$stream"' --sink '"$sink"' --fault power-loss --at-step "$1" --crash-state "$2" | grep -c "^verdict: FAILS"' \
+        "$KEEL" <"$WORK/points" 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
+    local sweep
+    # shellcheck disable=SC2086
+    sweep=$(KEEL_MUTANT=tail-repair-short "$KEEL" sweep $stream --sinks "$sink" --faults power-loss \
+        --format json --quiet | grep -o '"failing_points": [0-9]*' | grep -o '[0-9]*$')
+    echo "$runs $sweep $(wc -l <"$WORK/points")"
+}
+if part 4; then
+    for stream in "${STREAMS[0]}" "${STREAMS[2]% --state-backend incremental}"; do
+        for sink in append idempotent; do
+            read -r runs sweep points <<<"$(one_by_one "$stream" "$sink")"
+            label="tail-repair-short, $sink, power-loss on ${stream%% --window*}"
+            label=${label//$WORK\//}
+            if [ -n "$runs" ] && [ "$runs" = "$sweep" ]; then
+                echo "sweep = one by one: $label: $sweep of $points points fail either way"
+            else
+                echo "SWEEP != ONE BY ONE: $label: sweep $sweep, keel run one by one $runs (of $points)" >&2
+                failed=$((failed + 1))
+            fi
+        done
+    done
+fi
 
 if [ "$failed" -eq 0 ]; then
     echo "mutants (parts $PARTS): every check held"

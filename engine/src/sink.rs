@@ -140,7 +140,7 @@ impl KeyIndex {
         }
     }
 
-    fn refresh<S: Storage>(&mut self, disk: &S, file: &str) -> Result<(), DiskError> {
+    fn refresh<S: Storage>(&mut self, disk: &mut S, file: &str) -> Result<(), DiskError> {
         let len_bytes = disk.len_bytes(file)?;
         if len_bytes < self.indexed_len_bytes {
             // The file was truncated (tail repair or power loss): index it again.
@@ -476,7 +476,7 @@ impl SinkConnector {
             let reply = world.request_data(SINK_WRITE_OP, record.key.as_str(), data, |env| {
                 if kind == SinkKind::Idempotent {
                     index
-                        .refresh(&env.disk, file)
+                        .refresh(&mut env.disk, file)
                         .expect("the sink file exists once opened");
                     if index.contains(&record.key) {
                         if crate::mutants::active(crate::mutants::Mutant::SkipCountedAsWritten) {
@@ -697,19 +697,19 @@ mod tests {
         let mut expected = BTreeSet::new();
         for (i, line) in lines[..3].iter().enumerate() {
             disk.append("sink", line.as_bytes()).unwrap();
-            index.refresh(&disk, "sink").unwrap();
+            index.refresh(&mut disk, "sink").unwrap();
             expected.insert(["a", "b", "a"][i]);
             assert_eq!(index.key_set(), expected, "line {i}");
             assert!(index.only_known(), "line {i}");
         }
         // A torn tail is not indexed yet, and then a line the known file does not have.
         disk.append("sink", &line_of("c").as_bytes()[..9]).unwrap();
-        index.refresh(&disk, "sink").unwrap();
+        index.refresh(&mut disk, "sink").unwrap();
         assert!(index.only_known());
         disk.append("sink", b"x\n").unwrap();
         disk.append("sink", (line_of("e") + "\n").as_bytes())
             .unwrap();
-        index.refresh(&disk, "sink").unwrap();
+        index.refresh(&mut disk, "sink").unwrap();
         assert!(!index.only_known());
         expected.insert("e");
         assert_eq!(index.key_set(), expected);

@@ -21,11 +21,11 @@
 //!   unpersisted anywhere (a cache drop would change it). What is durable and what is still
 //!   pending is not compared: with no fault to come, nothing can tell them apart (only a
 //!   power loss, a failed fsync or an eviction does, and each is a planned fault). The
-//!   append sink's file is left out: the append connector never reads it after recovery
-//!   (it only appends and fsyncs it), so its bytes may differ, and the point's final file
-//!   is its own bytes then followed by what the fault-free run appended after the boundary
-//!   (checked to be a pure append: the fault-free file at the boundary is a prefix of its
-//!   final file);
+//!   append sink's file is left out where the fault-free run never read it after the
+//!   boundary (measured: `keel_sim::Disk::reads_of`; the shipped append connector reads it
+//!   only at its open), so its bytes may differ, and the point's final file is its own
+//!   bytes then followed by what the fault-free run appended after the boundary (checked to
+//!   be a pure append: the fault-free file at the boundary is a prefix of its final file);
 //! - the transactional log, exactly (file sinks never touch it); the transactional sink
 //!   never converges (its log keeps the aborted transactions of a fault);
 //! - the clock where it can be observed: with processing-time keys the clock (and the sink's
@@ -65,7 +65,7 @@ use keel_engine::{
     ChainMemo, CheckpointMemo, EncodeMemo, EngineCaches, IncarnationStats, KnownSinkFile,
     OperatorState, Record, SinkKind, SINK_WRITE_OP,
 };
-use keel_sim::{Contents, CrashCounts, Disk, FaultPlan, Fingerprint};
+use keel_sim::{Contents, CrashCounts, Disk, FaultPlan, Fingerprint, Served};
 use restart::{RestartCandidate, RestartClass};
 pub use shared::SharedFutures;
 use shared::{After, Candidate, Class};
@@ -104,8 +104,6 @@ pub struct Forks {
     /// Shared with an earlier sink's forks whose fault-free file had the same bytes (the
     /// append and the idempotent sink's: a million-event file read twice kept 60 MB twice).
     known: Option<Arc<KnownSink>>,
-    /// What every snapshot's engine builds on (`share_caches`).
-    caches: EngineCaches,
     /// The known file as the fault-free run's disk held it: its chunks are shared with the
     /// snapshots' files, so a point's file is found to be a prefix of it without reading
     /// most of either (empty with no known file).
@@ -124,7 +122,10 @@ struct Facts {
     disk: Disk,
     /// The sink file's length then.
     sink_len_bytes: usize,
-    /// Whether the fault-free run only appended to its sink file after this snapshot.
+    /// Whether the fault-free run only appended to its sink file after this snapshot and,
+    /// where the file is left out of the comparison (the append sink's), never read it
+    /// (measured: [`keel_sim::Disk::reads_of`]): only then is what it did next the same
+    /// whatever that file held.
     sink_appended_only: bool,
 }
 
@@ -147,7 +148,9 @@ const _: () = assert!(keel_sim::world::STEPS_MAX <= u32::MAX as u64);
 #[derive(Clone, Debug)]
 struct End {
     sink_len_bytes: usize,
-    served: u64,
+    /// How many times the run read its sink file, by its end ([`keel_sim::Disk::reads_of`]).
+    sink_reads: u64,
+    served: Served,
     stray_files: Arc<[String]>,
     stats: IncarnationStats,
     final_state: FinalState,
@@ -280,7 +283,7 @@ impl Forks {
             snapshot.world.share_disk_prefixes_of(&result.world);
         }
         let sink = spec.config.sink;
-        let caches = share_caches(&mut snapshots, &result.world.env().disk, sink);
+        share_caches(&mut snapshots, &result.world.env().disk, sink);
         // Converging takes the rest of a point from the fault-free run's one incarnation.
         let one_incarnation =
             result.incarnations.len() == 1 && result.outcome == Outcome::Completed;
@@ -298,6 +301,7 @@ impl Forks {
             })
             .flatten();
         let sink_bytes = result.world.env().disk.read_shared(file).ok();
+        let sink_reads_end = result.world.env().disk.reads_of(file);
         let (facts, end) = match (sink_bytes, &known_contents) {
             (Some(sink_bytes), Some(known))
                 if !sink.is_transactional()
@@ -307,7 +311,7 @@ impl Forks {
                 let facts = snapshots
                     .iter()
                     .map(|snapshot| {
-                        facts_of(&snapshot.world.env().disk, sink, known)
+                        facts_of(&snapshot.world.env().disk, sink, known, sink_reads_end)
                             .expect("the sink is open between events")
                     })
                     .collect();
@@ -331,13 +335,13 @@ impl Forks {
             facts,
             end: End {
                 sink_len_bytes: end.unwrap_or_default(),
-                served: result.world.served_requests(SINK_WRITE_OP),
+                sink_reads: sink_reads_end,
+                served: result.world.served(SINK_WRITE_OP),
                 stray_files: stray_files_of(spec.config.sink, &result.disk_files()).into(),
                 stats: result.incarnations[0].stats.clone(),
                 final_state: FinalState::of(&result.final_state),
                 final_operator_state: result.final_state.clone(),
             },
-            caches,
             known,
             known_contents: known_contents.unwrap_or_default(),
             boundary_steps,
@@ -617,13 +621,20 @@ impl Forks {
         }
         let at = (paused.index / self.every_events) as usize;
         let sink_then = self.sink_file_at(paused);
+        let reads_then = paused
+            .world
+            .env()
+            .disk
+            .reads_of(self.spec.config.sink.file_name());
         let class = Class::new(
             candidate,
+            self.spec.config.sink,
             &sink_then,
+            reads_then,
             After::Converged {
                 snapshot: at,
                 stats_then: paused.engine.stats().clone(),
-                served_then: paused.world.served_requests(SINK_WRITE_OP),
+                served_then: paused.world.served(SINK_WRITE_OP),
             },
         );
         if let Some(class) = class {
@@ -648,12 +659,15 @@ impl Forks {
             .last()
             .expect("one more than at the boundary");
         assert_eq!(last.end, IncarnationEnd::Completed);
+        let reads_end = result.world.env().disk.reads_of(file);
         let class = Class::new(
             candidate,
+            self.spec.config.sink,
             &sink_end,
+            reads_end,
             After::Finished {
                 stats_end: last.stats.clone(),
-                served_end: result.world.served_requests(SINK_WRITE_OP),
+                served_end: result.world.served(SINK_WRITE_OP),
                 stray_files: self.stray_files_of(result),
                 final_state: self.final_state_of(&result.final_state),
             },
@@ -687,7 +701,7 @@ impl Forks {
 /// Made from this run's own disk even where the run built on an earlier sink's file of the
 /// same bytes (`Sharing::earlier`): a point compares its file with this one chunk by chunk,
 /// and only chunks its disk shares with this run's are equal without reading them.
-fn share_caches(snapshots: &mut [Paused], disk: &Disk, sink: SinkKind) -> EngineCaches {
+fn share_caches(snapshots: &mut [Paused], disk: &Disk, sink: SinkKind) {
     let caches = EngineCaches {
         sink: (!sink.is_transactional())
             .then(|| disk.read_shared(sink.file_name()).ok())
@@ -701,7 +715,6 @@ fn share_caches(snapshots: &mut [Paused], disk: &Disk, sink: SinkKind) -> Engine
         let sink_file = snapshot.world.env().disk.read_shared(sink.file_name()).ok();
         snapshot.engine.share_caches(&caches, sink_file.as_ref());
     }
-    caches
 }
 
 #[cfg(test)]

@@ -161,6 +161,11 @@ pub struct SweepSpec {
     pub power_loss_points: PowerLossPoints,
 }
 
+/// What a classes sweep's verdict rests on, printed under its rows.
+pub const CLASSES_CLAIM: &str = "classes rest on the engine's claim of what its recovery reads \
+(keel_engine::sink::crash_readers), each judged by one state: a recovery that breaks the \
+claim goes unseen (--power-loss-points states runs every state)";
+
 /// What a power-loss point of a sweep is (`--power-loss-points`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -484,7 +489,11 @@ impl SweepReport {
             } else {
                 out.push('\n');
             }
-            let lines = self.classed_lines();
+            let mut lines = self.classed_lines();
+            if !lines.is_empty() {
+                // A class is a claim, not a measurement: say whose.
+                lines.push(CLASSES_CLAIM.to_string());
+            }
             for line in &lines {
                 out.push_str(line);
                 out.push_str(if format == TableFormat::Markdown {

@@ -196,7 +196,27 @@ pub struct Disk {
     /// Whether a failed fsync ever left bytes unpersisted here (or on the disk this one was
     /// cloned from); see [`UnpersistedEver`].
     unpersisted_ever: UnpersistedEver,
+    /// How often the process read each file; see [`ReadCounts`].
+    read_counts: ReadCounts,
 }
+
+/// How many times the process read each file by name, through [`crate::Storage`] (the
+/// interface a system under test has: keel's own inspections of a disk, by `Disk`'s own
+/// methods, do not count), its length included. What a sweep checks before it leaves a
+/// file's bytes out of a comparison of two runs: only a future that never read the file can
+/// be the same whatever its bytes, and whether it did is measured, never assumed of the
+/// system under test. A record of the run, not part of what the disk holds: two disks are
+/// equal whatever theirs say. Shared between clones until one reads.
+#[derive(Clone, Debug, Default)]
+struct ReadCounts(Arc<BTreeMap<String, u64>>);
+
+impl PartialEq for ReadCounts {
+    fn eq(&self, _: &ReadCounts) -> bool {
+        true
+    }
+}
+
+impl Eq for ReadCounts {}
 
 /// Whether a failed fsync ever left bytes unpersisted on a disk: the only way a file comes
 /// to hold any ([`Disk::fsync_fail`]). Until one does, [`Disk::unpersisted_bytes`] is 0
@@ -248,6 +268,7 @@ impl Disk {
             io_error_armed: false,
             read_only: false,
             unpersisted_ever: UnpersistedEver::default(),
+            read_counts: ReadCounts::default(),
         }
     }
 
@@ -370,6 +391,17 @@ impl Disk {
         Ok(Arc::make_mut(&mut self.inodes)
             .get_mut(&id)
             .expect("every name points at a live inode"))
+    }
+
+    /// How many times the process read `name` so far ([`ReadCounts`]).
+    pub fn reads_of(&self, name: &str) -> u64 {
+        self.read_counts.0.get(name).copied().unwrap_or(0)
+    }
+
+    /// Counts a read of `name` by the process (through [`crate::Storage`]).
+    pub(crate) fn count_read(&mut self, name: &str) {
+        let counts = Arc::make_mut(&mut self.read_counts.0);
+        *counts.entry(name.to_string()).or_insert(0) += 1;
     }
 
     pub fn exists(&self, name: &str) -> bool {

@@ -33,14 +33,14 @@ pub trait Storage {
     /// Sets the file's length, dropping or zero-filling its tail.
     fn truncate(&mut self, name: &str, len_bytes: u64) -> Result<(), DiskError>;
     /// The file's contents as the process sees them.
-    fn read(&self, name: &str) -> Result<Vec<u8>, DiskError>;
+    fn read(&mut self, name: &str) -> Result<Vec<u8>, DiskError>;
     /// The file's contents from `offset_bytes` to its end (empty past the end).
-    fn read_from(&self, name: &str, offset_bytes: u64) -> Result<Vec<u8>, DiskError>;
+    fn read_from(&mut self, name: &str, offset_bytes: u64) -> Result<Vec<u8>, DiskError>;
     /// The file's contents as the process sees them, as [`Contents`]: the simulated disk
     /// shares its chunks (no copy), so a reader can compare them with bytes it knew before
     /// at the cost of the chunks they differ in; real storage reads the file.
-    fn read_shared(&self, name: &str) -> Result<Contents, DiskError>;
-    fn len_bytes(&self, name: &str) -> Result<u64, DiskError>;
+    fn read_shared(&mut self, name: &str) -> Result<Contents, DiskError>;
+    fn len_bytes(&mut self, name: &str) -> Result<u64, DiskError>;
     /// The file's running digest ([`FileDigest`]: every byte written into it, in order), if
     /// it exists: what a step that wrote or read it shows on its trace line
     /// ([`crate::World::effect_data`]). The simulated disk keeps it as it writes; real
@@ -113,20 +113,25 @@ impl Storage for Disk {
     fn truncate(&mut self, name: &str, len_bytes: u64) -> Result<(), DiskError> {
         Disk::truncate(self, name, len_bytes)
     }
+    // The four reads count (`Disk::reads_of`): what the process observed of a file.
     #[inline]
-    fn read(&self, name: &str) -> Result<Vec<u8>, DiskError> {
+    fn read(&mut self, name: &str) -> Result<Vec<u8>, DiskError> {
+        self.count_read(name);
         Disk::read(self, name)
     }
     #[inline]
-    fn read_from(&self, name: &str, offset_bytes: u64) -> Result<Vec<u8>, DiskError> {
+    fn read_from(&mut self, name: &str, offset_bytes: u64) -> Result<Vec<u8>, DiskError> {
+        self.count_read(name);
         Disk::read_from(self, name, offset_bytes)
     }
     #[inline]
-    fn read_shared(&self, name: &str) -> Result<Contents, DiskError> {
+    fn read_shared(&mut self, name: &str) -> Result<Contents, DiskError> {
+        self.count_read(name);
         Disk::read_shared(self, name)
     }
     #[inline]
-    fn len_bytes(&self, name: &str) -> Result<u64, DiskError> {
+    fn len_bytes(&mut self, name: &str) -> Result<u64, DiskError> {
+        self.count_read(name);
         Disk::len_bytes(self, name)
     }
     #[inline]

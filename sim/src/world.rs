@@ -50,6 +50,31 @@ pub struct Served {
     pub changed_file: u64,
 }
 
+impl std::ops::Add for Served {
+    type Output = Served;
+
+    fn add(self, other: Served) -> Served {
+        Served {
+            requests: self.requests + other.requests,
+            changed_file: self.changed_file + other.changed_file,
+        }
+    }
+}
+
+impl std::ops::Sub for Served {
+    type Output = Served;
+
+    /// What was served between two counts of one run, `other` the earlier.
+    fn sub(self, other: Served) -> Served {
+        assert!(other.requests <= self.requests);
+        assert!(other.changed_file <= self.changed_file);
+        Served {
+            requests: self.requests - other.requests,
+            changed_file: self.changed_file - other.changed_file,
+        }
+    }
+}
+
 /// The bytes a step wrote or read, as its trace line shows them (a digest, `#` and 16 hex
 /// digits), once its effect ran.
 #[derive(Clone, Copy, Debug)]

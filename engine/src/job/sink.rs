@@ -304,7 +304,7 @@ impl JobSink {
 }
 
 /// The lines a consumer sees: a file sink's file, or the committed parts in order.
-pub fn visible_lines<S: Storage>(disk: &S, kind: JobSinkKind) -> Vec<String> {
+pub fn visible_lines(disk: &keel_sim::Disk, kind: JobSinkKind) -> Vec<String> {
     let files: Vec<String> = match kind {
         JobSinkKind::Append | JobSinkKind::Idempotent => vec![SINK_FILE.to_string()],
         JobSinkKind::Transactional => disk

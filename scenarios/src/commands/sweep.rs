@@ -111,7 +111,8 @@ pub struct SweepArgs {
 pub enum PowerLossPointsArg {
     /// One crash state a point: every state of a step, or a draw of them
     States,
-    /// One class of crash states a point, counted for all of its states
+    /// One class of crash states a point, counted for all of its states: the classes are the
+    /// engine's claim of what its recovery reads, not checked (states checks every state)
     Classes,
 }
 

@@ -87,6 +87,7 @@ impl Forks {
             &paused.world.env().disk,
             self.spec.config.sink,
             &self.known_contents,
+            self.end.sink_reads,
         )?;
         Some(AheadBoundary { paused, facts })
     }

@@ -306,8 +306,11 @@ impl Forks {
         push_known_from(&mut segments, &two.segments, first.at_records)?;
         let sink_writes = match (one.sink_writes, two.sink_writes) {
             (Some(x), Some(y)) => Some(SinkWriteCounts {
-                served: (x.served + y.served).checked_sub(self.end.served)?,
-                appended: None,
+                served: (x.served + y.served).checked_sub(self.end.served.requests)?,
+                appended: match (x.appended, y.appended) {
+                    (Some(x), Some(y)) => Some((x + y).checked_sub(self.end.served.changed_file)?),
+                    _ => None,
+                },
                 written: (x.written + y.written).checked_sub(self.end.stats.written)?,
                 skipped: (x.skipped + y.skipped).checked_sub(self.end.stats.skipped)?,
             }),

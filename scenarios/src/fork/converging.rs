@@ -256,12 +256,7 @@ pub(super) fn same_surroundings(key: KeyScheme, a: &Surroundings, b: &Surroundin
             a.sink_down_until_ms <= a.clock.now_ms() && b.sink_down_until_ms <= b.clock.now_ms()
         }
     };
-    let same_disk = match (a.except, b.except) {
-        (None, None) => a.disk.same_view_as(b.disk),
-        (Some(a_name), Some(b_name)) if a_name == b_name => a.disk.same_view_except(b.disk, a_name),
-        _ => false,
-    };
-    clock_unobserved && a.txlog == b.txlog && same_disk
+    clock_unobserved && a.txlog == b.txlog && a.disk.same_view_as(b.disk)
 }
 
 /// The compared disk of the run `between` shows, if it can converge or share a future here:
@@ -278,14 +273,21 @@ pub(super) fn comparable(between: &Between, sink: SinkKind) -> Option<Disk> {
 }
 
 /// What converging at a boundary of the fault-free run compares and takes there, whose
-/// disk is `disk` and whose final sink file is `known` (None: no sink file there). Its sink
-/// file is read shared, and compared with the final one chunk by chunk, not copied.
-pub(super) fn facts_of(disk: &Disk, sink: SinkKind, known: &Contents) -> Option<Facts> {
+/// disk is `disk`, whose final sink file is `known` (None: no sink file there) and which
+/// had read its sink file `sink_reads_end` times by its end. Its sink file is read shared,
+/// and compared with the final one chunk by chunk, not copied.
+pub(super) fn facts_of(
+    disk: &Disk,
+    sink: SinkKind,
+    known: &Contents,
+    sink_reads_end: u64,
+) -> Option<Facts> {
     let sink_bytes = disk.read_shared(sink.file_name()).ok()?;
     Some(Facts {
         disk: compared_disk(disk, sink).ok()?,
         sink_len_bytes: sink_bytes.len(),
-        sink_appended_only: known.starts_with(&sink_bytes),
+        sink_appended_only: known.starts_with(&sink_bytes)
+            && unread_after(sink, disk.reads_of(sink.file_name()), sink_reads_end),
     })
 }
 
@@ -313,8 +315,22 @@ pub(super) fn boundary_of<'a>(between: &'a Between, disk: &'a Disk) -> Boundary<
     }
 }
 
+/// Whether a run that had read its sink file `reads_then` times at a boundary and
+/// `reads_later` times later never read it in between, where that matters: the append sink's
+/// file is the one file a comparison leaves out ([`compared_disk`]), so a future taken on
+/// across two runs whose files differ must not have read it. Every other file is compared
+/// whole, so what a future read of it is the same in both runs.
+pub(super) fn unread_after(sink: SinkKind, reads_then: u64, reads_later: u64) -> bool {
+    assert!(reads_then <= reads_later);
+    match sink {
+        SinkKind::Append => reads_then == reads_later,
+        SinkKind::Idempotent | SinkKind::Transactional => true,
+    }
+}
+
 /// The disk as converging compares it: the append sink's file emptied and synced (its bytes
-/// are the one thing the future does not read); every other disk as it is.
+/// may differ where the future does not read them: [`unread_after`]); every other disk as
+/// it is.
 pub(super) fn compared_disk(disk: &Disk, sink: SinkKind) -> Result<Disk, DiskError> {
     match sink {
         SinkKind::Append => disk.with_file_emptied(sink.file_name()),

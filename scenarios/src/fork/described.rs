@@ -14,7 +14,6 @@
 use super::restart::KeptPiece;
 use super::Forks;
 use crate::observation::{common_prefix_len, KnownSink, Piece};
-use keel_engine::sink::readable_prefix_len_bytes;
 use keel_sim::Contents;
 use std::cell::RefCell;
 
@@ -103,28 +102,6 @@ impl Forks {
             }
         }
         described
-    }
-
-    /// The length of the longest prefix of `file` made of whole record lines (what the
-    /// connector's open keeps: `keel_engine::sink::readable_prefix_len_bytes`), where
-    /// `pieces` describe it and every line of the known file is a record line: the runs of
-    /// the known file's whole lines it starts with are taken as read, and only the bytes
-    /// after them are read.
-    pub(super) fn readable_len_bytes(&self, pieces: &[KeptPiece], file: &Contents) -> usize {
-        let known = self.known.as_deref().expect("pieces of a known file");
-        let mut whole_bytes = 0;
-        for piece in pieces {
-            match *piece {
-                KeptPiece::Known { from, to } if known.whole_lines_count(from..to).is_some() => {
-                    whole_bytes += to - from
-                }
-                _ => break,
-            }
-        }
-        let rest = file.copy_range(whole_bytes..file.len());
-        let readable_bytes = whole_bytes + readable_prefix_len_bytes(&rest);
-        debug_assert_eq!(readable_bytes, readable_prefix_len_bytes(&file.to_vec()));
-        readable_bytes
     }
 }
 

@@ -11,7 +11,7 @@ use crate::observation::{
 };
 use crate::runner::{Incarnation, IncarnationEnd, Outcome, Paused, RunResult};
 use keel_engine::{IncarnationStats, SINK_WRITE_OP};
-use keel_sim::Contents;
+use keel_sim::{Contents, Served};
 use std::cell::RefCell;
 use std::sync::Arc;
 
@@ -46,7 +46,7 @@ impl Forks {
             }],
             stats_at: paused.engine.stats(),
             stats_end: self.end.stats.clone(),
-            served_after: self.end.served - paused.world.served_requests(SINK_WRITE_OP),
+            served_after: self.end.served - paused.world.served(SINK_WRITE_OP),
             stray_files: Arc::clone(&self.end.stray_files),
             final_state: &self.end.final_state,
         }
@@ -68,7 +68,7 @@ impl Forks {
                     stats_at: state.stats(),
                     // The class's run's last incarnation at its end, as `converged` made it.
                     stats_end: taken_on(stats_then, fault_free.stats_at, &fault_free.stats_end),
-                    served_after: served_then - state.served() + fault_free.served_after,
+                    served_after: *served_then - state.served() + fault_free.served_after,
                     stray_files: fault_free.stray_files,
                     final_state: fault_free.final_state,
                 }
@@ -82,7 +82,7 @@ impl Forks {
                 appended: vec![Piece::Own(&class.appended)],
                 stats_at: state.stats(),
                 stats_end: stats_end.clone(),
-                served_after: served_end - state.served(),
+                served_after: *served_end - state.served(),
                 stray_files: Arc::clone(stray_files),
                 final_state,
             },
@@ -105,7 +105,7 @@ impl Forks {
                 incarnations,
                 // The sink served the point's requests up to the boundary, then those the
                 // other run sent after it (the same requests follow).
-                served: paused.world.served_requests(SINK_WRITE_OP) + rest.served_after,
+                served: paused.world.served(SINK_WRITE_OP) + rest.served_after,
                 stray_files: Arc::clone(&rest.stray_files),
                 final_state: rest.final_state.clone(),
             },
@@ -154,8 +154,11 @@ impl Forks {
         );
         let stats = ended.incarnations.iter().map(|i| &i.stats);
         observation.sink_writes = Some(SinkWriteCounts {
-            served: ended.served,
-            appended: None,
+            // Counted by the world where the point ran, and where the run that stood for it
+            // ran: a composed file's own count (the writes that changed it) is as true as a
+            // run's from scratch, so the written/skipped split is judged on every point.
+            served: ended.served.requests,
+            appended: Some(ended.served.changed_file),
             written: stats.clone().map(|s| s.written).sum(),
             skipped: stats.map(|s| s.skipped).sum(),
         });
@@ -181,7 +184,7 @@ impl Forks {
             tail: Vec::new(),
             ended: Ended {
                 incarnations: result.incarnations.clone(),
-                served: result.world.served_requests(SINK_WRITE_OP),
+                served: result.world.served(SINK_WRITE_OP),
                 stray_files: self.stray_files_of(result),
                 final_state: self.final_state_of(&result.final_state),
             },
@@ -203,7 +206,7 @@ pub(super) struct Ending<'a> {
 /// simulated sink served, the stray files and the final windows it left.
 pub(super) struct Ended {
     pub(super) incarnations: Vec<Incarnation>,
-    pub(super) served: u64,
+    pub(super) served: Served,
     /// Shared: every point of a restart class or a converged future ends with the same
     /// (worked out once: on a long checkpoint chain, from hundreds of names).
     pub(super) stray_files: Arc<[String]>,
@@ -218,7 +221,7 @@ pub(super) struct Rest<'a> {
     pub(super) appended: Vec<Piece<'a>>,
     pub(super) stats_at: &'a IncarnationStats,
     pub(super) stats_end: IncarnationStats,
-    pub(super) served_after: u64,
+    pub(super) served_after: Served,
     pub(super) stray_files: Arc<[String]>,
     pub(super) final_state: &'a FinalState,
 }

@@ -8,16 +8,13 @@
 //! run or running to the step. A sibling whose restart joins no class runs as any point
 //! does (its own restart is then remembered for the siblings after it).
 //!
-//! Siblings whose restarts join the same class keeping the same sink file observe the same
-//! run: the observation is made from the kept world (the same for all of them), the class,
-//! and the sink file the open keeps, which the class and the kept length decide
-//! ([`ObservedKey`]). It is made once and shared (the same `Rc`), so a sweep judges it once.
-//!
-//! Further: the crash states of one power loss fall into classes that recovery cannot tell
-//! apart (`keel_sim::disk::PowerLossClasses`, by the engine's claims:
-//! `keel_engine::sink::crash_readers`), and states of one class lead to the same run, so
-//! a sibling in the class of one that took a remembered future takes its whole point run
-//! without resolving its disk ([`PowerLossRestart::by_class`]).
+//! Siblings whose restarts join the same class restart in the same world (the class's
+//! disk, sink file and all), so they observe the same run: the observation is made from the
+//! kept world (the same for all of them) and the class, once, and shared (the same `Rc`),
+//! so a sweep judges it once. Crash states that differ in any byte are never taken for one
+//! another on a claim about what recovery reads (`keel_engine::sink::crash_readers` is the
+//! engine's claim, used only where a user asks for classes: `--power-loss-points classes`);
+//! each resolves its own disk and joins a class only with an equal one.
 //!
 //! Why it is the sibling's own restart: the world at a restart holds what the crash left,
 //! and of that only the disk depends on the state. The rest (the clock, the log, the step
@@ -26,23 +23,16 @@
 //! class's future has no trace fingerprint (`fork.rs`). The state must be the planned one:
 //! a state number that wraps runs as the point's own.
 
-use super::restart::{RestartCandidate, RestartClass};
+use super::restart::RestartClass;
 use super::{Forks, PointRun, SharedAt, SharedFutures};
 use crate::observation::Observation;
 use crate::runner::{Incarnation, IncarnationEnd, Restarting};
-use keel_engine::sink::crash_readers;
-use keel_sim::disk::PowerLossClasses;
-use keel_sim::{Contents, CrashKind, Disk, Fault, FaultPlan, PlannedFault, World};
-use std::cell::OnceCell;
+use keel_sim::{CrashKind, Disk, Fault, FaultPlan, PlannedFault, World};
 use std::rc::Rc;
 
 /// The most observations a kept power-loss restart remembers for its siblings (newest
 /// kept). A power loss's siblings mostly keep one of a few sink files.
 const SIBLING_OBSERVATIONS_MAX: usize = 8;
-
-/// The most classes of crash states whose run a kept power-loss restart remembers for its
-/// siblings (newest kept).
-const SIBLING_CLASSES_MAX: usize = 8;
 
 /// The run of a power-loss point at the restart just after its power loss, kept for the
 /// points of the same power loss in other crash states.
@@ -56,51 +46,9 @@ pub struct PowerLossRestart {
     world: World,
     /// The incarnations that had ended by the restart.
     incarnations: Vec<Incarnation>,
-    /// What siblings observed, by what decides it (at most [`SIBLING_OBSERVATIONS_MAX`]).
-    observed: Vec<(ObservedKey, Rc<Observation>)>,
-    /// The classes of `before`'s crash states, worked out at the first sibling.
-    classes: OnceCell<PowerLossClasses>,
-    /// The run of a sibling that took a remembered future, by its crash state's class (at
-    /// most [`SIBLING_CLASSES_MAX`]): every state of the class has it.
-    by_class: Vec<(u64, PointRun)>,
-}
-
-/// What decides a sibling's observation besides the kept world: the class its restart
-/// joined (held, so that its address is not reused) and its sink file, of which the
-/// observation reads the bytes the open keeps (the rest of the file is the class's:
-/// `Forks::restarted`). The lengths the open and the idempotent rule measured on it come
-/// along, so that one key is one reading.
-#[derive(Debug)]
-struct ObservedKey {
-    class: Rc<RestartClass>,
-    sink_len_bytes: usize,
-    /// The bytes the open keeps.
-    sink_kept: Contents,
-    sink_known_len_bytes: usize,
-    sink_torn: bool,
-    sink_known_prefix: bool,
-}
-
-impl ObservedKey {
-    fn of(class: &Rc<RestartClass>, state: &RestartCandidate) -> ObservedKey {
-        ObservedKey {
-            class: Rc::clone(class),
-            sink_len_bytes: state.sink_bytes.len(),
-            sink_kept: state.sink_bytes.prefix(state.sink_kept_len_bytes),
-            sink_known_len_bytes: state.sink_known_len_bytes,
-            sink_torn: state.sink_torn,
-            sink_known_prefix: state.sink_known_prefix,
-        }
-    }
-
-    fn is(&self, other: &ObservedKey) -> bool {
-        Rc::ptr_eq(&self.class, &other.class)
-            && self.sink_len_bytes == other.sink_len_bytes
-            && self.sink_known_len_bytes == other.sink_known_len_bytes
-            && self.sink_torn == other.sink_torn
-            && self.sink_known_prefix == other.sink_known_prefix
-            && self.sink_kept == other.sink_kept
-    }
+    /// What siblings observed, by the class their restart joined (held, so that its
+    /// address is not reused; at most [`SIBLING_OBSERVATIONS_MAX`]).
+    observed: Vec<(Rc<RestartClass>, Rc<Observation>)>,
 }
 
 /// `plan`'s faults with its last fault's crash state as 0, if that fault is a power loss in
@@ -164,8 +112,6 @@ impl Forks {
             world: world.clone(),
             incarnations: restarting.incarnations.to_vec(),
             observed: Vec::new(),
-            classes: OnceCell::new(),
-            by_class: Vec::new(),
         });
     }
 
@@ -189,16 +135,6 @@ impl Forks {
             .as_mut()
             .filter(|kept| kept.faults.iter().copied().eq(faults))?;
         let config = &self.spec.config;
-        let classes = kept.classes.get_or_init(|| {
-            kept.before
-                .power_loss_classes(&crash_readers(config.sink, config.protocol))
-        });
-        let class_of_state = classes.class_of_state(state);
-        if let Some(class) = class_of_state {
-            if let Some((_, run)) = kept.by_class.iter().find(|(seen, _)| *seen == class) {
-                return Some(run.clone());
-            }
-        }
         let mut disk = kept.before.clone();
         if disk.power_loss_wrapping(state).state != state {
             return None;
@@ -212,8 +148,10 @@ impl Forks {
         let class = shared.at_restart(config.key, &candidate, |class| {
             self.joins_restart(&candidate, class)
         })?;
-        let key = ObservedKey::of(&class, &candidate);
-        let observed = kept.observed.iter().find(|(seen, _)| seen.is(&key));
+        let observed = kept
+            .observed
+            .iter()
+            .find(|(seen, _)| Rc::ptr_eq(seen, &class));
         let observation = match observed {
             Some((_, observation)) => Rc::clone(observation),
             None => {
@@ -237,23 +175,17 @@ impl Forks {
                 if kept.observed.len() == SIBLING_OBSERVATIONS_MAX {
                     kept.observed.remove(0);
                 }
-                kept.observed.push((key, Rc::clone(&observation)));
+                kept.observed
+                    .push((Rc::clone(&class), Rc::clone(&observation)));
                 observation
             }
         };
-        let run = PointRun {
+        Some(PointRun {
             observation,
             fingerprint: None,
             shared: Some(SharedAt::SiblingRestart),
             class_states: kept.world.class_states().cloned(),
             converged_at: None,
-        };
-        if let Some(class) = class_of_state {
-            if kept.by_class.len() == SIBLING_CLASSES_MAX {
-                kept.by_class.remove(0);
-            }
-            kept.by_class.push((class, run.clone()));
-        }
-        Some(run)
+        })
     }
 }

@@ -184,11 +184,11 @@ impl Storage for RealDir {
         Ok(())
     }
 
-    fn read(&self, name: &str) -> Result<Vec<u8>, DiskError> {
+    fn read(&mut self, name: &str) -> Result<Vec<u8>, DiskError> {
         fs::read(self.path(name)).map_err(|e| os_error("read", name, e))
     }
 
-    fn read_from(&self, name: &str, offset_bytes: u64) -> Result<Vec<u8>, DiskError> {
+    fn read_from(&mut self, name: &str, offset_bytes: u64) -> Result<Vec<u8>, DiskError> {
         let mut file = self.open_existing("read", name, false)?;
         let mut bytes = Vec::new();
         file.seek(SeekFrom::Start(offset_bytes))
@@ -204,11 +204,11 @@ impl Storage for RealDir {
         self.write_bytes(name, 0, &bytes)
     }
 
-    fn read_shared(&self, name: &str) -> Result<Contents, DiskError> {
+    fn read_shared(&mut self, name: &str) -> Result<Contents, DiskError> {
         self.read(name).map(Contents::from)
     }
 
-    fn len_bytes(&self, name: &str) -> Result<u64, DiskError> {
+    fn len_bytes(&mut self, name: &str) -> Result<u64, DiskError> {
         fs::metadata(self.path(name))
             .map(|m| m.len())
             .map_err(|e| os_error("stat", name, e))
