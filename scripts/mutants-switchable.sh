@@ -120,7 +120,7 @@ STREAMS=(
 )
 FAULTS=process-crash,power-loss,disk-error,sink-error,ack-lost,sink-unavailable,zombie,page-eviction
 ENGINE_MUTANTS=(tail-repair-short restore-drops-window skip-counted-as-written
-    late-update-dropped delta-omits-purged)
+    late-update-dropped delta-omits-purged append-skips-lines-in-file)
 # failing FILE: the failing points of each row of a JSON sweep report, as sink/fault=N.
 failing() {
     grep -E '"(sink|fault|failing_points)"' "$1" | tr -d ' ",' | paste -d' ' - - - |

@@ -26,15 +26,21 @@ pub enum Mutant {
     /// An incremental delta leaves out the windows purged since its parent
     /// (`incremental.rs`): a recovery from it brings purged windows back.
     DeltaOmitsPurged,
+    /// The append sink reads its whole file before each write and skips a record whose
+    /// line it holds already (`sink.rs`): a dedup the append sink never promised, whose
+    /// future depends on the file's bytes, which a sweep must then not leave out of a
+    /// comparison of two runs.
+    AppendSkipsLinesInFile,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 5] = [
+    pub const ALL: [Mutant; 6] = [
         Mutant::TailRepairShort,
         Mutant::RestoreDropsWindow,
         Mutant::SkipCountedAsWritten,
         Mutant::LateUpdateDropped,
         Mutant::DeltaOmitsPurged,
+        Mutant::AppendSkipsLinesInFile,
     ];
 
     pub fn name(self) -> &'static str {
@@ -44,6 +50,7 @@ impl Mutant {
             Mutant::SkipCountedAsWritten => "skip-counted-as-written",
             Mutant::LateUpdateDropped => "late-update-dropped",
             Mutant::DeltaOmitsPurged => "delta-omits-purged",
+            Mutant::AppendSkipsLinesInFile => "append-skips-lines-in-file",
         }
     }
 

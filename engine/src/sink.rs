@@ -487,6 +487,22 @@ impl SinkConnector {
                         return WriteOutcome::Skipped;
                     }
                 }
+                if kind == SinkKind::Append
+                    && crate::mutants::active(crate::mutants::Mutant::AppendSkipsLinesInFile)
+                {
+                    let contents = env
+                        .disk
+                        .read(file)
+                        .expect("the sink file exists once opened");
+                    let record_line = &line.as_bytes()[..line.len() - 1];
+                    if contents
+                        .split(|&b| b == b'\n')
+                        .any(|held| held == record_line)
+                    {
+                        *skipped += 1;
+                        return WriteOutcome::Skipped;
+                    }
+                }
                 env.disk
                     .append(file, line.as_bytes())
                     .expect("the sink file exists once opened");
