@@ -254,11 +254,12 @@ fuzz_target!(|data: &[u8]| {
     let command = replay_plan_command(&spec, sink, verdict.view, &ran);
     let plan_path = dir().join("plan.json");
     let plan_path = plan_path.to_str().unwrap();
+    // A plan on stdin (`echo '<plan>' | keel replay --plan -`): in-process, from a file.
     let line = match command.strip_prefix("echo '") {
         Some(rest) => {
-            let (json, keel) = rest.split_once("' > plan.json && ").expect("an echo command");
+            let (json, keel) = rest.split_once("' | ").expect("an echo command");
             std::fs::write(plan_path, json).unwrap();
-            keel.replace("plan.json", plan_path)
+            keel.replace("--plan -", &format!("--plan {plan_path}"))
         }
         None => command.clone(),
     };

@@ -47,8 +47,8 @@ pub fn reproduce_point(prefix: &str, sink: SinkKind, planned: &PlannedFault) -> 
 }
 
 /// One command that replays `plan` on `sink` of `spec`, judged in `view`: `keel run --fault
-/// ...` for a single step fault, else writing the plan, with the run it belongs to, to a
-/// file and `keel replay --plan` on it.
+/// ...` for a single step fault, else the plan, with the run it belongs to, handed to `keel
+/// replay --plan -` on stdin (no file written: a user's `plan.json` stays theirs).
 pub fn replay_plan_command(
     spec: &ScenarioSpec,
     sink: SinkKind,
@@ -61,13 +61,13 @@ pub fn replay_plan_command(
     if let ([only], None) = (faults.as_slice(), plan.kill_time_ms()) {
         if split(only) {
             let json = SavedPlan::of(spec, sink, view, plan).to_json_line();
-            return format!("echo '{json}' > plan.json && keel replay --plan plan.json");
+            return format!("echo '{json}' | keel replay --plan -");
         }
         let view_option = view.map_or(String::new(), |v| format!(" --view {}", v.name()));
         return reproduce_point(&spec.command("run"), sink, only) + &view_option;
     }
     let json = SavedPlan::of(spec, sink, view, plan).to_json_line();
-    format!("echo '{json}' > plan.json && keel replay --plan plan.json")
+    format!("echo '{json}' | keel replay --plan -")
 }
 
 /// `command` judged as it was asked: with ` --expect ...` when an expectation was given, so
@@ -133,7 +133,7 @@ mod tests {
         let command = replay_plan_command(&spec(), SinkKind::Idempotent, None, &plan);
         let json = command
             .strip_prefix("echo '")
-            .and_then(|rest| rest.strip_suffix("' > plan.json && keel replay --plan plan.json"))
+            .and_then(|rest| rest.strip_suffix("' | keel replay --plan -"))
             .unwrap_or_else(|| panic!("{command}"));
         let saved: SavedPlan = serde_json::from_str(json).unwrap();
         assert_eq!(saved.spec, Some(spec()));

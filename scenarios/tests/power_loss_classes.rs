@@ -306,17 +306,35 @@ fn a_failing_pair_of_classes_replays_from_its_plan() {
     let reproduce = first["reproduce"].as_str().unwrap();
     let json = reproduce
         .strip_prefix("echo '")
-        .and_then(|rest| rest.split_once("' > plan.json && keel replay --plan plan.json"))
+        .and_then(|rest| rest.split_once("' | keel replay --plan -"))
         .map(|(json, _)| json)
-        .unwrap_or_else(|| panic!("a plan file: {reproduce}"));
+        .unwrap_or_else(|| panic!("a plan on stdin: {reproduce}"));
     let plan: Value = serde_json::from_str(json).unwrap();
     assert_eq!(
         plan["faults"][0]["fault"]["kind"], "power-loss-class",
         "{plan:#}"
     );
     assert_eq!(plan["faults"][0]["fault"]["by_tail"], true, "{plan:#}");
-    let path = write("pair-plan.json", json);
-    let replay = keel(&strings(&["replay", "--plan", &path]));
+    // The reproduce line as a user runs it, in a shell, writing no file.
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_keel"));
+    let path_var = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let scratch = std::env::temp_dir().join(format!("keel-reproduce-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).unwrap();
+    let output = std::process::Command::new("sh")
+        .args(["-c", reproduce])
+        .env("PATH", path_var)
+        .current_dir(&scratch)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let replay = String::from_utf8(output.stdout).unwrap();
+    let left: Vec<_> = std::fs::read_dir(&scratch).unwrap().collect();
+    assert!(left.is_empty(), "the reproduce line wrote {left:?}");
+    std::fs::remove_dir(&scratch).unwrap();
     // The replay shows the pair's figures ("lost=1 stale_windows=1": each of them).
     let outcome = first["outcome"].as_str().unwrap();
     assert!(outcome.contains("lost="), "{outcome}");

@@ -266,7 +266,8 @@ pub struct TargetArgs {
     /// option given beside it must agree with the plan (a different value is an error: edit
     /// the file to change the run). A plan of faults only ({"faults": [...]}) runs with the
     /// options given. --seed, --faults, --max-faults and --outage-ms draw a seed's plan, so
-    /// they cannot be given with --plan.
+    /// they cannot be given with --plan. `--plan -` reads the plan from stdin (what a
+    /// reproduce line does: `echo '<plan>' | keel replay --plan -`).
     #[arg(long, value_name = "FILE.json", conflicts_with_all = ["seed", "faults", "max_faults", "outage_ms"])]
     pub plan: Option<String>,
 

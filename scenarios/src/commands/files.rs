@@ -59,10 +59,39 @@ pub(crate) fn load_recorded_events(spec: &ScenarioSpec) -> Result<Vec<Event>, Ke
     Ok(events)
 }
 
+/// The most bytes a plan read from stdin may hold (a plan file names its faults and its
+/// run, not its events: a few KiB; a depth-2 plan's JSON line is under one).
+const PLAN_STDIN_LEN_MAX_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The text of the plan at `path`, `-` meaning stdin (read once: the job and the one-task
+/// readers both ask), so that a reproduce line can hand a plan over without writing a file
+/// a user may have (`echo '<plan>' | keel replay --plan -`).
+pub(crate) fn read_plan_text(path: &str) -> Result<String, KeelError> {
+    static STDIN: std::sync::OnceLock<Result<String, String>> = std::sync::OnceLock::new();
+    if path != "-" {
+        return std::fs::read_to_string(path)
+            .map_err(|e| KeelError::usage(format!("cannot read plan file {path}: {e}")));
+    }
+    let read = STDIN.get_or_init(|| {
+        use std::io::Read as _;
+        let mut text = String::new();
+        std::io::stdin()
+            .take(PLAN_STDIN_LEN_MAX_BYTES + 1)
+            .read_to_string(&mut text)
+            .map_err(|e| format!("cannot read the plan from stdin (--plan -): {e}"))?;
+        if text.len() as u64 > PLAN_STDIN_LEN_MAX_BYTES {
+            return Err(format!(
+                "the plan on stdin (--plan -) passes {PLAN_STDIN_LEN_MAX_BYTES} bytes: not a plan"
+            ));
+        }
+        Ok(text)
+    });
+    read.clone().map_err(KeelError::usage)
+}
+
 /// A plan file, checked: JSON of the right shape, at most one fault per step.
 pub(crate) fn read_plan_file(path: &str) -> Result<SavedPlan, KeelError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| KeelError::usage(format!("cannot read plan file {path}: {e}")))?;
+    let text = read_plan_text(path)?;
     let file: SavedPlan = serde_json::from_str(&text).map_err(|e| {
         KeelError::usage(format!(
             "{path}: not a fault plan ({e}); a plan looks like {{\"faults\": [{{\"step\": 29, \"fault\": {{\"kind\": \"power-loss\", \"at\": \"after\", \"state\": 12}}}}]}}, with the run it belongs to in \"spec\", \"sink\" and \"view\" when --save-plan wrote it"

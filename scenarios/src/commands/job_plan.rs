@@ -20,8 +20,7 @@ use std::path::Path;
 /// The job plan at `path`, or None if the file is another kind of plan (the caller reads
 /// it as one). An unreadable file or a broken job plan is an error naming the file.
 pub(super) fn read_job_plan(path: &str) -> Result<Option<SavedJobPlan>, KeelError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| KeelError::usage(format!("cannot read plan file {path}: {e}")))?;
+    let text = super::files::read_plan_text(path)?;
     let value: serde_json::Value = match serde_json::from_str(&text) {
         Ok(value) => value,
         // Not JSON at all: the caller's reader says what a plan looks like.
