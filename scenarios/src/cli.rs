@@ -63,6 +63,7 @@ pub enum Command {
     /// barriers, aligned, unaligned and at-least-once checkpoints, two-phase commit.
     Job(JobCommandArgs),
     /// Measure simulation speed: explore seeds on the wall clock, print runs and steps per second.
+    #[command(mut_arg("seed", |a| a.hide(true)))]
     Bench(BenchArgs),
     /// Does the simulator predict reality? Run each crash point simulated and for real, compare.
     Fidelity(FidelityArgs),

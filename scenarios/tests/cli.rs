@@ -810,3 +810,76 @@ fn a_lost_acknowledgement_shows_as_a_declined_checkpoint_and_replays() {
         &["--delay-ms is only for --fault slow-channel"],
     );
 }
+
+/// A keel killed while writing a file leaves `.<name>.keel-tmp-<pid>` beside it; the next
+/// keel that writes the same path removes it (and writes the file whole).
+#[test]
+fn a_killed_writers_temp_file_is_removed_by_the_next_write() {
+    let dir = std::env::temp_dir().join(format!("keel-cli-stale-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let stale = dir.join(".plan.json.keel-tmp-4194303");
+    let other = dir.join(".other.json.keel-tmp-4194303");
+    std::fs::write(&stale, "half a plan").unwrap();
+    std::fs::write(&other, "another file's").unwrap();
+    let plan = dir.join("plan.json");
+    let (code, _, stderr) = keel(&[
+        "run",
+        "--fault",
+        "process-crash",
+        "--at-step",
+        "20",
+        "--save-plan",
+        plan.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stale.exists(), "the stale temp file of plan.json is left");
+    assert!(
+        other.exists(),
+        "another path's temp file is not this write's to remove"
+    );
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
+    assert_eq!(saved["faults"][0]["step"], 20);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// An option a command always refuses is not in its `--help`, and one it would ignore is
+/// refused, not ignored.
+#[test]
+fn help_lists_no_option_the_command_refuses() {
+    for (command, hidden) in [
+        (
+            &["fidelity", "power-cut"][..],
+            &["--fs-model", "--shard"][..],
+        ),
+        (&["fidelity", "kill"], &["--seed", "--fs-model"]),
+        (&["bench"], &["--seed "]),
+    ] {
+        let mut args = command.to_vec();
+        args.push("--help");
+        let (code, help, _) = keel(&args);
+        assert_eq!(code, Some(0));
+        for option in hidden {
+            assert!(
+                !help
+                    .lines()
+                    .any(|line| line.trim_start().starts_with(option)),
+                "{command:?} --help lists {option}"
+            );
+        }
+    }
+    for (args, message) in [
+        (
+            &["fidelity", "kill", "--seed", "3"][..],
+            "keel fidelity kill takes no --seed 3",
+        ),
+        (
+            &["fidelity", "kill", "--fs-model", "ext4"],
+            "keel fidelity kill takes no --fs-model",
+        ),
+    ] {
+        let (code, stdout, stderr) = keel(args);
+        assert_eq!((code, stdout.as_str()), (Some(2), ""), "{args:?}");
+        assert!(stderr.starts_with(&format!("error: {message}")), "{stderr}");
+    }
+}

@@ -5,7 +5,7 @@
 //! points as JSON lines for `keel merge`.
 
 use super::args::{
-    dedup_kinds, jobs, table_format, JobArgs, ScenarioArgs, SinkArg, TableFormatArg,
+    dedup_kinds, jobs, table_format, FsModelArg, JobArgs, ScenarioArgs, SinkArg, TableFormatArg,
 };
 use super::disk_error::{cmd_disk_error, DiskErrorArgs};
 use super::files::prepare;
@@ -39,6 +39,7 @@ pub enum FidelityCheck {
     /// simulated and for real (a child process on a fresh temporary directory, killed with
     /// SIGKILL at the step), compared: sink, final windows, verdict, directory, trace. Exit 1
     /// if any point disagrees.
+    #[command(mut_arg("seed", |a| a.hide(true)), mut_arg("fs_model", |a| a.hide(true)))]
     Kill(KillArgs),
     /// Every power-loss point (a power cut right after step N, as `keel sweep --faults
     /// power-loss` has its steps), cut for real in a user-mode Linux guest on a fresh image
@@ -47,6 +48,7 @@ pub enum FidelityCheck {
     /// verdict for that state (agree)? Needs /usr/bin/linux.uml (install with: apt-get
     /// install user-mode-linux e2fsprogs xfsprogs btrfs-progs). Exit 1 if any point is not
     /// admitted or disagrees.
+    #[command(mut_arg("fs_model", |a| a.hide(true)), mut_arg("shard", |a| a.hide(true)))]
     PowerCut(PowerCutArgs),
     /// Every disk-error point on an fsync (as `keel sweep --faults disk-error` fails a
     /// file's fsync), failed for real in a user-mode Linux guest: dm-flakey under the file's
@@ -102,6 +104,18 @@ pub(crate) fn cmd_fidelity(args: &FidelityArgs) -> Result<Output, KeelError> {
 }
 
 fn cmd_kill(args: &KillArgs) -> Result<Output, KeelError> {
+    // Options the shared arguments carry that a kill never reads: refused, not ignored.
+    if args.scenario.seed != 0 {
+        return Err(KeelError::usage(format!(
+            "keel fidelity kill takes no --seed {}: a process-crash point draws nothing",
+            args.scenario.seed
+        )));
+    }
+    if args.scenario.fs_model != FsModelArg::Posix {
+        return Err(KeelError::usage(
+            "keel fidelity kill takes no --fs-model: a kill keeps the page cache, so every file system shows the same files",
+        ));
+    }
     let (spec, events) = prepare(&args.scenario)?;
     let sinks = dedup_kinds(args.sinks.iter().map(|&s| SinkKind::from(s)));
     if sinks.iter().any(SinkKind::is_transactional) {

@@ -130,6 +130,27 @@ pub(crate) struct AtomicFile {
     file: Option<std::io::BufWriter<std::fs::File>>,
 }
 
+/// Removes the temp files a killed keel left for the same path (`<prefix><pid>`, another
+/// pid's: this process's own is about to be created again). Two keels writing one path at
+/// once would lose one of the files anyway (the last rename wins), so a temp file of the
+/// same path is taken as stale. Best effort: a file that cannot be removed is left.
+fn remove_stale_temps(dir: &Path, prefix: &std::ffi::OsStr) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let prefix = prefix.as_encoded_bytes();
+    // Bounded by the directory's entries.
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.as_encoded_bytes().strip_prefix(prefix) else {
+            continue;
+        };
+        if !pid.is_empty() && pid.iter().all(u8::is_ascii_digit) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 impl AtomicFile {
     pub(crate) fn create(path: &Path) -> std::io::Result<AtomicFile> {
         let name = path.file_name().ok_or_else(|| {
@@ -139,9 +160,12 @@ impl AtomicFile {
             Some(dir) if !dir.as_os_str().is_empty() => dir,
             _ => Path::new("."),
         };
-        let mut temp_name = std::ffi::OsString::from(".");
-        temp_name.push(name);
-        temp_name.push(format!(".keel-tmp-{}", std::process::id()));
+        let mut prefix = std::ffi::OsString::from(".");
+        prefix.push(name);
+        prefix.push(".keel-tmp-");
+        remove_stale_temps(dir, &prefix);
+        let mut temp_name = prefix;
+        temp_name.push(std::process::id().to_string());
         let temp = dir.join(temp_name);
         let file = std::fs::File::create(&temp)?;
         Ok(AtomicFile {
