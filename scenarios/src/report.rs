@@ -257,7 +257,7 @@ pub struct RunReport {
     pub oracle: Verdict,
     /// The properties (of those asked) the run breaks; empty when it holds.
     pub failures: Vec<String>,
-    /// Property by property, marking those not judged (the text report's line).
+    /// Property by property, broken first, then those not judged (the verdict line's tail).
     #[serde(skip)]
     pub properties: String,
     pub restarts: u64,
@@ -459,11 +459,15 @@ fn build(
     let observation = result.observation;
     let oracle = judge_one(reference, &observation, judging.view);
     let failures = oracle.failures(judging.expect.as_ref(), config.sink);
-    let properties = oracle.properties_line(&Expectation::for_view(
-        judging.expect.as_ref(),
-        config.sink,
-        judging.view,
-    ));
+    let others = if judging.expect.is_some() {
+        "not asked"
+    } else {
+        "not promised"
+    };
+    let properties = oracle.properties_line(
+        &Expectation::for_view(judging.expect.as_ref(), config.sink, judging.view),
+        others,
+    );
     let contents = observation.view(judging.view).clone();
     let baseline_keys: BTreeSet<String> = Observation::of(baseline, config)
         .view(judging.view)
@@ -606,14 +610,12 @@ impl RunReport {
         } else {
             format!("--expect {}{view}", self.judged_by)
         };
-        if self.failures.is_empty() {
-            format!("verdict: holds ({source})")
+        let verdict = if self.failures.is_empty() {
+            "holds"
         } else {
-            format!(
-                "verdict: FAILS ({source}): broken {}",
-                self.failures.join(", ")
-            )
-        }
+            "FAILS"
+        };
+        format!("verdict: {verdict} ({source}): {}", self.properties)
     }
 
     pub fn to_json(&self) -> String {
@@ -642,7 +644,6 @@ impl RunReport {
             c.fs_model
         ));
         line(self.verdict_line());
-        line(format!("properties: {}", self.properties));
         if let Some(mismatch) = &self.oracle.model_mismatch {
             line(format!(
                 "MODEL MISMATCH: the engine departs from the reference model at {mismatch}"

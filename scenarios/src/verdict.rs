@@ -349,22 +349,35 @@ impl Verdict {
         Ok(())
     }
 
-    /// Property by property, as judged by `judged`: "no-loss ok, no-duplicates FAILED, ...";
-    /// a property outside `judged` is marked "(not judged)" (a read_uncommitted consumer's
-    /// duplicates, say).
-    pub fn properties_line(&self, judged: &Expectation) -> String {
-        Property::ALL
-            .into_iter()
-            .map(|p| {
-                let state = if p.holds(self) { "ok" } else { "FAILED" };
-                if judged.properties().any(|q| q == p) {
+    /// Property by property, as judged by `judged`, for the tail of one verdict line: the
+    /// judged ones broken first ("broken no-loss; recovers, no-wrong ok"), then the others
+    /// after `others` ("not promised: no-duplicates FAILED, bounded-disk ok"), so a verdict
+    /// that holds never stands beside an unmarked FAILED.
+    pub fn properties_line(&self, judged: &Expectation, others: &str) -> String {
+        let is_judged = |p: &Property| judged.properties().any(|q| q == *p);
+        let names = |ps: &[Property]| ps.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ");
+        let (judged_all, other_all): (Vec<Property>, Vec<Property>) =
+            Property::ALL.into_iter().partition(is_judged);
+        let (ok, broken): (Vec<Property>, Vec<Property>) =
+            judged_all.into_iter().partition(|p| p.holds(self));
+        let mut parts = Vec::new();
+        if !broken.is_empty() {
+            parts.push(format!("broken {}", names(&broken)));
+        }
+        if !ok.is_empty() {
+            parts.push(format!("{} ok", names(&ok)));
+        }
+        if !other_all.is_empty() {
+            let states: Vec<String> = other_all
+                .iter()
+                .map(|p| {
+                    let state = if p.holds(self) { "ok" } else { "FAILED" };
                     format!("{} {state}", p.name())
-                } else {
-                    format!("{} {state} (not judged)", p.name())
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
+                })
+                .collect();
+            parts.push(format!("{others}: {}", states.join(", ")));
+        }
+        parts.join("; ")
     }
 }
 

@@ -112,7 +112,7 @@ pub(crate) fn cmd_replay(args: &ReplayArgs) -> Result<Output, KeelError> {
                 stdout.push('\n');
             }
             stdout.push_str(&format!(
-                "\noutcome: {}\nduplicates={} lost={} wrong={} corrupt={} stale_windows={} rolled_back={} recovery={} restarts={} final_windows_match={}\nproperties: {}\nverdict: {} (judged by {judged_by})\nfingerprint={}\n",
+                "\noutcome: {}\nduplicates={} lost={} wrong={} corrupt={} stale_windows={} rolled_back={} recovery={} restarts={} final_windows_match={}\nverdict: {} (judged by {judged_by}): {}\nfingerprint={}\n",
                 result.outcome.describe(),
                 verdict.duplicates,
                 verdict.lost,
@@ -123,16 +123,15 @@ pub(crate) fn cmd_replay(args: &ReplayArgs) -> Result<Output, KeelError> {
                 verdict.recovery,
                 verdict.restarts,
                 verdict.final_windows_match,
-                verdict.properties_line(&Expectation::for_view(
-                    explore.expect.as_ref(),
-                    sink,
-                    view
-                )),
-                if failures.is_empty() {
-                    "holds".to_string()
-                } else {
-                    format!("FAILS: broken {}", failures.join(", "))
-                },
+                if failures.is_empty() { "holds" } else { "FAILS" },
+                verdict.properties_line(
+                    &Expectation::for_view(explore.expect.as_ref(), sink, view),
+                    if explore.expect.is_some() {
+                        "not asked"
+                    } else {
+                        "not promised"
+                    }
+                ),
                 result.world.fingerprint()
             ));
             if args.check_determinism && difference.is_none() {
