@@ -1,7 +1,10 @@
 //! Input events and the JSON-lines format they arrive in: `{"ts": <int>, "value": <int>}` per line.
 
+pub use crate::json_lines::LINE_LEN_MAX_BYTES;
+use crate::json_lines::{integer_of, shown, Fields, Lines};
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::io::BufRead;
 
 /// Timestamps, values, window sizes and out-of-orderness stay within JSON's exactly
 /// representable integers, ±(2^53 - 1), so no arithmetic on them can overflow:
@@ -49,56 +52,65 @@ impl fmt::Display for EventParseError {
 
 impl std::error::Error for EventParseError {}
 
-/// Parses JSON lines into events. Blank lines are allowed and skipped; anything else that is
-/// not exactly an object with integer `ts` and `value` is an error naming the line.
+/// Parses JSON lines into events: [`read_events`] of a string.
 pub fn parse_events(text: &str) -> Result<Vec<Event>, EventParseError> {
+    read_events(text.as_bytes())
+}
+
+/// Reads JSON lines into events, a line at a time ([`Lines`]: at most
+/// [`LINE_LEN_MAX_BYTES`] a line, and no further than the first line past `EVENTS_MAX`
+/// events, so memory stays bounded whatever `reader` holds). Blank lines are allowed and
+/// skipped; anything else that is not exactly an object with integer `ts` and `value`, each
+/// once, is an error naming the line.
+pub fn read_events(reader: impl BufRead) -> Result<Vec<Event>, EventParseError> {
+    let mut lines = Lines::new(reader);
     let mut events = Vec::new();
-    for (line_index, line) in text.lines().enumerate() {
-        let line_number = line_index + 1;
-        let error = |message: String| EventParseError {
-            line: line_number,
-            message,
-        };
+    while let Some((line_number, line)) = lines.next_line()? {
         if line.trim().is_empty() {
             continue;
         }
         if events.len() == EVENTS_MAX {
-            return Err(error(format!("more than {EVENTS_MAX} events")));
+            return Err(EventParseError {
+                line: line_number,
+                message: format!("more than {EVENTS_MAX} events"),
+            });
         }
-        if let Some(event) = plain_event(line) {
-            events.push(event);
-            continue;
-        }
-        let value: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| error(format!("not valid JSON: {e}")))?;
-        let object = value.as_object().ok_or_else(|| {
-            error(format!(
-                "expected a JSON object like {{\"ts\": 0, \"value\": 1}}, found {value}"
-            ))
+        let event = event_of_line(line).map_err(|message| EventParseError {
+            line: line_number,
+            message,
         })?;
-        let field = |name: &str| -> Result<i64, EventParseError> {
-            let field = object
-                .get(name)
-                .ok_or_else(|| error(format!("missing field \"{name}\"")))?;
-            let rule = format!("{name} must be an integer from {EVENT_INT_MIN} to {EVENT_INT_MAX}");
-            match integer_of(field) {
-                Some(Some(int)) if (EVENT_INT_MIN..=EVENT_INT_MAX).contains(&int) => Ok(int),
-                Some(_) => Err(error(format!("{name} {field} is out of range: {rule}"))),
-                None => Err(error(format!("{rule}, found {field}"))),
-            }
-        };
-        let event = Event {
-            ts: field("ts")?,
-            value: field("value")?,
-        };
-        if let Some(unknown) = object.keys().find(|k| *k != "ts" && *k != "value") {
-            return Err(error(format!(
-                "unknown field \"{unknown}\" (an event has only \"ts\" and \"value\")"
-            )));
-        }
         events.push(event);
     }
     Ok(events)
+}
+
+/// The event on one line that is not blank, or what is wrong with it.
+fn event_of_line(line: &str) -> Result<Event, String> {
+    if let Some(event) = plain_event(line) {
+        return Ok(event);
+    }
+    let object = Fields::of_line(line, "{\"ts\": 0, \"value\": 1}")?;
+    let field = |name: &str| -> Result<i64, String> {
+        let field = object
+            .get(name)
+            .ok_or_else(|| format!("missing field \"{name}\""))?;
+        let rule = format!("{name} must be an integer from {EVENT_INT_MIN} to {EVENT_INT_MAX}");
+        match integer_of(field) {
+            Some(Some(int)) if (EVENT_INT_MIN..=EVENT_INT_MAX).contains(&int) => Ok(int),
+            Some(_) => Err(format!("{name} {} is out of range: {rule}", shown(field))),
+            None => Err(format!("{rule}, found {}", shown(field))),
+        }
+    };
+    let event = Event {
+        ts: field("ts")?,
+        value: field("value")?,
+    };
+    if let Some(unknown) = object.keys().find(|k| *k != "ts" && *k != "value") {
+        return Err(format!(
+            "unknown field \"{unknown}\" (an event has only \"ts\" and \"value\")"
+        ));
+    }
+    Ok(event)
 }
 
 /// The fast path of `parse_events`: a line exactly of the form `{"ts": <int>, "value":
@@ -146,23 +158,6 @@ fn plain_int(text: &str) -> Option<(i64, &str)> {
     Some((int, &digits_on[len..]))
 }
 
-/// `Some(Some(i))` for an integer that fits an i64, `Some(None)` for an integer that does not
-/// (beyond i64, or too long for serde_json to keep exact: it reads those as whole doubles),
-/// `None` for anything else (a fraction, a string, ...).
-fn integer_of(field: &serde_json::Value) -> Option<Option<i64>> {
-    let number = field.as_number()?;
-    if let Some(int) = number.as_i64() {
-        return Some(Some(int));
-    }
-    if number.is_u64() {
-        return Some(None);
-    }
-    // A whole double beyond ±2^53 can only come from an integer literal too long for i64 or
-    // u64, or one written with an exponent: out of range either way.
-    let float = number.as_f64()?;
-    (float.fract() == 0.0 && float.abs() > JSON_SAFE_INT_MAX as f64).then_some(None)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,6 +197,53 @@ mod tests {
             "{\"ts\": 1, \"value\": 2, \"x\": 0}",
             Err((1, "unknown field \"x\"")),
         );
+    }
+
+    #[test]
+    fn a_field_written_twice_is_an_error_naming_it() {
+        // serde_json alone keeps the last one: {"ts": 2, "value": 3}.
+        check(
+            "{\"ts\": 0, \"value\": 0}\n{\"ts\":1,\"ts\":2,\"value\":3}",
+            Err((2, "duplicate field \"ts\" (each field appears once)")),
+        );
+        check(
+            "{\"value\": 3, \"ts\": 1, \"value\": 3}",
+            Err((1, "duplicate field \"value\"")),
+        );
+    }
+
+    #[test]
+    fn reading_stops_at_the_first_line_too_long_or_past_the_last_event() {
+        // An endless input without a newline (`/dev/zero`): refused after one line's worth.
+        let endless = std::io::Read::take(std::io::repeat(0), u64::MAX);
+        let error = read_events(std::io::BufReader::new(endless)).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!("line 1: line longer than {LINE_LEN_MAX_BYTES} bytes (an event takes one short line)")
+        );
+        // An endless input of events: refused at the first event past the limit.
+        let event = b"{\"ts\": 1, \"value\": 2}\n";
+        let endless =
+            std::io::Read::take(std::io::Read::chain(&event[..], Endless(event)), u64::MAX);
+        let error = read_events(std::io::BufReader::new(endless)).unwrap_err();
+        assert_eq!(
+            error,
+            EventParseError {
+                line: EVENTS_MAX + 1,
+                message: format!("more than {EVENTS_MAX} events"),
+            }
+        );
+    }
+
+    /// The same bytes over and over.
+    struct Endless(&'static [u8]);
+
+    impl std::io::Read for Endless {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            Ok(n)
+        }
     }
 
     #[test]
@@ -270,14 +312,19 @@ mod tests {
                 format!("ts {ts} is out of range: {ts_rule}"),
             );
         }
-        // Beyond u64, serde_json keeps only a double: still out of range, not "a fraction".
+        // Beyond u64, serde_json keeps only a double: still out of range, not "a fraction",
+        // and shown as written, not as the double (1.2345678901234568e+28).
         rejected(
-            "{\"ts\": 1, \"value\": 123456789012345678901234567890}",
-            format!("value 1.2345678901234568e+29 is out of range: {value_rule}"),
+            "{\"ts\": 1, \"value\": 12345678901234567890123456789}",
+            format!("value 12345678901234567890123456789 is out of range: {value_rule}"),
         );
         rejected(
             "{\"ts\": 1, \"value\": -1e300}",
-            format!("value -1e+300 is out of range: {value_rule}"),
+            format!("value -1e300 is out of range: {value_rule}"),
+        );
+        rejected(
+            "{\"ts\": 1e3, \"value\": 2}",
+            format!("{ts_rule}, found 1e3"),
         );
         assert_eq!(
             parse_events(

@@ -41,7 +41,7 @@ pub mod sink;
 pub mod snapshot;
 
 pub use channel::{Channel, Item};
-pub use input::{operator_of, parse_keyed_events, split_partitions, KeyedEvent};
+pub use input::{operator_of, parse_keyed_events, read_keyed_events, split_partitions, KeyedEvent};
 pub use keyed::{JobRecord, KeyedWindows};
 pub use runtime::{Action, Job, JobStats};
 pub use sink::JobSinkKind;

@@ -13,6 +13,7 @@ pub mod engine;
 pub mod event;
 pub mod incremental;
 pub mod job;
+pub mod json_lines;
 pub mod known_sink;
 pub mod mutants;
 pub mod protocol;
@@ -31,7 +32,10 @@ pub use engine::{
     Engine, EngineCaches, EngineConfig, EngineError, IncarnationStats, Interrupt, KeyScheme,
     IN_PLACE_FILE,
 };
-pub use event::{parse_events, Event, EventParseError, EVENT_INT_MAX, EVENT_INT_MIN};
+pub use event::{
+    parse_events, read_events, Event, EventParseError, EVENT_INT_MAX, EVENT_INT_MIN,
+    LINE_LEN_MAX_BYTES,
+};
 pub use known_sink::KnownSinkFile;
 pub use protocol::{CheckpointProtocol, StateBackend};
 pub use record::{Record, RecordKind};

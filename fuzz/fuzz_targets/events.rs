@@ -10,7 +10,8 @@ use keel_scenarios::catalogue::events_from_text;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    // keel reads events files with `read_to_string`: bytes that are not UTF-8 never get here.
+    // keel reads events files a line at a time and refuses a line that is not UTF-8 by its
+    // number (`keel_engine::json_lines`): the rest is this text's.
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };

@@ -135,10 +135,24 @@ fn bad_event_files_are_rejected_with_file_and_line() {
 
 /// `keel <args>`: exit code, stdout, stderr.
 fn keel(args: &[&str]) -> (Option<i32>, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_keel"))
+    keel_with_stdin(args, b"")
+}
+
+/// `keel <args>` with `stdin` on its standard input: exit code, stdout, stderr.
+fn keel_with_stdin(args: &[&str], stdin: &[u8]) -> (Option<i32>, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_keel"))
         .args(args)
-        .output()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .expect("keel runs");
+    let mut input = child.stdin.take().unwrap();
+    let stdin = stdin.to_vec();
+    // keel may stop reading early (a bad line): a closed pipe is not the test's concern.
+    let writer = std::thread::spawn(move || std::io::Write::write_all(&mut input, &stdin));
+    let output = child.wait_with_output().expect("keel runs");
+    let _ = writer.join().unwrap();
     (
         output.status.code(),
         String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -204,6 +218,20 @@ fn event_fields_out_of_range_name_the_range() {
                 "line 1: value 9223372036854775807 is out of range: {}",
                 rule("value")
             ),
+        ),
+        // Beyond u64 serde_json keeps a double (1.2345678901234568e+28): shown as written.
+        (
+            "value_29_digits.jsonl",
+            "{\"ts\":1,\"value\":12345678901234567890123456789}\n".to_string(),
+            format!(
+                "line 1: value 12345678901234567890123456789 is out of range: {}",
+                rule("value")
+            ),
+        ),
+        (
+            "ts_exponent.jsonl",
+            "{\"ts\": 1e3, \"value\": 1}\n".to_string(),
+            format!("line 1: {}, found 1e3", rule("ts")),
         ),
     ];
     for (name, contents, message) in cases {
@@ -882,4 +910,246 @@ fn help_lists_no_option_the_command_refuses() {
         assert_eq!((code, stdout.as_str()), (Some(2), ""), "{args:?}");
         assert!(stderr.starts_with(&format!("error: {message}")), "{stderr}");
     }
+}
+
+#[test]
+fn a_field_written_twice_is_refused_naming_the_file_the_line_and_the_key() {
+    let path = events_file(
+        "duplicate.jsonl",
+        "{\"ts\": 0, \"value\": 1}\n{\"ts\":1,\"ts\":2,\"value\":3}\n",
+    );
+    let expected =
+        format!("error: {path}: line 2: duplicate field \"ts\" (each field appears once)\n");
+    check_exact(&["run", "--events", &path], &expected);
+    check_exact(&["job", "run", "--events", &path], &expected);
+    let path = events_file(
+        "duplicate-key.jsonl",
+        "{\"ts\": 0, \"key\": \"a\", \"value\": 1, \"key\": \"b\"}\n",
+    );
+    check_exact(
+        &["job", "run", "--events", &path],
+        &format!("error: {path}: line 1: duplicate field \"key\" (each field appears once)\n"),
+    );
+}
+
+#[test]
+fn an_endless_or_overlong_input_is_refused_while_reading() {
+    let limit = "line longer than 65536 bytes (an event takes one short line)";
+    // Read whole, /dev/zero took 5 GB in 8 s (issue 56); now one line's worth.
+    if cfg!(target_os = "linux") {
+        check_exact(
+            &["run", "--events", "/dev/zero"],
+            &format!("error: /dev/zero: line 1: {limit}\n"),
+        );
+        check_exact(
+            &["job", "run", "--events", "/dev/zero"],
+            &format!("error: /dev/zero: line 1: {limit}\n"),
+        );
+    }
+    let long = events_file(
+        "long-line.jsonl",
+        &format!(
+            "{{\"ts\": 0, \"value\": 1}}\n{{\"ts\": 1, {}\"value\": 1}}\n",
+            " ".repeat(65_536)
+        ),
+    );
+    check_exact(
+        &["run", "--events", &long],
+        &format!("error: {long}: line 2: {limit}\n"),
+    );
+    // A line at the limit is an event like any other.
+    let at_limit = events_file(
+        "line-at-limit.jsonl",
+        &format!(
+            "{{\"ts\": 0,{}\"value\": 1}}\r\n",
+            " ".repeat(65_536 - "{\"ts\": 0,\"value\": 1}".len())
+        ),
+    );
+    let (code, _, stderr) = keel(&["run", "--events", &at_limit]);
+    assert_eq!((code, stderr.as_str()), (Some(0), ""));
+    // Past 1,000,000 events reading stops at the first event too many.
+    let many = "{\"ts\": 1, \"value\": 2}\n".repeat(1_000_001);
+    assert_eq!(
+        keel_with_stdin(&["run", "--events", "-"], many.as_bytes()),
+        (
+            Some(2),
+            String::new(),
+            "error: stdin: line 1000001: more than 1000000 events\n".to_string()
+        )
+    );
+}
+
+/// Every command that takes one-task `--events`.
+const EVENTS_COMMANDS: [&str; 8] = [
+    "run", "sites", "sweep", "explore", "replay", "shrink", "teach", "bench",
+];
+
+#[test]
+fn events_on_stdin_are_read_by_every_command_as_a_file_is() {
+    let bad = "{\"ts\": 0, \"value\": 1}\n{\"ts\":1,\"ts\":2,\"value\":3}\n";
+    let mut commands: Vec<Vec<&str>> = EVENTS_COMMANDS.iter().map(|c| vec![*c]).collect();
+    commands.push(vec!["job", "run"]);
+    for command in commands {
+        let args = [command.as_slice(), &["--events", "-"]].concat();
+        assert_eq!(
+            keel_with_stdin(&args, bad.as_bytes()),
+            (
+                Some(2),
+                String::new(),
+                "error: stdin: line 2: duplicate field \"ts\" (each field appears once)\n"
+                    .to_string()
+            ),
+            "keel {args:?}"
+        );
+        assert_eq!(
+            keel_with_stdin(&args, b"\n"),
+            (
+                Some(2),
+                String::new(),
+                "error: no events in stdin\n".to_string()
+            ),
+            "keel {args:?}"
+        );
+    }
+    // The same events from a file or from stdin: the same run, the same fingerprint.
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/data/ch04.jsonl")).unwrap();
+    let path = events_file("ch04-copy.jsonl", &text);
+    let run = |events: &str| {
+        let (code, stdout, stderr) = keel_with_stdin(
+            &["run", "--events", events, "--crash-after-event", "14"],
+            text.as_bytes(),
+        );
+        assert_eq!((code, stderr.as_str()), (Some(0), ""), "{stdout}");
+        stdout
+    };
+    let fingerprint = |stdout: &str| {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with("fingerprint="))
+            .unwrap();
+        line.to_string()
+    };
+    let from_file = run(&path);
+    let from_stdin = run("-");
+    assert_eq!(fingerprint(&from_stdin), fingerprint(&from_file));
+    assert_eq!(
+        from_stdin
+            .replace("scenario=- ", &format!("scenario={path} "))
+            .replace("--events - ", &format!("--events {path} ")),
+        from_file
+    );
+    // A job sweep builds a spec per mode on its events: stdin is read once for all of them.
+    let sweep = |events: &str| {
+        keel_with_stdin(
+            &[
+                "job",
+                "sweep",
+                "--events",
+                events,
+                "--modes",
+                "aligned,unaligned",
+                "--schedules",
+                "2",
+            ],
+            text.as_bytes(),
+        )
+    };
+    let (code, from_stdin, stderr) = sweep("-");
+    assert_eq!((code, stderr.as_str()), (Some(0), ""));
+    assert_eq!(from_stdin, sweep(&path).1.replace(&path, "-"));
+}
+
+#[test]
+fn a_plan_saved_from_stdin_replays_from_stdin_and_refuses_other_events() {
+    use keel_engine::Event;
+    use keel_scenarios::catalogue::events_digest;
+    let events = |value: i64| {
+        (
+            format!("{{\"ts\":1,\"value\":{value}}}\n{{\"ts\":2,\"value\":2}}\n"),
+            events_digest(&[Event { ts: 1, value }, Event { ts: 2, value: 2 }]).to_string(),
+        )
+    };
+    let (text, digest) = events(1);
+    let plan = events_file("stdin-plan.json", "");
+    let (code, ran, stderr) = keel_with_stdin(
+        &[
+            "run",
+            "--events",
+            "-",
+            "--crash-after-event",
+            "1",
+            "--format",
+            "json",
+            "--save-plan",
+            &plan,
+        ],
+        text.as_bytes(),
+    );
+    assert_eq!((code, stderr.as_str()), (Some(0), ""));
+    let ran: serde_json::Value = serde_json::from_str(&ran).unwrap();
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
+    assert_eq!(saved["spec"]["events"], "-");
+    assert_eq!(saved["spec"]["events_digest"], digest.as_str());
+    // The plan's events are read from stdin again, and must be the same.
+    let (code, replayed, stderr) = keel_with_stdin(
+        &["replay", "--plan", &plan, "--format", "json"],
+        text.as_bytes(),
+    );
+    assert_eq!((code, stderr.as_str()), (Some(0), ""));
+    let replayed: serde_json::Value = serde_json::from_str(&replayed).unwrap();
+    assert_eq!(replayed["fingerprint"], ran["fingerprint"]);
+    let (other, other_digest) = events(100);
+    assert_eq!(
+        keel_with_stdin(&["replay", "--plan", &plan], other.as_bytes()),
+        (
+            Some(2),
+            String::new(),
+            format!(
+                "error: {plan}: the events on stdin (--events -) changed since it was recorded here: recorded events digest {digest}, events digest now {other_digest} (give back the events it was recorded with, or run again on these)\n"
+            )
+        )
+    );
+    check_exact(
+        &["replay", "--plan", &plan],
+        &format!("error: {plan}: no events in stdin\n"),
+    );
+    // A job plan alike.
+    let job_plan = events_file("stdin-job-plan.json", "");
+    let job = [
+        "job",
+        "run",
+        "--events",
+        "-",
+        "--fault",
+        "process-crash",
+        "--at-step",
+        "30",
+        "--save-plan",
+        &job_plan,
+    ];
+    let (code, job_ran, stderr) = keel_with_stdin(&job, text.as_bytes());
+    assert_eq!((code, stderr.as_str()), (Some(0), ""));
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&job_plan).unwrap()).unwrap();
+    assert_eq!(saved["job"]["events"], "-");
+    let (code, job_replayed, stderr) =
+        keel_with_stdin(&["replay", "--plan", &job_plan], text.as_bytes());
+    assert_eq!((code, stderr.as_str()), (Some(0), ""));
+    let fingerprint = |out: &str| {
+        out.split_whitespace()
+            .find(|w| w.starts_with("fingerprint="))
+            .map(str::to_string)
+    };
+    assert!(fingerprint(&job_ran).is_some(), "{job_ran}");
+    assert_eq!(fingerprint(&job_replayed), fingerprint(&job_ran));
+    let (code, _, stderr) = keel_with_stdin(&["replay", "--plan", &job_plan], other.as_bytes());
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.starts_with(&format!(
+            "error: {job_plan}: the events changed since the plan was saved"
+        )),
+        "{stderr}"
+    );
 }

@@ -203,6 +203,33 @@ fn a_real_dir_that_is_not_empty_is_refused_and_left_alone() {
 }
 
 #[test]
+fn a_real_dir_that_cannot_be_created_is_bad_input_naming_the_option_and_the_path() {
+    let file = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("real-dir-is-a-file");
+    std::fs::write(&file, b"keep me").unwrap();
+    let under_a_file = file.join("dir");
+    let under_a_file = under_a_file.to_str().unwrap();
+    let mut cases = vec![(
+        under_a_file,
+        format!("error: --real-dir {under_a_file}: Not a directory (os error 20)\n"),
+    )];
+    // What a new user tried (issue 56): it used to exit 1 naming only the path.
+    if cfg!(target_os = "linux") {
+        cases.push((
+            "/proc/keel-x",
+            "error: --real-dir /proc/keel-x: cannot create the directory: No such file or directory (os error 2)\n".to_string(),
+        ));
+    }
+    for (dir, expected) in cases {
+        assert_eq!(
+            keel(&["run", "--real-dir", dir]),
+            (String::new(), expected, 2),
+            "--real-dir {dir}"
+        );
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), b"keep me");
+}
+
+#[test]
 fn simulation_only_sinks_and_faults_are_refused_in_real_mode() {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("refused");
     let dir = dir.to_str().unwrap();

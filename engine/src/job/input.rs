@@ -7,7 +7,9 @@
 //! `fnv1a64(k's UTF-8 bytes) mod M` ([`operator_of`]), the same on every machine.
 
 use crate::event::{Event, EventParseError, EVENTS_MAX, EVENT_INT_MAX, EVENT_INT_MIN};
+use crate::json_lines::{integer_of, shown, Fields, Lines};
 use serde::{Deserialize, Serialize};
+use std::io::BufRead;
 
 /// The longest key an event may carry, in bytes.
 pub const KEY_BYTES_MAX: usize = 256;
@@ -61,77 +63,97 @@ pub fn split_partitions(events: &[KeyedEvent], sources: u32) -> Vec<Vec<KeyedEve
     partitions
 }
 
-/// Parses JSON lines `{"ts": .., "value": .., "key": "..", "partition": ..}` (`key` and
-/// `partition` optional) into keyed events read by `sources` partitions. Blank lines are
-/// skipped; anything else that is not such an object is an error naming the line.
+/// Parses JSON lines into keyed events: [`read_keyed_events`] of a string.
 pub fn parse_keyed_events(text: &str, sources: u32) -> Result<Vec<KeyedEvent>, EventParseError> {
+    read_keyed_events(text.as_bytes(), sources)
+}
+
+/// Reads JSON lines `{"ts": .., "value": .., "key": "..", "partition": ..}` (`key` and
+/// `partition` optional, each field once) into keyed events read by `sources` partitions, a
+/// line at a time as `read_events` reads them (bounded lines, at most `EVENTS_MAX` events).
+/// Blank lines are skipped; anything else that is not such an object is an error naming the
+/// line.
+pub fn read_keyed_events(
+    reader: impl BufRead,
+    sources: u32,
+) -> Result<Vec<KeyedEvent>, EventParseError> {
     assert!(sources >= 1);
+    let mut lines = Lines::new(reader);
     let mut events = Vec::new();
-    for (line_index, line) in text.lines().enumerate() {
-        let error = |message: String| EventParseError {
-            line: line_index + 1,
-            message,
-        };
+    while let Some((line_number, line)) = lines.next_line()? {
         if line.trim().is_empty() {
             continue;
         }
+        let error = |message: String| EventParseError {
+            line: line_number,
+            message,
+        };
         if events.len() == EVENTS_MAX {
             return Err(error(format!("more than {EVENTS_MAX} events")));
         }
-        let value: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| error(format!("not valid JSON: {e}")))?;
-        let object = value.as_object().ok_or_else(|| {
-            error(format!(
-                "expected a JSON object like {{\"ts\": 0, \"key\": \"a\", \"value\": 1}}, found {value}"
-            ))
-        })?;
-        if let Some(unknown) = object
-            .keys()
-            .find(|k| !["ts", "value", "key", "partition"].contains(&k.as_str()))
-        {
-            return Err(error(format!(
-                "unknown field \"{unknown}\" (a keyed event has \"ts\", \"value\" and optionally \"key\" and \"partition\")"
-            )));
-        }
-        let int = |name: &str| -> Result<i64, EventParseError> {
-            let field = object
-                .get(name)
-                .ok_or_else(|| error(format!("missing field \"{name}\"")))?;
-            match field.as_i64() {
-                Some(i) if (EVENT_INT_MIN..=EVENT_INT_MAX).contains(&i) => Ok(i),
-                _ => Err(error(format!(
-                    "{name} must be an integer from {EVENT_INT_MIN} to {EVENT_INT_MAX}, found {field}"
-                ))),
-            }
-        };
-        let key = match object.get("key") {
-            None => String::new(),
-            Some(serde_json::Value::String(key)) if key.len() <= KEY_BYTES_MAX => key.clone(),
-            Some(serde_json::Value::String(_)) => {
-                return Err(error(format!("key is longer than {KEY_BYTES_MAX} bytes")))
-            }
-            Some(other) => return Err(error(format!("key must be a string, found {other}"))),
-        };
-        let partition = match object.get("partition") {
-            None => (events.len() as u64 % u64::from(sources)) as u32,
-            Some(field) => match field.as_u64() {
-                Some(p) if p < u64::from(sources) => p as u32,
-                _ => {
-                    return Err(error(format!(
-                        "partition must be an integer from 0 to {} (--sources {sources}), found {field}",
-                        sources - 1
-                    )))
-                }
-            },
-        };
-        events.push(KeyedEvent {
-            ts: int("ts")?,
-            key,
-            value: int("value")?,
-            partition,
-        });
+        let event = keyed_event_of_line(line, sources, events.len()).map_err(error)?;
+        events.push(event);
     }
     Ok(events)
+}
+
+/// The keyed event on one line that is not blank, the `index`th of the file, or what is
+/// wrong with it.
+fn keyed_event_of_line(line: &str, sources: u32, index: usize) -> Result<KeyedEvent, String> {
+    let object = Fields::of_line(line, "{\"ts\": 0, \"key\": \"a\", \"value\": 1}")?;
+    if let Some(unknown) = object
+        .keys()
+        .find(|k| !["ts", "value", "key", "partition"].contains(k))
+    {
+        return Err(format!(
+            "unknown field \"{unknown}\" (a keyed event has \"ts\", \"value\" and optionally \"key\" and \"partition\")"
+        ));
+    }
+    let int = |name: &str| -> Result<i64, String> {
+        let field = object
+            .get(name)
+            .ok_or_else(|| format!("missing field \"{name}\""))?;
+        match integer_of(field) {
+            Some(Some(i)) if (EVENT_INT_MIN..=EVENT_INT_MAX).contains(&i) => Ok(i),
+            _ => Err(format!(
+                "{name} must be an integer from {EVENT_INT_MIN} to {EVENT_INT_MAX}, found {}",
+                shown(field)
+            )),
+        }
+    };
+    let key = match object
+        .get("key")
+        .map(|raw| serde_json::from_str::<serde_json::Value>(raw.get()))
+    {
+        None => String::new(),
+        Some(Ok(serde_json::Value::String(key))) if key.len() <= KEY_BYTES_MAX => key,
+        Some(Ok(serde_json::Value::String(_))) => {
+            return Err(format!("key is longer than {KEY_BYTES_MAX} bytes"))
+        }
+        Some(_) => {
+            let shown = shown(object.get("key").expect("matched above"));
+            return Err(format!("key must be a string, found {shown}"));
+        }
+    };
+    let partition = match object.get("partition") {
+        None => (index as u64 % u64::from(sources)) as u32,
+        Some(field) => match integer_of(field) {
+            Some(Some(p)) if (0..i64::from(sources)).contains(&p) => p as u32,
+            _ => {
+                return Err(format!(
+                    "partition must be an integer from 0 to {} (--sources {sources}), found {}",
+                    sources - 1,
+                    shown(field)
+                ))
+            }
+        },
+    };
+    Ok(KeyedEvent {
+        ts: int("ts")?,
+        key,
+        value: int("value")?,
+        partition,
+    })
 }
 
 #[cfg(test)]
@@ -174,6 +196,14 @@ mod tests {
             "line 2: key must be a string, found 3",
         );
         check("{\"ts\": 1}", "line 1: missing field \"value\"");
+        check(
+            "{\"ts\": 1, \"key\": \"a\", \"value\": 1, \"key\": \"b\"}",
+            "line 1: duplicate field \"key\" (each field appears once)",
+        );
+        check(
+            "{\"ts\": 1, \"value\": 12345678901234567890123456789}",
+            "line 1: value must be an integer from -9007199254740991 to 9007199254740991, found 12345678901234567890123456789",
+        );
         check("{\"ts\": 1, \"value\": 1, \"x\": 1}", "line 1: unknown field \"x\" (a keyed event has \"ts\", \"value\" and optionally \"key\" and \"partition\")");
     }
 }

@@ -294,7 +294,8 @@ pub struct ScenarioArgs {
     ///
     /// ts and value are integers from -9007199254740991 to 9007199254740991 (±(2^53 - 1)):
     /// window ends and watermarks then never overflow and stay exact in JSON. Blank lines are
-    /// skipped; a file holds at least 1 and at most 1,000,000 events.
+    /// skipped; each field appears once; a line is at most 65,536 bytes; a file holds at least
+    /// 1 and at most 1,000,000 events. `-` reads the events from standard input.
     #[arg(long, value_name = "FILE.jsonl")]
     pub events: Option<String>,
 

@@ -3,24 +3,59 @@
 
 use super::args::{scenario_spec, ScenarioArgs};
 use super::output::Output;
-use crate::catalogue::{events_digest, events_from_text, Scenario};
+use crate::catalogue::{events_digest, Scenario};
 use crate::error::KeelError;
 use crate::plan_file::SavedPlan;
 use crate::spec::ScenarioSpec;
-use keel_engine::{Event, SinkKind};
-use std::io::Write;
+use keel_engine::{read_events, Event, EventParseError, SinkKind};
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
-/// The input events of a spec: a shipped scenario, or an events file read from disk.
+/// The input events of a spec: a shipped scenario, or an events file (or standard input,
+/// `--events -`) read a line at a time.
 pub(crate) fn load_events(spec: &ScenarioSpec) -> Result<Vec<Event>, KeelError> {
     match &spec.events {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| KeelError::usage(format!("cannot read events file {path}: {e}")))?;
-            events_from_text(path, &text)
+            let events = read_events_source(path, |reader| read_events(reader))?;
+            if events.is_empty() {
+                return Err(KeelError::usage(format!(
+                    "no events in {}",
+                    events_source_name(path)
+                )));
+            }
+            Ok(events)
         }
         None => Ok(Scenario::by_name(&spec.label())?.events()),
     }
+}
+
+/// What `--events` takes for standard input.
+pub(crate) const STDIN_EVENTS: &str = "-";
+
+/// How errors name the events at `path`: the path, or "stdin" for `-`.
+pub(crate) fn events_source_name(path: &str) -> &str {
+    if path == STDIN_EVENTS {
+        "stdin"
+    } else {
+        path
+    }
+}
+
+/// The one place `--events` is read, by every command: `parse` reads the file at `path`, or
+/// standard input for `-`, a line at a time (never the whole at once: see
+/// `keel_engine::json_lines`). An error names the file (or stdin) and the line; exit 2.
+pub(crate) fn read_events_source<T>(
+    path: &str,
+    parse: impl FnOnce(&mut dyn BufRead) -> Result<T, EventParseError>,
+) -> Result<T, KeelError> {
+    let parsed = if path == STDIN_EVENTS {
+        parse(&mut std::io::stdin().lock())
+    } else {
+        let file = std::fs::File::open(path)
+            .map_err(|e| KeelError::usage(format!("cannot read events file {path}: {e}")))?;
+        parse(&mut std::io::BufReader::new(file))
+    };
+    parsed.map_err(|e| KeelError::usage(format!("{}: {e}", events_source_name(path))))
 }
 
 /// Checks the knobs, then loads the events.
@@ -47,7 +82,8 @@ pub(crate) fn load_recorded_events(spec: &ScenarioSpec) -> Result<Vec<Event>, Ke
     if let Some(recorded) = &spec.events_digest {
         let now = events_digest(&events).to_string();
         if *recorded != now {
-            let what = match &spec.events {
+            let what = match spec.events.as_deref() {
+                Some(STDIN_EVENTS) => "the events on stdin (--events -)".to_string(),
                 Some(path) => format!("the events file {path}"),
                 None => format!("the scenario {}", spec.label()),
             };

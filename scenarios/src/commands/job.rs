@@ -2,6 +2,7 @@
 //! scheduler: `run` one schedule, `sweep` every schedule crossed with every crash point,
 //! `explore` seeds.
 
+use super::files::{events_source_name, read_events_source};
 use super::job_plan::write_job_plan;
 use super::job_teach::{cmd_job_teach, JobTeachArgs};
 use super::output::{Output, EXIT_VIOLATION};
@@ -16,7 +17,7 @@ use crate::graph::visibility::visibility;
 use crate::graph::{run, run_recording_crash_states, run_streamed, GraphRun, GraphSpec};
 use crate::parallel::{default_jobs, par_map};
 use clap::{Args, Subcommand, ValueEnum};
-use keel_engine::job::{parse_keyed_events, AlignmentMode, JobConfig, JobSinkKind, KeyedEvent};
+use keel_engine::job::{read_keyed_events, AlignmentMode, JobConfig, JobSinkKind, KeyedEvent};
 use keel_sim::disk::FsModel;
 use keel_sim::{
     CrashPoint, Fault, FaultKind, FaultPlan, PlannedFault, SchedulePolicy, SeedTree, Subsystem,
@@ -24,6 +25,7 @@ use keel_sim::{
 use num_bigint::BigUint;
 use rand_core::RngCore;
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 #[derive(Debug, Args)]
 pub struct JobCommandArgs {
@@ -51,7 +53,7 @@ pub struct JobArgs {
     pub scenario: Option<String>,
     /// Keyed events, one JSON object a line: {"ts": .., "value": .., "key": "..",
     /// "partition": ..}; key and partition optional (no key: one key for all; no
-    /// partition: event i goes to partition i mod P).
+    /// partition: event i goes to partition i mod P). `-` reads them from standard input.
     #[arg(long, value_name = "FILE.jsonl")]
     pub events: Option<String>,
     /// P: source partitions.
@@ -99,6 +101,10 @@ pub struct JobArgs {
     /// The seed: the schedule's draws (and explore's crash) come from it.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// The events of `--events`, once read: a command builds several specs on them, and
+    /// standard input (`--events -`) can be read only once.
+    #[arg(skip)]
+    pub events_read: std::sync::OnceLock<Arc<[KeyedEvent]>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -398,24 +404,25 @@ pub(super) fn spec_of(
         state_ttl_ms: job.state_ttl,
     };
     config.validate().map_err(KeelError::usage)?;
-    let events: Vec<KeyedEvent> = match &job.events {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| KeelError::usage(format!("--events {path}: {e}")))?;
-            let events = parse_keyed_events(&text, job.sources)
-                .map_err(|e| KeelError::usage(format!("{path}: {e}")))?;
+    let events: Arc<[KeyedEvent]> = match (&job.events, job.events_read.get()) {
+        (Some(_), Some(read)) => read.clone(),
+        (Some(path), None) => {
+            let events = read_events_source(path, |reader| read_keyed_events(reader, job.sources))?;
             if events.is_empty() {
-                return Err(KeelError::usage(format!("no events in {path}")));
+                return Err(KeelError::usage(format!(
+                    "no events in {}",
+                    events_source_name(path)
+                )));
             }
-            events
+            job.events_read.get_or_init(|| events.into()).clone()
         }
-        None => {
+        (None, _) => {
             let name = job.scenario.as_deref().unwrap_or("ch04");
-            KeyedEvent::from_events(&Scenario::by_name(name)?.events(), job.sources)
+            KeyedEvent::from_events(&Scenario::by_name(name)?.events(), job.sources).into()
         }
     };
     Ok(GraphSpec {
-        events: events.into(),
+        events,
         config,
         plan: FaultPlan::none(),
         seed: job.seed,

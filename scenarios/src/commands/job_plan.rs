@@ -3,7 +3,7 @@
 //! its run, schedule and faults together.
 
 use super::args::Given;
-use super::files::write_atomically;
+use super::files::{read_events_source, write_atomically};
 use super::job::{report_run, run_header};
 use super::output::{Output, EXIT_VIOLATION};
 use crate::catalogue::Scenario;
@@ -12,7 +12,7 @@ use crate::graph::oracle::{judge_spec, JobProperty};
 use crate::graph::plan::SavedJobPlan;
 use crate::graph::run;
 use crate::graph::shrink::shrink;
-use keel_engine::job::{parse_keyed_events, KeyedEvent};
+use keel_engine::job::{read_keyed_events, KeyedEvent};
 use keel_sim::FaultPlan;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -58,12 +58,8 @@ fn spec_of_plan(path: &str, saved: &SavedJobPlan) -> Result<crate::graph::GraphS
     let sources = saved.job.config.sources;
     let events: Vec<KeyedEvent> = match (&saved.job.scenario, &saved.job.events) {
         (Some(name), None) => KeyedEvent::from_events(&Scenario::by_name(name)?.events(), sources),
-        (None, Some(file)) => {
-            let text = std::fs::read_to_string(file)
-                .map_err(|e| KeelError::usage(format!("{path}: its events file {file}: {e}")))?;
-            parse_keyed_events(&text, sources)
-                .map_err(|e| KeelError::usage(format!("{path}: its events file {file}: {e}")))?
-        }
+        (None, Some(file)) => read_events_source(file, |reader| read_keyed_events(reader, sources))
+            .map_err(|e| KeelError::usage(format!("{path}: {}", e.message)))?,
         _ => {
             return Err(KeelError::usage(format!(
                 "{path}: a job plan names its events by \"scenario\" or by \"events\", one of them"

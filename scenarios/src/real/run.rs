@@ -94,9 +94,21 @@ pub fn check_supported(spec: &RunSpec) -> Result<(), String> {
     Ok(())
 }
 
-/// Checks that `dir` is absent or an empty directory ([`run_real`] creates it). Never
-/// deletes anything.
+/// Checks that `dir` is an empty directory, or absent and then creates it (with its
+/// parents): a path that cannot be made a directory is refused here, as bad input, before
+/// anything runs. Never deletes anything.
 pub fn check_dir(dir: &Path) -> Result<(), String> {
+    check_dir_empty(dir)?;
+    std::fs::create_dir_all(dir).map_err(|e| {
+        format!(
+            "--real-dir {}: cannot create the directory: {e}",
+            dir.display()
+        )
+    })
+}
+
+/// Checks that `dir` is absent or an empty directory. Never deletes anything.
+fn check_dir_empty(dir: &Path) -> Result<(), String> {
     match std::fs::read_dir(dir) {
         Ok(mut entries) => {
             if entries.next().is_some() {
@@ -124,7 +136,6 @@ pub fn run_real(
 ) -> Result<RealRun, String> {
     check_supported(spec)?;
     check_dir(dir)?;
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     run_children(spec, dir, work, exe, pacing, None)
 }
 
