@@ -1153,3 +1153,14 @@ fn a_plan_saved_from_stdin_replays_from_stdin_and_refuses_other_events() {
         "{stderr}"
     );
 }
+
+/// A plan file is read up to a bound, not whole: an endless one is refused, naming it.
+#[test]
+fn an_endless_plan_file_is_refused_not_read_whole() {
+    let (code, stdout, stderr) = keel(&["replay", "--plan", "/dev/zero"]);
+    assert_eq!((code, stdout.as_str()), (Some(2), ""));
+    assert_eq!(
+        stderr,
+        "error: /dev/zero: passes 16777216 bytes: not a plan file\n"
+    );
+}

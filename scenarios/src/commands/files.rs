@@ -95,9 +95,9 @@ pub(crate) fn load_recorded_events(spec: &ScenarioSpec) -> Result<Vec<Event>, Ke
     Ok(events)
 }
 
-/// The most bytes a plan read from stdin may hold (a plan file names its faults and its
+/// The most bytes a plan (a file, or stdin) may hold (a plan file names its faults and its
 /// run, not its events: a few KiB; a depth-2 plan's JSON line is under one).
-const PLAN_STDIN_LEN_MAX_BYTES: u64 = 16 * 1024 * 1024;
+const PLAN_LEN_MAX_BYTES: u64 = 16 * 1024 * 1024;
 
 /// The text of the plan at `path`, `-` meaning stdin (read once: the job and the one-task
 /// readers both ask), so that a reproduce line can hand a plan over without writing a file
@@ -105,19 +105,28 @@ const PLAN_STDIN_LEN_MAX_BYTES: u64 = 16 * 1024 * 1024;
 pub(crate) fn read_plan_text(path: &str) -> Result<String, KeelError> {
     static STDIN: std::sync::OnceLock<Result<String, String>> = std::sync::OnceLock::new();
     if path != "-" {
-        return std::fs::read_to_string(path)
-            .map_err(|e| KeelError::usage(format!("cannot read plan file {path}: {e}")));
+        use std::io::Read as _;
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|file| file.take(PLAN_LEN_MAX_BYTES + 1).read_to_string(&mut text))
+            .map_err(|e| KeelError::usage(format!("cannot read plan file {path}: {e}")))?;
+        if text.len() as u64 > PLAN_LEN_MAX_BYTES {
+            return Err(KeelError::usage(format!(
+                "{path}: passes {PLAN_LEN_MAX_BYTES} bytes: not a plan file"
+            )));
+        }
+        return Ok(text);
     }
     let read = STDIN.get_or_init(|| {
         use std::io::Read as _;
         let mut text = String::new();
         std::io::stdin()
-            .take(PLAN_STDIN_LEN_MAX_BYTES + 1)
+            .take(PLAN_LEN_MAX_BYTES + 1)
             .read_to_string(&mut text)
             .map_err(|e| format!("cannot read the plan from stdin (--plan -): {e}"))?;
-        if text.len() as u64 > PLAN_STDIN_LEN_MAX_BYTES {
+        if text.len() as u64 > PLAN_LEN_MAX_BYTES {
             return Err(format!(
-                "the plan on stdin (--plan -) passes {PLAN_STDIN_LEN_MAX_BYTES} bytes: not a plan"
+                "the plan on stdin (--plan -) passes {PLAN_LEN_MAX_BYTES} bytes: not a plan"
             ));
         }
         Ok(text)
