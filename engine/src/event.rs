@@ -16,8 +16,10 @@ use std::io::BufRead;
 /// Plain i64 would not do: with W = 10 a window end overflows from ts = 9223372036854775800
 /// (floor(i64::MAX / W) * W) up, floor(ts / W) * W from ts = -9223372036854775801 down, and
 /// with D = 5 the watermark from max_ts = -9223372036854775804 down (debug builds panic).
-/// Every window end and watermark keel prints also stays exact for a JSON reader that parses
-/// numbers as doubles.
+/// Keel's JSON prints them exactly (serde_json writes every i64 digit); a reader that parses
+/// numbers as doubles reads them exactly within ±2^53, so a window end past it (a ts within
+/// W of the bound) or a watermark below it (a max_ts within D of the bound) may be rounded
+/// there: a reader's limit, stated in `--events`'s help.
 pub const JSON_SAFE_INT_MAX: i64 = (1 << 53) - 1;
 
 /// The smallest `ts` or `value` an event may carry.

@@ -161,6 +161,27 @@ pub struct SweepSpec {
     pub power_loss_points: PowerLossPoints,
 }
 
+/// A count written as a decimal number, for a text line: with thousands separators up to
+/// 15 digits, else in scientific notation with three significant digits ("1.35e89"): a
+/// class row's states pass 2^64 (JSON keeps every digit).
+pub fn count_text(decimal: &str) -> String {
+    const DIGITS_EXACT_MAX: usize = 15;
+    assert!(!decimal.is_empty());
+    assert!(decimal.bytes().all(|b| b.is_ascii_digit()));
+    if decimal.len() <= DIGITS_EXACT_MAX {
+        return thousands(decimal.parse().expect("at most 15 digits fit a u64"));
+    }
+    // Rounded to three significant digits, half up, carrying into the exponent.
+    let digits: Vec<u32> = decimal.bytes().map(|b| u32::from(b - b'0')).collect();
+    let mut mantissa = digits[0] * 100 + digits[1] * 10 + digits[2] + u32::from(digits[3] >= 5);
+    let mut exponent = decimal.len() - 1;
+    if mantissa == 1000 {
+        mantissa = 100;
+        exponent += 1;
+    }
+    format!("{}.{:02}e{exponent}", mantissa / 100, mantissa % 100)
+}
+
 /// What a classes sweep's verdict rests on, printed under its rows.
 pub const CLASSES_CLAIM: &str = "classes rest on the engine's claim of what its recovery reads \
 (keel_engine::sink::crash_readers), each judged by one state: a recovery that breaks the \
@@ -542,10 +563,10 @@ impl SweepReport {
                     row.sink,
                     row.fault,
                     thousands(row.points),
-                    states.states,
-                    states.with_duplicates,
-                    states.with_loss,
-                    states.failing,
+                    count_text(&states.states),
+                    count_text(&states.with_duplicates),
+                    count_text(&states.with_loss),
+                    count_text(&states.failing),
                 ))
             })
             .collect()
@@ -589,4 +610,26 @@ impl SweepReport {
 pub(crate) fn mode_field(mode: &Option<String>) -> String {
     mode.as_ref()
         .map_or(String::new(), |m| format!(" state_backend={m}"))
+}
+
+#[cfg(test)]
+mod count_text_tests {
+    use super::count_text;
+
+    #[test]
+    fn big_counts_read_in_scientific_notation_small_ones_exactly() {
+        for (decimal, text) in [
+            ("0", "0"),
+            ("483", "483"),
+            ("999999999999999", "999,999,999,999,999"),
+            ("1000000000000000", "1.00e15"),
+            ("13500000000000000000", "1.35e19"),
+            ("13549999999999999999", "1.35e19"),
+            ("13550000000000000000", "1.36e19"),
+            ("99950000000000000000", "1.00e20"),
+        ] {
+            assert_eq!(count_text(decimal), text, "{decimal}");
+        }
+        assert_eq!(count_text(&"7".repeat(90)), "7.78e89");
+    }
 }

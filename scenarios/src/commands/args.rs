@@ -293,7 +293,9 @@ pub struct ScenarioArgs {
     /// An events file instead: one JSON object {"ts": <int>, "value": <int>} per line.
     ///
     /// ts and value are integers from -9007199254740991 to 9007199254740991 (±(2^53 - 1)):
-    /// window ends and watermarks then never overflow and stay exact in JSON. Blank lines are
+    /// window ends and watermarks then never overflow (a window end reaches at most ts + W,
+    /// past 2^53 only for a ts within W of the bound, where a JSON reader that parses
+    /// numbers as doubles may round it). Blank lines are
     /// skipped; each field appears once; a line is at most 65,536 bytes; a file holds at least
     /// 1 and at most 1,000,000 events. `-` reads the events from standard input.
     #[arg(long, value_name = "FILE.jsonl")]
