@@ -1,7 +1,9 @@
 //! Input events and the JSON-lines format they arrive in: `{"ts": <int>, "value": <int>}` per line.
 
-pub use crate::json_lines::LINE_LEN_MAX_BYTES;
-use crate::json_lines::{integer_of, shown, Fields, Lines};
+pub mod json_lines;
+
+pub use json_lines::LINE_LEN_MAX_BYTES;
+use json_lines::{integer_of, shown, Fields, Lines};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::io::BufRead;

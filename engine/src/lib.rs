@@ -13,7 +13,6 @@ pub mod engine;
 pub mod event;
 pub mod incremental;
 pub mod job;
-pub mod json_lines;
 pub mod known_sink;
 pub mod mutants;
 pub mod protocol;

@@ -11,7 +11,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     // keel reads events files a line at a time and refuses a line that is not UTF-8 by its
-    // number (`keel_engine::json_lines`): the rest is this text's.
+    // number (`keel_engine::event::json_lines`): the rest is this text's.
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };

@@ -6,8 +6,8 @@
 //! empty key (one key for all, as the one-task engine has); key k goes to window operator
 //! `fnv1a64(k's UTF-8 bytes) mod M` ([`operator_of`]), the same on every machine.
 
+use crate::event::json_lines::{integer_of, shown, Fields, Lines};
 use crate::event::{Event, EventParseError, EVENTS_MAX, EVENT_INT_MAX, EVENT_INT_MIN};
-use crate::json_lines::{integer_of, shown, Fields, Lines};
 use serde::{Deserialize, Serialize};
 use std::io::BufRead;
 

@@ -43,7 +43,7 @@ pub(crate) fn events_source_name(path: &str) -> &str {
 
 /// The one place `--events` is read, by every command: `parse` reads the file at `path`, or
 /// standard input for `-`, a line at a time (never the whole at once: see
-/// `keel_engine::json_lines`). An error names the file (or stdin) and the line; exit 2.
+/// `keel_engine::event::json_lines`). An error names the file (or stdin) and the line; exit 2.
 pub(crate) fn read_events_source<T>(
     path: &str,
     parse: impl FnOnce(&mut dyn BufRead) -> Result<T, EventParseError>,

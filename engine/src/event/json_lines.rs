@@ -4,7 +4,7 @@
 //! ends): [`Lines`] never holds more than one line of [`LINE_LEN_MAX_BYTES`], and callers stop
 //! at `EVENTS_MAX` events, so memory stays bounded whatever the input.
 
-use crate::event::EventParseError;
+use super::EventParseError;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -187,7 +187,7 @@ pub fn integer_of(value: &RawValue) -> Option<Option<i64>> {
     // A whole double beyond ±2^53 can only come from an integer literal too long for i64 or
     // u64, or one written with an exponent: out of range either way.
     let float = number.as_f64()?;
-    (float.fract() == 0.0 && float.abs() > crate::event::JSON_SAFE_INT_MAX as f64).then_some(None)
+    (float.fract() == 0.0 && float.abs() > super::JSON_SAFE_INT_MAX as f64).then_some(None)
 }
 
 #[cfg(test)]
