@@ -19,6 +19,10 @@
 //! or `$KEEL_FLINK_VENV`, or `$KEEL_FLINK_PYTHON`, or a `python3` that imports pyflink);
 //! otherwise it says on stderr that it was skipped and passes. `KEEL_FLINK_KEEP=1` keeps the
 //! stream directory (otherwise removed).
+//!
+//! One of the long tests (`--features long-tests`: CI runs them, `cargo test --workspace`
+//! does not).
+#![cfg(feature = "long-tests")]
 
 use keel_engine::job::{JobConfig, JobSinkKind, KeyedEvent};
 use keel_scenarios::graph::oracle::{model, sink_records};
@@ -323,7 +327,7 @@ fn compare(
 }
 
 #[test]
-fn fault_free_keyed_jobs_equal_real_flink() {
+fn long_fault_free_keyed_jobs_equal_real_flink() {
     let Some(python) = flink_python() else {
         eprintln!(
             "SKIPPED: Flink differential (PyFlink not installed: run scripts/flink/install.sh)"

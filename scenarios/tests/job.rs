@@ -5,6 +5,7 @@ use keel_engine::job::{AlignmentMode, JobConfig, JobSinkKind, KeyedEvent};
 use keel_scenarios::catalogue::Scenario;
 use keel_scenarios::graph::oracle::{judge, judge_spec, JobProperty, JobVerdict};
 use keel_scenarios::graph::schedules::{enumerate, Enumerated, Enumeration};
+#[cfg(feature = "long-tests")]
 use keel_scenarios::graph::tasks::TaskClass;
 use keel_scenarios::graph::{run, GraphOutcome, GraphSpec};
 use keel_sim::disk::FsModel;
@@ -161,8 +162,9 @@ fn at_least_once_over_counts_in_state_behind_a_transactional_sink() {
     }
 }
 
+#[cfg(feature = "long-tests")]
 #[test]
-fn state_caching_finds_what_the_unreduced_enumeration_finds() {
+fn long_state_caching_finds_what_the_unreduced_enumeration_finds() {
     for mode in AlignmentMode::ALL {
         let config = JobConfig {
             sources: 1,
@@ -207,8 +209,9 @@ fn state_caching_finds_what_the_unreduced_enumeration_finds() {
     }
 }
 
+#[cfg(feature = "long-tests")]
 #[test]
-fn aligned_and_unaligned_are_exactly_once_at_every_point_of_every_schedule() {
+fn long_aligned_and_unaligned_are_exactly_once_at_every_point_of_every_schedule() {
     // Two sources, two operators, two events a source: every schedule, before and after a
     // crash at every step of it.
     for mode in [AlignmentMode::Aligned, AlignmentMode::Unaligned] {
@@ -485,8 +488,9 @@ fn a_slow_channel_delays_the_run_and_stays_exactly_once() {
     }
 }
 
+#[cfg(feature = "long-tests")]
 #[test]
-fn every_point_of_a_sweep_with_the_jobs_own_faults_is_exactly_once_aligned_or_unaligned() {
+fn long_every_point_of_a_sweep_with_the_jobs_own_faults_is_exactly_once_aligned_or_unaligned() {
     // `keel job sweep --schedules all --checkpoint-interval-ms 30 --faults
     // process-crash,message-lost,slow-channel` on the exhaustive test's stream (two sources,
     // two operators, two events a source): every schedule up to the fault, a crash before

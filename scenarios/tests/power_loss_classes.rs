@@ -9,7 +9,9 @@
 mod common;
 
 use clap::Parser;
-use common::{keel_stdout, random_stream, PROTOCOLS};
+#[cfg(feature = "long-tests")]
+use common::PROTOCOLS;
+use common::{keel_stdout, random_stream};
 use keel_scenarios::cli::{execute, Cli};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -91,14 +93,16 @@ fn check(args: &[String]) -> (Vec<Value>, Vec<Value>) {
     (states, classes)
 }
 
+#[cfg(feature = "long-tests")]
 fn points(rows: &[Value]) -> Vec<u64> {
     rows.iter()
         .map(|row| row["points"].as_u64().unwrap())
         .collect()
 }
 
+#[cfg(feature = "long-tests")]
 #[test]
-fn ch04_classes_stand_for_every_state_under_every_protocol() {
+fn long_ch04_classes_stand_for_every_state_under_every_protocol() {
     // The chapter's stream: 483 crash states at its power-loss steps, 143 of them with
     // duplicates on the append sink; 140 classes (the sink file's whole lines kept, the
     // temporary checkpoint's bytes unread).
@@ -244,8 +248,9 @@ fn a_failing_class_replays_alone() {
     );
 }
 
+#[cfg(feature = "long-tests")]
 #[test]
-fn depth_two_classes_split_by_tail_stand_for_every_pair_of_states() {
+fn long_depth_two_classes_split_by_tail_stand_for_every_pair_of_states() {
     // Process crashes and power losses at depth 2: every pair of crash states is counted
     // exactly by pairs of classes split by tail (a class's clean states from its torn ones:
     // recovery cuts a torn tail by steps of its own, where a second fault lands). Not so

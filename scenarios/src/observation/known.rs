@@ -559,6 +559,7 @@ mod tests {
     /// Every file made of a cut of `known` at one offset, `insert`, and `known` from another
     /// offset (prefixes, torn tails, lost and repeated lines, garbage between), read from
     /// `known`'s lines where they match, is read as the whole file is. Returns the files.
+    #[cfg(feature = "long-tests")]
     fn every_splice_reads_as_the_whole_file(known: &[u8], inserts: &[&[u8]]) -> u64 {
         let offsets: Vec<usize> = (0..=known.len()).collect();
         splices_read_as_the_whole_file(known, &offsets, inserts)
@@ -623,8 +624,9 @@ mod tests {
         files
     }
 
+    #[cfg(feature = "long-tests")]
     #[test]
-    fn a_known_sink_reads_every_file_as_the_whole_file_is_read() {
+    fn long_a_known_sink_reads_every_file_as_the_whole_file_is_read() {
         let clean = ch04_sink();
         assert_eq!(clean.len(), 330);
         let inserts: [&[u8]; 5] = [
