@@ -810,3 +810,57 @@ fn a_lost_acknowledgement_shows_as_a_declined_checkpoint_and_replays() {
         &["--delay-ms is only for --fault slow-channel"],
     );
 }
+
+/// A sweep says on stderr how many points it plans before it starts, piped or not, and
+/// past eight chunks how long that is at a measured warm-up's rate; `--quiet` says nothing.
+/// Stdout is the report either way.
+#[test]
+fn a_sweep_prints_its_planned_points_on_stderr_unless_quiet() {
+    let small = ["sweep", "--faults", "process-crash", "--sinks", "append"];
+    let (code, report, stderr) = keel(&small);
+    assert_eq!(
+        (code, stderr.as_str()),
+        (
+            Some(0),
+            "sweep: 59 points planned (append process-crash 59)\n"
+        )
+    );
+    let mut quiet = small.to_vec();
+    quiet.push("--quiet");
+    assert_eq!(keel(&quiet), (Some(0), report, String::new()));
+
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("planned-5000.jsonl");
+    let path = path.to_str().unwrap();
+    let generated = keel(&["gen", "--events", "5000", "--seed", "1", "--out", path]);
+    assert_eq!(generated.0, Some(0));
+    let large = [
+        "sweep",
+        "--events",
+        path,
+        "--faults",
+        "process-crash",
+        "--sinks",
+        "append",
+    ];
+    let (code, report, stderr) = keel(&large);
+    assert_eq!(code, Some(0));
+    let estimate = stderr
+        .strip_prefix("sweep: 10,345 points planned (append process-crash 10,345); at about ")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let (rate, rest) = estimate.split_once(" points/s, ").expect("a rate");
+    assert!(
+        rate.chars().all(|c| c.is_ascii_digit() || c == ','),
+        "{rate}"
+    );
+    let rest = rest
+        .strip_prefix("measured on a warm-up run of its first 1,024 points on one thread (later points may run faster or slower), this is about ")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        rest.ends_with(" on one thread; --faults, --sinks or --shard reduce it\n"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let mut quiet = large.to_vec();
+    quiet.push("--quiet");
+    assert_eq!(keel(&quiet), (Some(0), report, String::new()));
+}
