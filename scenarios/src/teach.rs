@@ -246,6 +246,9 @@ pub fn lessons(
     events: &[Event],
     tick: &dyn Tick,
 ) -> Result<Lessons, KeelError> {
+    // Refused before any run, not after the file sinks' sweeps: a stream the transactional
+    // sink cannot take (`ScenarioSpec::run_spec_on`).
+    spec.run_spec(events, SinkKind::Transactional, FaultPlan::none())?;
     lessons_with(spec, events, Knobs::fitted(spec, events)?, tick)
 }
 

@@ -864,3 +864,38 @@ fn a_sweep_prints_its_planned_points_on_stderr_unless_quiet() {
     quiet.push("--quiet");
     assert_eq!(keel(&quiet), (Some(0), report, String::new()));
 }
+
+/// A stream with more checkpoints than the transactional log registers ids is refused
+/// before it runs, naming the interval that fits (the log's assertion panicked mid-run).
+#[test]
+fn the_transactional_sink_refuses_more_checkpoints_than_its_log_has_ids() {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ids-10000.jsonl");
+    let path = path.to_str().unwrap();
+    let generated = keel(&["gen", "--events", "10000", "--seed", "1", "--out", path]);
+    assert_eq!(generated.0, Some(0));
+    let run = |every: &str| {
+        keel(&[
+            "run",
+            "--sink",
+            "transactional",
+            "--events",
+            path,
+            "--checkpoint-every",
+            every,
+        ])
+    };
+    assert_eq!(
+        run("1"),
+        (
+            Some(2),
+            String::new(),
+            "error: the transactional sink registers a transactional id a checkpoint and its log holds at most 10000: 10000 events with a checkpoint every 1 need 10001; use --checkpoint-every 2 or more\n".to_string()
+        )
+    );
+    assert_eq!(run("2").0, Some(0));
+    // `keel teach` sweeps the transactional sink too, and refuses the stream before any run.
+    assert_eq!(
+        keel(&["teach", "--events", path, "--checkpoint-every", "1"]),
+        run("1")
+    );
+}
