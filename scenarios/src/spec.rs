@@ -140,9 +140,13 @@ impl ScenarioSpec {
         sink: SinkKind,
         plan: FaultPlan,
     ) -> Result<RunSpec, KeelError> {
+        let config = self.config(sink)?;
+        if sink.is_transactional() {
+            check_transactional_ids(events.len() as u64, config.checkpoint_every)?;
+        }
         Ok(RunSpec {
             events,
-            config: self.config(sink)?,
+            config,
             plan,
             seed: self.seed,
             restart_delay_ms: self.restart_delay_ms,
@@ -210,4 +214,21 @@ impl ScenarioSpec {
         option("seed", self.seed.to_string());
         parts
     }
+}
+
+/// The transactional sink registers one transactional id a checkpoint (`keel-txn-<index>`,
+/// the event index it follows: 0, K, 2K, ... up to the stream's length; a recovery registers
+/// one of these again), and the log registers at most
+/// [`keel_sim::txlog::TRANSACTIONAL_IDS_MAX`]: a longer stream is refused here, not by the
+/// log's assertion in the middle of a run.
+fn check_transactional_ids(events: u64, checkpoint_every: u64) -> Result<(), KeelError> {
+    let max = keel_sim::txlog::TRANSACTIONAL_IDS_MAX as u64;
+    let ids = events / checkpoint_every.max(1) + 1;
+    if ids <= max {
+        return Ok(());
+    }
+    let every_min = events / max + 1;
+    Err(KeelError::usage(format!(
+        "the transactional sink registers a transactional id a checkpoint and its log holds at most {max}: {events} events with a checkpoint every {checkpoint_every} need {ids}; use --checkpoint-every {every_min} or more"
+    )))
 }

@@ -49,7 +49,7 @@ pub const POWER_LOSS_STATES_MAX_DEFAULT: u64 = POWER_LOSS_ENUMERATION_BOUND;
 pub const SAMPLED_MARK: &str = "*";
 
 /// `n` with a comma every three digits: 62208 -> "62,208".
-fn thousands(n: u64) -> String {
+pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, digit) in digits.chars().enumerate() {

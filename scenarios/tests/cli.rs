@@ -1164,3 +1164,92 @@ fn an_endless_plan_file_is_refused_not_read_whole() {
         "error: /dev/zero: passes 16777216 bytes: not a plan file\n"
     );
 }
+
+/// A sweep says on stderr how many points it plans before it starts, piped or not, and
+/// past eight chunks how long that is at a measured warm-up's rate; `--quiet` says nothing.
+/// Stdout is the report either way.
+#[test]
+fn a_sweep_prints_its_planned_points_on_stderr_unless_quiet() {
+    let small = ["sweep", "--faults", "process-crash", "--sinks", "append"];
+    let (code, report, stderr) = keel(&small);
+    assert_eq!(
+        (code, stderr.as_str()),
+        (
+            Some(0),
+            "sweep: 59 points planned (append process-crash 59)\n"
+        )
+    );
+    let mut quiet = small.to_vec();
+    quiet.push("--quiet");
+    assert_eq!(keel(&quiet), (Some(0), report, String::new()));
+
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("planned-5000.jsonl");
+    let path = path.to_str().unwrap();
+    let generated = keel(&["gen", "--events", "5000", "--seed", "1", "--out", path]);
+    assert_eq!(generated.0, Some(0));
+    let large = [
+        "sweep",
+        "--events",
+        path,
+        "--faults",
+        "process-crash",
+        "--sinks",
+        "append",
+    ];
+    let (code, report, stderr) = keel(&large);
+    assert_eq!(code, Some(0));
+    let estimate = stderr
+        .strip_prefix("sweep: 10,345 points planned (append process-crash 10,345); at about ")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let (rate, rest) = estimate.split_once(" points/s, ").expect("a rate");
+    assert!(
+        rate.chars().all(|c| c.is_ascii_digit() || c == ','),
+        "{rate}"
+    );
+    let rest = rest
+        .strip_prefix("measured on a warm-up run of its first 1,024 points on one thread (later points may run faster or slower), this is about ")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        rest.ends_with(" on one thread; --faults, --sinks or --shard reduce it\n"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let mut quiet = large.to_vec();
+    quiet.push("--quiet");
+    assert_eq!(keel(&quiet), (Some(0), report, String::new()));
+}
+
+/// A stream with more checkpoints than the transactional log registers ids is refused
+/// before it runs, naming the interval that fits (the log's assertion panicked mid-run).
+#[test]
+fn the_transactional_sink_refuses_more_checkpoints_than_its_log_has_ids() {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ids-10000.jsonl");
+    let path = path.to_str().unwrap();
+    let generated = keel(&["gen", "--events", "10000", "--seed", "1", "--out", path]);
+    assert_eq!(generated.0, Some(0));
+    let run = |every: &str| {
+        keel(&[
+            "run",
+            "--sink",
+            "transactional",
+            "--events",
+            path,
+            "--checkpoint-every",
+            every,
+        ])
+    };
+    assert_eq!(
+        run("1"),
+        (
+            Some(2),
+            String::new(),
+            "error: the transactional sink registers a transactional id a checkpoint and its log holds at most 10000: 10000 events with a checkpoint every 1 need 10001; use --checkpoint-every 2 or more\n".to_string()
+        )
+    );
+    assert_eq!(run("2").0, Some(0));
+    // `keel teach` sweeps the transactional sink too, and refuses the stream before any run.
+    assert_eq!(
+        keel(&["teach", "--events", path, "--checkpoint-every", "1"]),
+        run("1")
+    );
+}

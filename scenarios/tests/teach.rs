@@ -711,3 +711,69 @@ fn teach_rejects_an_empty_events_file_and_a_scenario_with_events() {
     // `--format table` is the same as `--format text`.
     assert_eq!(keel(&["teach", "--format", "table"]), keel(&["teach"]));
 }
+
+/// `keel teach <args>` as a process, stderr piped: exit code, stdout, stderr.
+fn keel_piped(args: &[&str]) -> (Option<i32>, String, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_keel"))
+        .args(args)
+        .output()
+        .expect("keel runs");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn teach_takes_the_knobs_every_command_takes() {
+    // The defaults are the chapter's, however given; the scenario by name or by option.
+    let chapter = keel(&["teach"]);
+    assert_eq!(
+        keel(&[
+            "teach",
+            "--window",
+            "10",
+            "--out-of-orderness",
+            "5",
+            "--checkpoint-every",
+            "8",
+            "--scenario",
+            "ch04",
+            "--quiet",
+        ]),
+        chapter
+    );
+    assert_eq!(keel(&["teach", "ch04"]), chapter);
+    // A knob changes the runs taught with: the kill section names the interval.
+    let every_4 = keel(&[
+        "teach",
+        "--checkpoint-every",
+        "4",
+        "--allowed-lateness",
+        "0",
+    ]);
+    assert!(
+        every_4.contains("== 2. kill -9 after 2.6 s (a checkpoint every 4 events) =="),
+        "{every_4}"
+    );
+    assert!(chapter.contains("== 2. kill -9 after 2.6 s (a checkpoint every 8 events) =="));
+    // Options that would change nothing are refused, once, on stderr.
+    for (option, value) in [("--seed", "3"), ("--key", "processing-time")] {
+        let (code, out, err) = keel_piped(&["teach", option, value]);
+        assert_eq!((code, out.as_str()), (Some(2), ""), "{option}");
+        assert!(
+            err.starts_with(&format!("error: {option} has no effect on `keel teach`")),
+            "{err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
+
+#[test]
+fn teach_shows_no_progress_when_stderr_is_not_a_terminal() {
+    let path = events_file("progress.jsonl", &[(1, 2), (3, 4), (12, 5), (25, 1)]);
+    let (code, out, err) = keel_piped(&["teach", "--events", &path]);
+    assert_eq!((code, err.as_str()), (Some(0), ""));
+    assert_eq!(out, keel(&["teach", "--events", &path]));
+}

@@ -43,9 +43,40 @@ impl Progress {
         Progress::with_style(len, quiet, style)
     }
 
+    /// The bar of `keel teach`: the crash points of its sweeps, each sweep's added to its
+    /// length once the sweep knows them ([`Progress::grow`]), so it starts empty.
+    pub(crate) fn teaching(quiet: bool) -> Progress {
+        let style = ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} crash points of the sweeps planned so far, {rate}",
+        )
+        .expect("a valid template")
+        .with_key(
+            "rate",
+            |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.0} points/s", state.per_sec());
+            },
+        );
+        Progress::shown(0, !quiet && std::io::stderr().is_terminal(), style)
+    }
+
+    /// `items` more items to run.
+    pub(crate) fn grow(&self, items: u64) {
+        if let Some(bar) = &self.bar {
+            bar.inc_length(items);
+        }
+    }
+
     /// A bar of `len` items drawn in `style`, if it is to be seen.
     fn with_style(len: u64, quiet: bool, style: ProgressStyle) -> Progress {
-        let visible = !quiet && std::io::stderr().is_terminal() && len > 1;
+        Progress::shown(
+            len,
+            !quiet && std::io::stderr().is_terminal() && len > 1,
+            style,
+        )
+    }
+
+    /// A bar of `len` items drawn in `style`, drawn only if `visible`.
+    fn shown(len: u64, visible: bool, style: ProgressStyle) -> Progress {
         let bar = visible.then(|| {
             let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
             bar.set_style(style.progress_chars("=> "));

@@ -13,9 +13,9 @@ use crate::error::KeelError;
 use crate::parallel::Threads;
 use crate::property::Expectation;
 use crate::sweep::{
-    first_faults_len, sharing_chunks, CountsFile, PairCounts, PointRecord, PowerLossPoints,
-    SweepPoints, SweepSetup, SweepSpec, ViewExpectations, POWER_LOSS_STATES_MAX_DEFAULT,
-    REORDER_WINDOW_CHUNKS_PER_JOB,
+    first_faults_len, sharing_chunks, thousands, CountsFile, PairCounts, PointRecord,
+    PowerLossPoints, SweepPoints, SweepSetup, SweepSpec, ViewExpectations,
+    POWER_LOSS_STATES_MAX_DEFAULT, REORDER_WINDOW_CHUNKS_PER_JOB, SHARING_CHUNK_POINTS,
 };
 use crate::tally::SweepTally;
 use clap::Args;
@@ -213,6 +213,15 @@ pub(crate) fn cmd_sweep(
         range.start as u64..range.end as u64
     });
     let chunks = sharing_chunks(range.clone());
+    if !args.job.quiet {
+        // A status line, not part of the report: stdout stays the report alone.
+        eprintln!(
+            "{}",
+            planned_line(args, &sweep, &points, &range, || {
+                setup.run_chunk(&points, chunks[0].clone());
+            })
+        );
+    }
     let progress = Progress::new((range.end - range.start) as usize, args.job.quiet);
     // On several threads each runs against a copy of its own where that pays
     // (`SweepSetup::replica`), else all share `setup`; one thread runs against `setup`.
@@ -277,6 +286,86 @@ pub(crate) fn cmd_sweep(
         (Err(error), None) => Err(error),
         (Ok(()), Some(lines)) => lines.finish(),
         (Ok(()), None) => write_out(args.job.out.as_deref(), render(tally, args.format)),
+    }
+}
+
+/// The points past which the line [`planned_line`] prints before a sweep also estimates how
+/// long it runs: eight chunks, so that the warm-up it times (the first chunk, run once more
+/// and thrown away) costs at most an eighth of the sweep.
+const ESTIMATE_POINTS_MIN: u64 = 8 * SHARING_CHUNK_POINTS;
+
+/// The line printed on stderr before a sweep starts (not with `--quiet`): how many points
+/// it plans, per sink and row, and for a sweep of more than [`ESTIMATE_POINTS_MIN`] points
+/// how long that is at the rate of a warm-up (`warm_up`: its first chunk, timed on the wall
+/// clock, which only this command layer reads here), with the options that reduce it. A
+/// billion-point sweep said so only on a terminal's progress bar.
+fn planned_line(
+    args: &SweepArgs,
+    sweep: &SweepSpec,
+    points: &SweepPoints,
+    range: &Range<u64>,
+    warm_up: impl FnOnce(),
+) -> String {
+    let rows: Vec<String> = points
+        .row_lens()
+        .iter()
+        .map(|(sink, row, len)| format!("{sink} {row} {}", thousands(*len)))
+        .collect();
+    let mut line = format!(
+        "sweep: {} points planned ({})",
+        thousands(points.len()),
+        rows.join(", ")
+    );
+    let to_run = range.end - range.start;
+    if let Some(shard) = args.job.shard {
+        line.push_str(&format!(
+            "; shard {}/{} runs {} of them",
+            shard.index,
+            shard.count,
+            thousands(to_run)
+        ));
+    }
+    if to_run <= ESTIMATE_POINTS_MIN {
+        return line;
+    }
+    let started = std::time::Instant::now();
+    warm_up();
+    let warm_up_s = started.elapsed().as_secs_f64();
+    let warmed = SHARING_CHUNK_POINTS.min(to_run);
+    if warm_up_s <= 0.0 {
+        return line;
+    }
+    let rate_per_s = warmed as f64 / warm_up_s;
+    let mut reduce = vec!["--faults", "--sinks"];
+    if sweep.faults.contains(&FaultKind::PowerLoss) {
+        reduce.extend(["--power-loss-states-max", "--power-loss-points classes"]);
+    }
+    if sweep.depth > 1 {
+        reduce.push("--depth 1");
+    }
+    reduce.push("--shard");
+    let (last, init) = reduce.split_last().expect("options");
+    line.push_str(&format!(
+        "; at about {} points/s, measured on a warm-up run of its first {} points on one thread (later points may run faster or slower), this is about {} on one thread; {} or {last} reduce it",
+        thousands(rate_per_s.round() as u64),
+        thousands(warmed),
+        duration_text(to_run as f64 / rate_per_s),
+        init.join(", "),
+    ));
+    line
+}
+
+/// Seconds as a person reads them: "40 s", "12 min", "28 h", "9 days".
+fn duration_text(seconds: f64) -> String {
+    let rounded = |x: f64| thousands(x.round().max(1.0) as u64);
+    if seconds < 120.0 {
+        format!("{} s", rounded(seconds))
+    } else if seconds < 2.0 * 3600.0 {
+        format!("{} min", rounded(seconds / 60.0))
+    } else if seconds < 3.0 * 86_400.0 {
+        format!("{} h", rounded(seconds / 3600.0))
+    } else {
+        format!("{} days", rounded(seconds / 86_400.0))
     }
 }
 

@@ -533,6 +533,28 @@ impl SweepPoints {
         self.len() == 0
     }
 
+    /// The points of each row, per sink in report order: (sink, row, points), a row being
+    /// a fault kind, or "first+second" at depth 2.
+    pub fn row_lens(&self) -> Vec<(SinkKind, String, u64)> {
+        let mut rows: Vec<(SinkKind, String, u64)> = Vec::new();
+        for group in &self.groups {
+            let (sink, row) = match group {
+                Group::Singles { sink, kind, .. } => (*sink, kind.to_string()),
+                Group::Pairs {
+                    sink,
+                    first_kind,
+                    second,
+                    ..
+                } => (*sink, format!("{first_kind}+{second}")),
+            };
+            match rows.last_mut() {
+                Some((s, r, len)) if *s == sink && *r == row => *len += group.len(),
+                _ => rows.push((sink, row, group.len())),
+            }
+        }
+        rows
+    }
+
     /// Every point, in order (for sweeps small enough to list, as `keel teach` runs).
     pub fn all(
         &self,
