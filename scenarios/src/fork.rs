@@ -542,8 +542,12 @@ impl Forks {
             Driven::Stopped(paused) => {
                 let rest = match (&joined, &converged_ahead) {
                     (Some(class), _) => self.shared(class),
-                    // Not remembered as a class: the fault-free run stands for it here.
-                    (None, Some(boundary)) => self.rest_from(&boundary.paused, &boundary.facts),
+                    (None, Some(boundary)) => {
+                        if let (Some(candidate), Some(shared)) = (candidate, shared) {
+                            self.remember_ahead(candidate, &paused, boundary, shared);
+                        }
+                        self.rest_from(&boundary.paused, &boundary.facts)
+                    }
                     (None, None) => {
                         if let (Some(candidate), Some(shared)) = (candidate, shared) {
                             self.remember(candidate, &paused, shared);
@@ -633,6 +637,44 @@ impl Forks {
             reads_then,
             After::Converged {
                 snapshot: at,
+                stats_then: paused.engine.stats().clone(),
+                served_then: paused.world.served(SINK_WRITE_OP),
+            },
+        );
+        if let Some(class) = class {
+            shared.remember(class);
+        }
+    }
+
+    /// Remembers the future of a run from its first boundary with its plan spent
+    /// (`candidate`), now that it converged at `paused`, the fault-free run's `boundary`
+    /// just after its fault (`fork/ahead.rs`): every kill between two checkpoints recovers
+    /// to the same boundary, and the first of them replays to its own fault's boundary
+    /// only once for all.
+    fn remember_ahead(
+        &self,
+        candidate: Candidate,
+        paused: &Paused,
+        boundary: &Rc<AheadBoundary>,
+        shared: &SharedFutures,
+    ) {
+        if candidate.index() == paused.index {
+            // It converged there: the fault-free run stands for it already.
+            return;
+        }
+        let sink_then = self.sink_file_at(paused);
+        let reads_then = paused
+            .world
+            .env()
+            .disk
+            .reads_of(self.spec.config.sink.file_name());
+        let class = Class::new(
+            candidate,
+            self.spec.config.sink,
+            &sink_then,
+            reads_then,
+            After::ConvergedAhead {
+                boundary: Rc::clone(boundary),
                 stats_then: paused.engine.stats().clone(),
                 served_then: paused.world.served(SINK_WRITE_OP),
             },

@@ -22,7 +22,7 @@ pub const AHEAD_BOUNDARIES_MAX: u64 = 8;
 
 /// The fault-free run at one event boundary, with what converging there needs.
 #[derive(Debug)]
-pub(super) struct AheadBoundary {
+pub struct AheadBoundary {
     pub(super) paused: Paused,
     pub(super) facts: Facts,
 }

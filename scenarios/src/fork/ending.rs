@@ -73,6 +73,21 @@ impl Forks {
                     final_state: fault_free.final_state,
                 }
             }
+            After::ConvergedAhead {
+                boundary,
+                stats_then,
+                served_then,
+            } => {
+                let fault_free = self.rest_from(&boundary.paused, &boundary.facts);
+                Rest {
+                    appended: vec![Piece::Own(&class.appended), fault_free.appended[0]],
+                    stats_at: state.stats(),
+                    stats_end: taken_on(stats_then, fault_free.stats_at, &fault_free.stats_end),
+                    served_after: *served_then - state.served() + fault_free.served_after,
+                    stray_files: fault_free.stray_files,
+                    final_state: fault_free.final_state,
+                }
+            }
             After::Finished {
                 stats_end,
                 served_end,

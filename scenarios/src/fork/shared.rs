@@ -40,7 +40,7 @@
 //! The table is bounded ([`SHARED_FUTURES_MAX`]): forgetting a class costs time, never a
 //! different observation.
 
-use super::ahead::Ahead;
+use super::ahead::{Ahead, AheadBoundary};
 use super::cursor::FirstFaults;
 use super::described::DescribedFile;
 use super::restart::{RestartCandidate, RestartClass};
@@ -189,6 +189,13 @@ pub enum After {
     /// the snapshots), its last incarnation's stats and the sink writes served then.
     Converged {
         snapshot: usize,
+        stats_then: IncarnationStats,
+        served_then: Served,
+    },
+    /// It converged on the fault-free run at a boundary just after its fault
+    /// (`fork/ahead.rs`), its last incarnation's stats and the sink writes served then.
+    ConvergedAhead {
+        boundary: Rc<AheadBoundary>,
         stats_then: IncarnationStats,
         served_then: Served,
     },

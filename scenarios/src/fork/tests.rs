@@ -125,12 +125,14 @@ fn a_point_that_shares_an_earlier_points_future_observes_what_the_naive_run_obse
     // How many share depends on `shared::SHARED_FUTURES_MAX` (a forgotten class is run again);
     // what each point observes does not. Most single-fault points converge on the
     // fault-free run just after their fault (`fork/ahead.rs`) before any class could stand
-    // for them at a boundary: the few that share there are what is left. A restart shares
+    // for them at a boundary. A restart shares
     // only with one in the same world, sink file and clock included (`fork/restart.rs`):
     // 799 of 1,530 shared at a restart when the append sink's file was left out and the
     // idempotent sink's could run ahead of the class's along the known lines, on claims
     // about the engine's recovery that a buggy engine breaks (the tail repair cut one byte
-    // short: `scripts/mutants-switchable.sh`).
+    // short: `scripts/mutants-switchable.sh`). A point that recovers to a boundary where an
+    // earlier point's run converged just after its fault (`fork/ahead.rs`) shares that
+    // future (94 of 1,530 shared at a boundary when such a run was not remembered).
     use CheckpointProtocol::{NoFsyncRename, NoTailRepair, Safe};
     let figures = [
         shared_equals_naive(SinkKind::Append, StateBackend::Full, Safe),
@@ -148,13 +150,13 @@ fn a_point_that_shares_an_earlier_points_future_observes_what_the_naive_run_obse
     assert_eq!(
         figures,
         [
-            (1530, 94, 402),
-            (1530, 40, 402),
-            (1752, 93, 509),
-            (1752, 48, 509),
-            (1482, 219, 233),
-            (1530, 145, 402),
-            (1530, 94, 402),
+            (1530, 586, 402),
+            (1530, 603, 402),
+            (1752, 646, 509),
+            (1752, 657, 509),
+            (1482, 677, 233),
+            (1530, 594, 402),
+            (1530, 586, 402),
         ]
     );
 }
@@ -291,14 +293,15 @@ fn power_loss_restarts_share_in_the_same_world_and_from_their_siblings() {
     // where the open's predicted cut was taken for what the engine would do, and a sibling
     // took the run of an earlier one in its class of crash states (the engine's claim:
     // `keel_engine::sink::crash_readers`). Without tail repair the figures hardly moved
-    // (798 and 246 then). A state past its step's count wraps and runs as its own point,
-    // not as a sibling.
+    // (798 and 246 then). At a boundary 129, 823 and 185 shared before a run that converged
+    // just after its fault was remembered there. A state past its step's count wraps and
+    // runs as its own point, not as a sibling.
     assert_eq!(
         figures,
         [
-            (2040, 129, 565, 71),
-            (2040, 823, 565, 71),
-            (2040, 185, 565, 71),
+            (2040, 1302, 565, 71),
+            (2040, 1323, 565, 71),
+            (2040, 1263, 565, 71),
         ]
     );
 }
