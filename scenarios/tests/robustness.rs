@@ -643,10 +643,17 @@ fn ctrl_c_during_a_streamed_sweep_shard_leaves_lines_merge_refuses() {
     let output = ctrl_c(child);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(130), "{stderr}");
+    // The plan's line first (the points planned and the estimate), then the error.
+    let stderr_lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(stderr_lines.len(), 2, "{stderr}");
     assert!(
-        stderr.starts_with("error: interrupted (Ctrl-C) after ")
-            && stderr.ends_with(
-                " (the shard's lines printed so far are not all of them: keel merge refuses them)\n"
+        stderr_lines[0].starts_with("sweep: 361,470 points planned ("),
+        "{stderr}"
+    );
+    assert!(
+        stderr_lines[1].starts_with("error: interrupted (Ctrl-C) after ")
+            && stderr_lines[1].ends_with(
+                " (the shard's lines printed so far are not all of them: keel merge refuses them)"
             ),
         "{stderr}"
     );
