@@ -68,7 +68,7 @@ use keel_engine::{
 use keel_sim::{Contents, CrashCounts, Disk, FaultPlan, Fingerprint, Served};
 use restart::{RestartCandidate, RestartClass};
 pub use shared::SharedFutures;
-use shared::{After, Candidate, Class};
+use shared::{After, Candidate, Class, ConvergedOn};
 use std::cell::OnceCell;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -544,13 +544,16 @@ impl Forks {
                     (Some(class), _) => self.shared(class),
                     (None, Some(boundary)) => {
                         if let (Some(candidate), Some(shared)) = (candidate, shared) {
-                            self.remember_ahead(candidate, &paused, boundary, shared);
+                            let on = ConvergedOn::Ahead(Rc::clone(boundary));
+                            self.remember_converged(candidate, &paused, on, shared);
                         }
                         self.rest_from(&boundary.paused, &boundary.facts)
                     }
                     (None, None) => {
                         if let (Some(candidate), Some(shared)) = (candidate, shared) {
-                            self.remember(candidate, &paused, shared);
+                            let at = (paused.index / self.every_events) as usize;
+                            let on = ConvergedOn::Snapshot(at);
+                            self.remember_converged(candidate, &paused, on, shared);
                         }
                         self.converged(&paused)
                     }
@@ -617,64 +620,26 @@ impl Forks {
     }
 
     /// Remembers the future of a run from its first boundary with its plan spent
-    /// (`candidate`), now that it converged at `paused` (a snapshot).
-    fn remember(&self, candidate: Candidate, paused: &Paused, shared: &SharedFutures) {
-        if candidate.index() == paused.index {
-            // It converged there: the fault-free run's snapshot already stands for it.
-            return;
-        }
-        let at = (paused.index / self.every_events) as usize;
-        let sink_then = self.sink_file_at(paused);
-        let reads_then = paused
-            .world
-            .env()
-            .disk
-            .reads_of(self.spec.config.sink.file_name());
-        let class = Class::new(
-            candidate,
-            self.spec.config.sink,
-            &sink_then,
-            reads_then,
-            After::Converged {
-                snapshot: at,
-                stats_then: paused.engine.stats().clone(),
-                served_then: paused.world.served(SINK_WRITE_OP),
-            },
-        );
-        if let Some(class) = class {
-            shared.remember(class);
-        }
-    }
-
-    /// Remembers the future of a run from its first boundary with its plan spent
-    /// (`candidate`), now that it converged at `paused`, the fault-free run's `boundary`
-    /// just after its fault (`fork/ahead.rs`): every kill between two checkpoints recovers
-    /// to the same boundary, and the first of them replays to its own fault's boundary
-    /// only once for all.
-    fn remember_ahead(
+    /// (`candidate`), now that it converged at `paused` on the fault-free run `on`.
+    fn remember_converged(
         &self,
         candidate: Candidate,
         paused: &Paused,
-        boundary: &Rc<AheadBoundary>,
+        on: ConvergedOn,
         shared: &SharedFutures,
     ) {
         if candidate.index() == paused.index {
-            // It converged there: the fault-free run stands for it already.
+            // It converged there: the fault-free run already stands for it.
             return;
         }
-        let sink_then = self.sink_file_at(paused);
-        let reads_then = paused
-            .world
-            .env()
-            .disk
-            .reads_of(self.spec.config.sink.file_name());
+        let sink = self.spec.config.sink;
         let class = Class::new(
             candidate,
-            self.spec.config.sink,
-            &sink_then,
-            reads_then,
-            After::ConvergedAhead {
-                boundary: Rc::clone(boundary),
+            sink,
+            &self.sink_file_at(paused),
+            paused.world.env().disk.reads_of(sink.file_name()),
+            After::Converged {
+                on,
                 stats_then: paused.engine.stats().clone(),
                 served_then: paused.world.served(SINK_WRITE_OP),
             },

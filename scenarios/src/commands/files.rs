@@ -104,34 +104,38 @@ const PLAN_LEN_MAX_BYTES: u64 = 16 * 1024 * 1024;
 /// a user may have (`echo '<plan>' | keel replay --plan -`).
 pub(crate) fn read_plan_text(path: &str) -> Result<String, KeelError> {
     static STDIN: std::sync::OnceLock<Result<String, String>> = std::sync::OnceLock::new();
-    if path != "-" {
-        use std::io::Read as _;
-        let mut text = String::new();
-        std::fs::File::open(path)
-            .and_then(|file| file.take(PLAN_LEN_MAX_BYTES + 1).read_to_string(&mut text))
-            .map_err(|e| KeelError::usage(format!("cannot read plan file {path}: {e}")))?;
-        if text.len() as u64 > PLAN_LEN_MAX_BYTES {
-            return Err(KeelError::usage(format!(
-                "{path}: passes {PLAN_LEN_MAX_BYTES} bytes: not a plan file"
-            )));
-        }
-        return Ok(text);
+    if path == "-" {
+        let read = STDIN.get_or_init(|| {
+            let what = "the plan on stdin (--plan -)";
+            read_plan_bounded(std::io::stdin(), what, what)
+        });
+        return read.clone().map_err(KeelError::usage);
     }
-    let read = STDIN.get_or_init(|| {
-        use std::io::Read as _;
-        let mut text = String::new();
-        std::io::stdin()
-            .take(PLAN_LEN_MAX_BYTES + 1)
-            .read_to_string(&mut text)
-            .map_err(|e| format!("cannot read the plan from stdin (--plan -): {e}"))?;
-        if text.len() as u64 > PLAN_LEN_MAX_BYTES {
-            return Err(format!(
-                "the plan on stdin (--plan -) passes {PLAN_LEN_MAX_BYTES} bytes: not a plan"
-            ));
-        }
-        Ok(text)
-    });
-    read.clone().map_err(KeelError::usage)
+    std::fs::File::open(path)
+        .map_err(|e| format!("cannot read plan file {path}: {e}"))
+        .and_then(|file| read_plan_bounded(file, &format!("plan file {path}"), path))
+        .map_err(KeelError::usage)
+}
+
+/// At most [`PLAN_LEN_MAX_BYTES`] of `reader`, as text; `what` names it where it cannot be
+/// read, `named` where it is too long.
+fn read_plan_bounded(
+    reader: impl std::io::Read,
+    what: &str,
+    named: &str,
+) -> Result<String, String> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    reader
+        .take(PLAN_LEN_MAX_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read {what}: {e}"))?;
+    if text.len() as u64 > PLAN_LEN_MAX_BYTES {
+        return Err(format!(
+            "{named}: passes {PLAN_LEN_MAX_BYTES} bytes: not a plan file"
+        ));
+    }
+    Ok(text)
 }
 
 /// A plan file, checked: JSON of the right shape, at most one fault per step.

@@ -4,7 +4,7 @@
 
 use super::described::DescribedFile;
 use super::restart::KeptPiece;
-use super::shared::{After, Class};
+use super::shared::{After, Class, ConvergedOn};
 use super::{Facts, Forks};
 use crate::observation::{
     FinalState, Observation, Piece, RestartSteps, SinkOutage, SinkWriteCounts,
@@ -58,30 +58,20 @@ impl Forks {
         let state = &class.state;
         match &class.after {
             After::Converged {
-                snapshot,
+                on,
                 stats_then,
                 served_then,
             } => {
-                let fault_free = self.rest_after(*snapshot);
+                let fault_free = match on {
+                    ConvergedOn::Snapshot(at) => self.rest_after(*at),
+                    ConvergedOn::Ahead(boundary) => {
+                        self.rest_from(&boundary.paused, &boundary.facts)
+                    }
+                };
                 Rest {
                     appended: vec![Piece::Own(&class.appended), fault_free.appended[0]],
                     stats_at: state.stats(),
                     // The class's run's last incarnation at its end, as `converged` made it.
-                    stats_end: taken_on(stats_then, fault_free.stats_at, &fault_free.stats_end),
-                    served_after: *served_then - state.served() + fault_free.served_after,
-                    stray_files: fault_free.stray_files,
-                    final_state: fault_free.final_state,
-                }
-            }
-            After::ConvergedAhead {
-                boundary,
-                stats_then,
-                served_then,
-            } => {
-                let fault_free = self.rest_from(&boundary.paused, &boundary.facts);
-                Rest {
-                    appended: vec![Piece::Own(&class.appended), fault_free.appended[0]],
-                    stats_at: state.stats(),
                     stats_end: taken_on(stats_then, fault_free.stats_at, &fault_free.stats_end),
                     served_after: *served_then - state.served() + fault_free.served_after,
                     stray_files: fault_free.stray_files,

@@ -227,12 +227,12 @@ impl Forks {
     }
 
     /// Whether the point restarting as `state` may take on `class`'s future: the same world
-    /// (its disk and log compared by [`SharedFutures::at_restart`]), with the clock and the
-    /// sink's outage equal too, whatever the key scheme (a recovery may read the clock).
+    /// (its whole disk, the sink file's bytes included, and its log compared by
+    /// [`SharedFutures::at_restart`]), with the clock and the sink's outage equal too,
+    /// whatever the key scheme (a recovery may read the clock).
     pub(super) fn joins_restart(&self, state: &RestartCandidate, class: &RestartClass) -> bool {
         state.clock == class.state.clock
             && state.sink_down_until_ms == class.state.sink_down_until_ms
-            && state.sink_bytes == class.state.sink_bytes
     }
 
     /// `pieces`, kept, with the longest run of them at their end that is the known file's

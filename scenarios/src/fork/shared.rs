@@ -185,17 +185,10 @@ pub struct Class {
 /// How the run of a class went on after its boundary.
 #[derive(Debug)]
 pub enum After {
-    /// It converged on the fault-free run at the snapshot `snapshot` (its position among
-    /// the snapshots), its last incarnation's stats and the sink writes served then.
+    /// It converged on the fault-free run `on`, its last incarnation's stats and the sink
+    /// writes served then.
     Converged {
-        snapshot: usize,
-        stats_then: IncarnationStats,
-        served_then: Served,
-    },
-    /// It converged on the fault-free run at a boundary just after its fault
-    /// (`fork/ahead.rs`), its last incarnation's stats and the sink writes served then.
-    ConvergedAhead {
-        boundary: Rc<AheadBoundary>,
+        on: ConvergedOn,
         stats_then: IncarnationStats,
         served_then: Served,
     },
@@ -206,6 +199,17 @@ pub enum After {
         stray_files: Arc<[String]>,
         final_state: FinalState,
     },
+}
+
+/// Where a class's run converged on the fault-free run.
+#[derive(Debug)]
+pub enum ConvergedOn {
+    /// At the snapshot of this position among the snapshots.
+    Snapshot(usize),
+    /// At a boundary just after its fault (`fork/ahead.rs`): every kill between two
+    /// checkpoints recovers to the same boundary, and only the first replays to its own
+    /// fault's boundary.
+    Ahead(Rc<AheadBoundary>),
 }
 
 impl Class {
