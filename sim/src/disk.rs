@@ -92,7 +92,7 @@ use inode::{DataOp, Inode, Written};
 
 pub use contents::{Contents, CHUNK_BYTES};
 
-pub use fs_model::{FsModel, STALE_BYTE};
+pub use fs_model::{FsModel, BTRFS_INLINE_MAX_BYTES, STALE_BYTE};
 pub use power_loss::{
     ClassOutcome, CrashReaders, DirOutcome, DurableIdentity, FileOutcome, PieceFate, PieceOutcome,
     PowerLossClasses, PowerLossOutcome, PowerLossStates, SizeFate, POWER_LOSS_ENUMERATION_BOUND,
@@ -586,8 +586,17 @@ impl Disk {
         if self.model.fsync_commits_journal() && (had_data || !own_ops.is_empty()) {
             self.commit_dir();
         } else if self.model.fsync_logs_names() {
+            // An fsync with nothing of its own to write logs nothing (btrfs returns early).
+            let logs = had_data || !own_ops.is_empty();
             for index in own_ops {
                 self.pending_dir_logged[index] = true;
+            }
+            if self.model.fsync_logs_unlinks() && logs {
+                for (op, logged) in self.pending_dir.iter().zip(&mut self.pending_dir_logged) {
+                    if matches!(op, DirOp::Unlink { .. }) {
+                        *logged = true;
+                    }
+                }
             }
         }
         Ok(())
@@ -598,18 +607,26 @@ impl Disk {
     /// wrote do not, yet the process goes on reading them (clean pages the kernel keeps)
     /// until a page eviction or a power loss; a later fsync succeeds without writing them
     /// (PostgreSQL's "fsyncgate": retrying the fsync does not bring the data back). As btrfs
-    /// does: the file system turns read-only ([`Disk::is_read_only`]) and the file's changes
-    /// stay pending, readable, until a power loss or [`Disk::remount`] drops them. The name
-    /// is untouched.
+    /// does with a file within its inline limit: the file system turns read-only
+    /// ([`Disk::is_read_only`]) and the file's changes stay pending, readable, until a power
+    /// loss or [`Disk::remount`] drops them; with a larger file, as ext4 with the written
+    /// bytes' pages dropped at once (the process reads the disk's bytes). The name is
+    /// untouched.
     pub fn fsync_fail(&mut self, name: &str) -> Result<(), DiskError> {
         let size_may_stay = self.model.failed_fsync_size_may_stay();
-        self.inode(name)?;
-        if self.model.read_only_on_fsync_error() {
+        let len_bytes = self.inode(name)?.current.len() as u64;
+        if self.model.read_only_on_fsync_error(len_bytes) {
             // The file's pages stay dirty (readable, never evicted, never written).
             self.read_only = true;
         } else {
             self.unpersisted_ever = UnpersistedEver(true);
-            self.inode_mut(name)?.sync_failed(size_may_stay);
+            let drops_pages = self.model.fsync_error_drops_pages(len_bytes);
+            let inode = self.inode_mut(name)?;
+            inode.sync_failed(size_may_stay);
+            if drops_pages {
+                // btrfs over the inline limit: the failed extents and their pages are gone.
+                inode.evict();
+            }
         }
         Ok(())
     }

@@ -8,7 +8,8 @@
 //!
 //! | rule | `posix` | `ext4` | `xfs` | `btrfs` |
 //! | --- | --- | --- | --- | --- |
-//! | a failed fsync ([`Disk::fsync_fail`](super::Disk::fsync_fail)) | bytes kept in clean pages | kept in clean pages | kept in clean pages | the file system turns read-only (EROFS) until mounted again; nothing pending survives |
+//! | a failed fsync ([`Disk::fsync_fail`](super::Disk::fsync_fail)) | bytes kept in clean pages | kept in clean pages | kept in clean pages | a file over the inline limit (2 KiB): the written bytes read at once as the disk holds them (zeros past the old end), new size kept, writable; an inline file: the file system turns read-only (EROFS) until mounted again, nothing pending survives |
+//! | fsync(file) makes the unlinks issued before it durable | with the journal | with the journal | with the journal | yes (logged) |
 //! | fsync(file) commits the namespace journal | no (any prefix) | yes | yes | no |
 //! | fsync(file) logs that file's own names out of order | yes (besides every prefix) | no | no | yes |
 //! | a kept new size with its data lost reads as | zeros | zeros | zeros or stale bytes | zeros |
@@ -38,8 +39,27 @@
 //!   sizes at a power loss: the size before the fsync, and the new size with the disk's
 //!   bytes (zeros) in it, which ext4 keeps and which stands for xfs's size moved by a block
 //!   that was written. posix has both, as xfs.
-//! - **Read-only after a failed fsync** (btrfs, with its defaults: copy-on-write, every data
-//!   chunk failing writes, `keel fidelity disk-error --fs btrfs`): the fsync returns EIO, the
+//! - **The inline limit** (btrfs, [`BTRFS_INLINE_MAX_BYTES`]): btrfs keeps a file's data
+//!   inline, in its metadata, while the whole file fits in 2 KiB (the `max_inline` mount
+//!   option's default, at most a sector); a larger file's data goes to data extents, which a
+//!   data-write error fails. The profile decides by the file's size at the fsync.
+//! - **A failed data write of a file over the inline limit** (btrfs; measured 2026-12-07 in
+//!   `keel fidelity disk-error --fs btrfs`, the `error` target failing the data writes of one
+//!   fsync and passing flushes): the fsync returns EIO, btrfs drops the failed extents and
+//!   their pages at once, so the process reads the written range as the disk holds it (the
+//!   old bytes, zeros past the old end) right away, at the new size; the file system stays
+//!   writable and a second fsync returns 0; a power cut leaves the file at the new size with
+//!   those bytes. The model: ext4's failed fsync (new size kept, written bytes unpersisted)
+//!   followed at once by an eviction of that file's pages. (With dm-flakey, which also fails
+//!   the device's cache flushes, the same file got a second EIO and a read-only file system:
+//!   that is btrfs's reaction to a failed flush, below, not to the data write.)
+//! - **Unlinks before an fsync** (btrfs, measured 2026-12-07): an unlink followed by a
+//!   successful fsync of another file survives a power cut, also when a later fsync fails
+//!   and the file system turns read-only (that fsync's transaction commit or log made it
+//!   durable): the profile logs every pending unlink at a successful fsync, as it logs the
+//!   file's own names. posix does too (its plain prefixes still undo them).
+//! - **Read-only after a failed fsync** (btrfs, an inline file, with its defaults: copy-on-write, every data
+//!   chunk failing writes and the device's flushes, dm-flakey, `keel fidelity disk-error --fs btrfs --cause write-and-flush`): the fsync returns EIO, the
 //!   transaction aborts and the file system turns read-only. The process goes on reading the
 //!   new bytes (also after `drop_caches`: the pages are dirty, never written, never
 //!   dropped); every change fails with EROFS (the second fsync too); a power cut leaves the
@@ -76,6 +96,11 @@ use std::str::FromStr;
 
 /// What a kept new size reads as where its data was lost, on a profile with stale data.
 pub const STALE_BYTE: u8 = 0xA5;
+
+/// btrfs keeps a file's data inline in its metadata while the whole file is at most this
+/// many bytes (`max_inline`'s default, 2 KiB): a failed fsync of such a file failed a
+/// metadata write; of a larger one, a data write (see the module header).
+pub const BTRFS_INLINE_MAX_BYTES: u64 = 2048;
 
 /// A file-system profile of the crash model.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -127,9 +152,22 @@ impl FsModel {
         matches!(self, FsModel::Xfs)
     }
 
-    /// A failed fsync aborts the file system's transaction: read-only until mounted again.
-    pub fn read_only_on_fsync_error(&self) -> bool {
-        *self == FsModel::Btrfs
+    /// A failed fsync of a file of `len_bytes` aborts the file system's transaction:
+    /// read-only until mounted again (btrfs, a file within the inline limit).
+    pub fn read_only_on_fsync_error(&self, len_bytes: u64) -> bool {
+        *self == FsModel::Btrfs && len_bytes <= BTRFS_INLINE_MAX_BYTES
+    }
+
+    /// A failed fsync of a file of `len_bytes` drops the pages it failed to write at once:
+    /// the process reads what the disk holds there (btrfs, a file over the inline limit).
+    pub fn fsync_error_drops_pages(&self, len_bytes: u64) -> bool {
+        *self == FsModel::Btrfs && len_bytes > BTRFS_INLINE_MAX_BYTES
+    }
+
+    /// A successful fsync makes every unlink issued before it durable (btrfs, and posix,
+    /// which has btrfs's states).
+    pub fn fsync_logs_unlinks(&self) -> bool {
+        matches!(self, FsModel::Posix | FsModel::Btrfs)
     }
 
     /// The size a failed fsync's writes gave a file may not reach the disk: a power loss may
@@ -440,6 +478,116 @@ mod tests {
         );
     }
 
+    /// `old` durable (`old_bytes` bytes), `new_bytes` more appended, then a failed fsync.
+    fn failed_fsync_of(model: FsModel, old_bytes: usize, new_bytes: usize) -> Disk {
+        let mut disk = Disk::with_model(512, model);
+        disk.create("f").unwrap();
+        disk.append("f", &vec![b'o'; old_bytes]).unwrap();
+        disk.fsync("f").unwrap();
+        disk.fsync_dir().unwrap();
+        disk.append("f", &vec![b'n'; new_bytes]).unwrap();
+        disk.inject_error();
+        assert!(matches!(disk.fsync("f"), Err(DiskError::Io { .. })));
+        disk
+    }
+
+    #[test]
+    fn btrfs_over_the_inline_limit_reads_the_disk_at_once_and_stays_writable() {
+        // 3,000 bytes durable, 100 appended: the file is over 2 KiB at the fsync.
+        let mut disk = failed_fsync_of(FsModel::Btrfs, 3000, 100);
+        assert!(!disk.is_read_only());
+        let mut on_disk = vec![b'o'; 3000];
+        on_disk.extend([0; 100]);
+        // The written bytes read as the disk holds them right away (zeros past the old
+        // end), at the new size; nothing is left for an eviction to drop.
+        assert_eq!(disk.read("f").unwrap(), on_disk);
+        assert_eq!(disk.unpersisted_bytes(), 0);
+        assert_eq!(disk.fsync("f"), Ok(()));
+        assert!(disk.evict_clean_pages().is_empty());
+        assert_eq!(disk.read("f").unwrap(), on_disk);
+        // The one crash state: the new size with the disk's bytes.
+        let states = states(&disk);
+        assert_eq!(states, [vec![("f".to_string(), on_disk.clone())]]);
+        // Writable: a write after it is an ordinary pending write.
+        disk.append("f", b"x").unwrap();
+        disk.fsync("f").unwrap();
+        assert_eq!(disk.len_bytes("f").unwrap(), 3101);
+    }
+
+    #[test]
+    fn the_inline_limit_is_the_file_size_at_the_fsync() {
+        let limit = BTRFS_INLINE_MAX_BYTES as usize;
+        // At the limit: inline, read-only; one byte over: writable, zeros read at once.
+        let inline = failed_fsync_of(FsModel::Btrfs, limit - 10, 10);
+        assert!(inline.is_read_only());
+        assert_eq!(inline.read("f").unwrap()[limit - 10..], [b'n'; 10]);
+        let over = failed_fsync_of(FsModel::Btrfs, limit - 10, 11);
+        assert!(!over.is_read_only());
+        assert_eq!(over.read("f").unwrap()[limit - 10..], [0; 11]);
+        // A file that grew past the limit in this fsync is over it.
+        let grown = failed_fsync_of(FsModel::Btrfs, 100, 4000);
+        assert!(!grown.is_read_only());
+        assert_eq!(grown.len_bytes("f").unwrap(), 4100);
+        // ext4 keeps the bytes in clean pages whatever the size.
+        let ext4 = failed_fsync_of(FsModel::Ext4, 3000, 100);
+        assert_eq!(ext4.read("f").unwrap()[3000..], [b'n'; 100]);
+        assert_eq!(ext4.unpersisted_bytes(), 100);
+    }
+
+    /// `gone` durable, unlinked, then a successful fsync of another file with data.
+    fn unlink_then_fsync(model: FsModel) -> Disk {
+        let mut disk = Disk::with_model(512, model);
+        disk.create("gone").unwrap();
+        disk.fsync("gone").unwrap();
+        disk.create("log").unwrap();
+        disk.fsync_dir().unwrap();
+        disk.remove("gone").unwrap();
+        disk.create("tmp").unwrap();
+        disk.append("log", b"L").unwrap();
+        disk.fsync("log").unwrap();
+        disk
+    }
+
+    #[test]
+    fn btrfs_makes_an_unlink_durable_at_a_later_fsync() {
+        let kept_create: &[(&str, &[u8])] = &[("log", b"L"), ("tmp", b"")];
+        let unlinked: &[(&str, &[u8])] = &[("log", b"L")];
+        let undone: &[(&str, &[u8])] = &[("gone", b""), ("log", b"L")];
+        check(
+            unlink_then_fsync,
+            &[
+                // The prefixes (none, the unlink, both): nothing unlogged precedes a
+                // logged operation, so there is no cut.
+                (FsModel::Posix, &[undone, unlinked, kept_create]),
+                (FsModel::Ext4, &[kept_create]),
+                // The unlink always survives; the create after it may not.
+                (FsModel::Btrfs, &[unlinked, kept_create]),
+            ],
+        );
+        // A failed fsync of a small file after it: the one crash state keeps the unlink.
+        let mut disk = unlink_then_fsync(FsModel::Btrfs);
+        disk.append("tmp", b"T").unwrap();
+        disk.inject_error();
+        assert!(disk.fsync("tmp").is_err());
+        assert!(disk.is_read_only());
+        assert_eq!(states(&disk), [state(unlinked)]);
+        // An fsync with nothing to write logs nothing: the unlink may be undone.
+        let mut idle = Disk::with_model(512, FsModel::Btrfs);
+        idle.create("gone").unwrap();
+        idle.create("log").unwrap();
+        idle.fsync("log").unwrap();
+        idle.fsync_dir().unwrap();
+        idle.remove("gone").unwrap();
+        idle.fsync("log").unwrap();
+        assert_eq!(
+            states(&idle),
+            [
+                state(&[("gone", b""), ("log", b"")]),
+                state(&[("log", b"")])
+            ]
+        );
+    }
+
     #[test]
     fn a_read_only_btrfs_refuses_every_change_until_it_is_mounted_again() {
         let (mut disk, _) = failed_fsync(FsModel::Btrfs);
@@ -542,6 +690,7 @@ mod tests {
         assert!(FsModel::Xfs.stale_data());
         assert!(!FsModel::Posix.stale_data());
         assert!(!FsModel::Posix.fsync_commits_journal());
-        assert!(!FsModel::Posix.read_only_on_fsync_error());
+        assert!(!FsModel::Posix.read_only_on_fsync_error(0));
+        assert!(!FsModel::Posix.fsync_error_drops_pages(1 << 20));
     }
 }

@@ -98,7 +98,11 @@ fn a_file_emptied_on_a_copy_is_the_file_truncated_and_synced() {
             disk.fsync_fail("s").unwrap();
             // btrfs is read-only now: the append fails, and so does the truncate.
             let appended = disk.append("s", b"ab");
-            assert_eq!(appended.is_err(), disk.model.read_only_on_fsync_error());
+            assert_eq!(
+                appended.is_err(),
+                disk.model
+                    .read_only_on_fsync_error(disk.len_bytes("s").unwrap())
+            );
         },
         // Nothing pending at all.
         |disk| {
