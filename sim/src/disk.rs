@@ -47,7 +47,9 @@
 //!   is durable already or a pending write's, so it could add no file a power loss leaves.
 //!   The model is byte-exact where a kernel works in pages: a real re-dirtied page is
 //!   written whole, so bytes of it the model keeps unpersisted may persist for real. btrfs
-//!   aborts instead: the file system turns read-only, the `btrfs` profile below.
+//!   aborts instead for a file within its 2 KiB inline limit (the file system turns
+//!   read-only, below) and drops the failed pages at once for a larger one (the process
+//!   reads the disk's bytes right away): the `btrfs` profile.
 //! - **File-system profiles** ([`FsModel`], rules in the `fs_model` module): where kernels
 //!   disagree, a disk behaves as `posix` (the default: every crash state any profile
 //!   admits), `ext4`, `xfs` or `btrfs`: ext4 and xfs commit their journal at an fsync (a
@@ -61,7 +63,7 @@
 //!   then reads what the disk holds there. Dirty pages are never dropped.
 //! - **Disk errors**: [`Disk::inject_error`] makes the next operation fail with EIO (a
 //!   failed fsync as above; any other operation has no effect).
-//! - **Read-only after a failed fsync** (btrfs, measured with its defaults: copy-on-write,
+//! - **Read-only after a failed fsync** (btrfs, a file within the inline limit, measured with its defaults: copy-on-write,
 //!   every data chunk failing writes): the fsync returns EIO and btrfs aborts its running
 //!   transaction. The file system turns read-only: every later change (create, open for
 //!   writing, write, truncate, fsync, rename, unlink, directory fsync) fails with EROFS,
@@ -148,6 +150,28 @@ impl fmt::Display for DiskError {
 
 impl std::error::Error for DiskError {}
 
+/// Whether a later fsync logged a pending namespace operation (btrfs, posix).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Logged {
+    No,
+    /// An fsync of the operation's own file logged it.
+    Own,
+    /// An unlink that a later fsync of another file made durable (btrfs, measured).
+    Unlink,
+}
+
+impl Logged {
+    /// Logged, counting the unlinks other files' fsyncs logged or not (posix has both
+    /// readings: see the `power_loss` module).
+    fn counts(self, with_unlinks: bool) -> bool {
+        match self {
+            Logged::No => false,
+            Logged::Own => true,
+            Logged::Unlink => with_unlinks,
+        }
+    }
+}
+
 /// A change to the directory that no directory fsync has covered yet.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum DirOp {
@@ -183,9 +207,9 @@ pub struct Disk {
     durable_names: Arc<BTreeMap<String, InodeId>>,
     /// Namespace operations since that fsync, in order.
     pending_dir: Vec<DirOp>,
-    /// Per pending namespace operation: whether a later fsync of its file logged it, so that
-    /// a power loss keeps it out of order (profiles whose fsync logs names: btrfs, posix).
-    pending_dir_logged: Vec<bool>,
+    /// Per pending namespace operation: whether a later fsync logged it, so that a power
+    /// loss keeps it out of order (profiles whose fsync logs names: btrfs, posix).
+    pending_dir_logged: Vec<Logged>,
     /// The file-system profile: which of the rules that kernels disagree on apply.
     model: FsModel,
     /// The next mutating operation fails with EIO (a planned disk error).
@@ -280,7 +304,7 @@ impl Disk {
     /// Records a namespace operation no directory fsync has covered yet.
     fn push_dir(&mut self, op: DirOp) {
         self.pending_dir.push(op);
-        self.pending_dir_logged.push(false);
+        self.pending_dir_logged.push(Logged::No);
     }
 
     /// Every pending namespace operation becomes durable (a directory fsync, or a journal
@@ -589,12 +613,12 @@ impl Disk {
             // An fsync with nothing of its own to write logs nothing (btrfs returns early).
             let logs = had_data || !own_ops.is_empty();
             for index in own_ops {
-                self.pending_dir_logged[index] = true;
+                self.pending_dir_logged[index] = Logged::Own;
             }
             if self.model.fsync_logs_unlinks() && logs {
                 for (op, logged) in self.pending_dir.iter().zip(&mut self.pending_dir_logged) {
-                    if matches!(op, DirOp::Unlink { .. }) {
-                        *logged = true;
+                    if matches!(op, DirOp::Unlink { .. }) && *logged == Logged::No {
+                        *logged = Logged::Unlink;
                     }
                 }
             }

@@ -57,9 +57,12 @@
 //!   successful fsync of another file survives a power cut, also when a later fsync fails
 //!   and the file system turns read-only (that fsync's transaction commit or log made it
 //!   durable): the profile logs every pending unlink at a successful fsync, as it logs the
-//!   file's own names. posix does too (its plain prefixes still undo them).
-//! - **Read-only after a failed fsync** (btrfs, an inline file, with its defaults: copy-on-write, every data
-//!   chunk failing writes and the device's flushes, dm-flakey, `keel fidelity disk-error --fs btrfs --cause write-and-flush`): the fsync returns EIO, the
+//!   file's own names. posix has btrfs's cuts with them and its own without them.
+//! - **Read-only after a failed fsync** (btrfs, a file within the inline limit, with its
+//!   defaults: an inline file's fsync writes no data, so what can fail it is a metadata
+//!   write or a cache flush; measured with dm-flakey over every data chunk, which fails the
+//!   device's flushes, `keel fidelity disk-error --fs btrfs`, whose default `--cause model`
+//!   does that for an inline file): the fsync returns EIO, the
 //!   transaction aborts and the file system turns read-only. The process goes on reading the
 //!   new bytes (also after `drop_caches`: the pages are dirty, never written, never
 //!   dropped); every change fails with EROFS (the second fsync too); a power cut leaves the
@@ -556,8 +559,8 @@ mod tests {
         check(
             unlink_then_fsync,
             &[
-                // The prefixes (none, the unlink, both): nothing unlogged precedes a
-                // logged operation, so there is no cut.
+                // The prefixes (none, the unlink, both), then the cut at the unlink with
+                // it counted as not logged (nothing else is logged: the same as none).
                 (FsModel::Posix, &[undone, unlinked, kept_create]),
                 (FsModel::Ext4, &[kept_create]),
                 // The unlink always survives; the create after it may not.

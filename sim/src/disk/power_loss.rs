@@ -33,9 +33,12 @@
 //!    survives on its inode whatever happens to its name; an inode no surviving name
 //!    reaches is gone. By profile: on ext4 and xfs an fsync that commits the journal has
 //!    already made the operations before it durable (fewer states); on btrfs an fsync logs
-//!    its file's own operations, which survive whatever prefix does (a *cut* at a lost
-//!    operation m keeps those before m and every logged one); posix has every prefix and
-//!    every cut.
+//!    its file's own operations, and every unlink issued before it (measured: an unlink
+//!    followed by a successful fsync of another file survives), which survive whatever
+//!    prefix does (a *cut* at a lost operation m keeps those before m and every logged
+//!    one); posix has every prefix, every cut with the unlinks other files' fsyncs logged
+//!    counted as not logged (the cuts it had before btrfs's unlink rule), and every btrfs
+//!    cut.
 //! 5. fsync can fail ([`Disk::fsync_fail`]): the bytes its pending writes wrote never reach
 //!    the disk (its truncates do), though the process still reads them from clean pages.
 //!    They are no longer pending and offer no choice: a power loss loses them all, and they
@@ -62,7 +65,8 @@
 //! choice's digit puts "nothing survived" at 0 and "everything survived" at radix - 1: a
 //! piece is lost = 0, torn = 1, kept = 2 (lost = 0, kept = 1 for a 1-byte piece); a
 //! truncate and the size are lost = 0, kept = 1; the directory digit is the number of
-//! namespace operations kept (posix: digits above n are the cuts, in operation order;
+//! namespace operations kept (posix: digits above n are the cuts, in operation order, those
+//! without the unlinks other files' fsyncs logged first;
 //! btrfs: the cuts, then the prefixes that hold every logged operation); stale data, after
 //! the directory, is zeros = 0, stale = 1; the failed fsync's size, last of all, is kept = 0,
 //! lost = 1 (against the usual order, so that posix's numbers of the states it had before
@@ -86,6 +90,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 
 use super::inode::{apply_data_op, ranges_add, ranges_clip, ranges_remove};
+use super::Logged;
 use super::{Contents, DataOp, DirOp, Disk, FsModel, InodeId, STALE_BYTE};
 
 mod classes;
@@ -258,24 +263,41 @@ fn choices(disk: &Disk) -> Vec<Choice> {
 }
 
 /// The pending namespace operations that can be the first one lost while every operation a
-/// fsync logged survives: those not logged, before the last logged one.
-fn out_of_order_cuts(disk: &Disk) -> Vec<usize> {
-    let logged = &disk.pending_dir_logged;
-    let Some(last_logged) = logged.iter().rposition(|&l| l) else {
+/// fsync logged survives: those not logged, before the last logged one (`with_unlinks`:
+/// counting the unlinks other files' fsyncs logged as logged).
+fn out_of_order_cuts(disk: &Disk, with_unlinks: bool) -> Vec<usize> {
+    let logged = |index: usize| disk.pending_dir_logged[index].counts(with_unlinks);
+    let Some(last_logged) = (0..disk.pending_dir.len())
+        .rev()
+        .find(|&index| logged(index))
+    else {
         return Vec::new();
     };
-    (0..last_logged).filter(|&index| !logged[index]).collect()
+    (0..last_logged).filter(|&index| !logged(index)).collect()
+}
+
+/// posix's second family of cuts, btrfs's (the unlinks other files' fsyncs logged counted
+/// as logged): none unless such an unlink is pending, when they would repeat the first.
+fn unlink_cuts(disk: &Disk) -> Vec<usize> {
+    if disk.pending_dir_logged.contains(&Logged::Unlink) {
+        out_of_order_cuts(disk, true)
+    } else {
+        Vec::new()
+    }
 }
 
 /// How many sets of pending namespace operations a power loss can keep (see [`dir_kept`]).
 fn dir_radix(disk: &Disk) -> u64 {
     let ops = disk.pending_dir.len() as u64;
-    let cuts = out_of_order_cuts(disk).len() as u64;
     match disk.model {
-        // Every prefix, then each prefix cut short with the logged operations on top.
-        FsModel::Posix => ops + 1 + cuts,
+        // Every prefix, then each prefix cut short with the logged operations on top, the
+        // unlinks other files' fsyncs logged undone, then kept (btrfs's cuts).
+        FsModel::Posix => {
+            ops + 1 + out_of_order_cuts(disk, false).len() as u64 + unlink_cuts(disk).len() as u64
+        }
         // The logged operations always survive: each cut, then the prefixes that hold them.
         FsModel::Btrfs => {
+            let cuts = out_of_order_cuts(disk, true).len() as u64;
             let logged_end = logged_end(disk) as u64;
             cuts + (ops - logged_end) + 1
         }
@@ -283,33 +305,37 @@ fn dir_radix(disk: &Disk) -> u64 {
     }
 }
 
-/// One past the last logged pending namespace operation (0 if none is logged).
+/// One past the last logged pending namespace operation, unlinks other files' fsyncs logged
+/// included (0 if none is logged).
 fn logged_end(disk: &Disk) -> usize {
     disk.pending_dir_logged
         .iter()
-        .rposition(|&l| l)
+        .rposition(|logged| logged.counts(true))
         .map_or(0, |last| last + 1)
 }
 
 /// Which pending namespace operations survive, for the directory digit `digit`. A prefix of
 /// `k` operations keeps the first `k`; a cut at operation `m` keeps those before `m` and
 /// every logged one. posix: digits 0..=n are the n + 1 prefixes (as on ext4 and xfs), the
-/// next ones the cuts in order. btrfs: the cuts in order, then the prefixes that hold every
-/// logged operation, shortest first. ext4, xfs: the prefixes.
+/// next ones the cuts in order with the unlinks other files' fsyncs logged not counted as
+/// logged, then btrfs's cuts (counted). btrfs: the cuts in order, then the prefixes that
+/// hold every logged operation, shortest first. ext4, xfs: the prefixes.
 fn dir_kept(disk: &Disk, digit: u64) -> Vec<bool> {
     let ops = disk.pending_dir.len();
     let digit = usize::try_from(digit).expect("a directory digit fits in usize");
     let prefix = |k: usize| (0..ops).map(|index| index < k).collect::<Vec<bool>>();
-    let cut = |m: usize| {
+    let cut = |m: usize, with_unlinks: bool| {
         (0..ops)
-            .map(|index| index < m || disk.pending_dir_logged[index])
+            .map(|index| index < m || disk.pending_dir_logged[index].counts(with_unlinks))
             .collect::<Vec<bool>>()
     };
-    let cuts = out_of_order_cuts(disk);
+    let own_cuts = out_of_order_cuts(disk, false);
+    let cuts = out_of_order_cuts(disk, true);
     match disk.model {
         FsModel::Posix if digit <= ops => prefix(digit),
-        FsModel::Posix => cut(cuts[digit - ops - 1]),
-        FsModel::Btrfs if digit < cuts.len() => cut(cuts[digit]),
+        FsModel::Posix if digit <= ops + own_cuts.len() => cut(own_cuts[digit - ops - 1], false),
+        FsModel::Posix => cut(unlink_cuts(disk)[digit - ops - 1 - own_cuts.len()], true),
+        FsModel::Btrfs if digit < cuts.len() => cut(cuts[digit], true),
         FsModel::Btrfs => prefix(logged_end(disk) + digit - cuts.len()),
         FsModel::Ext4 | FsModel::Xfs => prefix(digit),
     }

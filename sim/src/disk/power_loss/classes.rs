@@ -270,7 +270,7 @@ pub struct DurableIdentity {
     files: Vec<(InodeId, Contents)>,
     /// The pending namespace operations (compared by value: a few at most).
     pending_dir: Vec<DirOp>,
-    pending_dir_logged: Vec<bool>,
+    pending_dir_logged: Vec<super::super::Logged>,
     model: crate::disk::FsModel,
 }
 
