@@ -125,6 +125,8 @@ pub struct DiskErrorPoint {
     pub fs: String,
     pub sink: SinkKind,
     pub step: u64,
+    /// What the device failed: `write` or `write-and-flush` (`uml::flakey::Cause`).
+    pub cause: &'static str,
     pub file: String,
     /// The file's size before the fsync and the model's size after the eviction.
     pub size_bytes: u64,
@@ -172,6 +174,8 @@ pub struct PointLabel {
     pub fs: String,
     pub sink: SinkKind,
     pub step: u64,
+    /// What the device failed (`uml::flakey::Cause`).
+    pub cause: &'static str,
     /// Wall time of the point: image, two boots, read-back.
     pub seconds: f64,
     pub reproduce: String,
@@ -198,6 +202,7 @@ pub fn check(
         fs: label.fs,
         sink: label.sink,
         step: label.step,
+        cause: label.cause,
         file: model.file.clone(),
         size_bytes: model.before.len() as u64,
         fsync: view.fsync.clone(),
@@ -242,6 +247,10 @@ pub struct DiskErrorRow {
     /// file's last fsync (not run; the model's EIO there stands for a metadata error), or
     /// the file system had written it all before the fsync (run, `written_before_fsync`).
     pub nothing_to_fail: u64,
+    /// Tightness: crash states the model had at the checked points beside the one the
+    /// directory matched (or beside the closest), summed over the row: 0 when the model
+    /// admitted exactly what the kernel left at every point.
+    pub other_states: u64,
     pub first_disagreement: Option<FirstFailure>,
     pub first_not_admitted: Option<FirstFailure>,
 }
@@ -250,6 +259,8 @@ pub struct DiskErrorRow {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct DiskErrorReport {
     pub scenario: String,
+    /// What the device failed (`write`, `write-and-flush`: `uml::flakey::Cause`).
+    pub cause: String,
     pub protocol: String,
     pub kernel: String,
     pub rows: Vec<DiskErrorRow>,
@@ -265,7 +276,17 @@ pub struct Unchecked {
     pub sink: String,
     pub step: u64,
     pub file: String,
+    /// Why nothing would fail: [`NOTHING_WRITTEN`] or [`INLINE`].
+    pub reason: &'static str,
 }
+
+/// Nothing written since the file's last fsync: no data write for the device to fail (the
+/// model's EIO there stands for a metadata error).
+pub const NOTHING_WRITTEN: &str = "nothing written since the file's last fsync";
+
+/// btrfs keeps the file's data inline in its metadata (at most 2 KiB): no data write for a
+/// data-write error to fail (with `--cause write`).
+pub const INLINE: &str = "btrfs keeps the file inline, in its metadata (at most 2 KiB)";
 
 /// The row of (fs, sink), made if it is not there yet.
 fn row_of<'a>(rows: &'a mut Vec<DiskErrorRow>, fs: &str, sink: &str) -> &'a mut DiskErrorRow {
@@ -282,6 +303,7 @@ fn row_of<'a>(rows: &'a mut Vec<DiskErrorRow>, fs: &str, sink: &str) -> &'a mut 
                 not_admitted: 0,
                 seconds: 0.0,
                 nothing_to_fail: 0,
+                other_states: 0,
                 first_disagreement: None,
                 first_not_admitted: None,
             });
@@ -314,6 +336,7 @@ pub fn aggregate(
         };
         row.points += 1;
         row.seconds += point.seconds;
+        row.other_states += point.states.saturating_sub(1);
         if point.agrees() {
             row.agree += 1;
         } else {
@@ -332,6 +355,7 @@ pub fn aggregate(
     }
     DiskErrorReport {
         scenario: scenario.to_string(),
+        cause: "write".to_string(),
         protocol: protocol.to_string(),
         kernel: kernel.to_string(),
         rows,
@@ -361,6 +385,7 @@ impl DiskErrorReport {
             "not_admitted",
             "seconds",
             "nothing_to_fail",
+            "other_states",
             "first_disagreement",
             "first_not_admitted",
         ]);
@@ -379,6 +404,7 @@ impl DiskErrorReport {
                 row.not_admitted.to_string(),
                 format!("{:.1}", row.seconds),
                 row.nothing_to_fail.to_string(),
+                row.other_states.to_string(),
                 step(&row.first_disagreement),
                 step(&row.first_not_admitted),
             ]);
@@ -392,6 +418,7 @@ impl DiskErrorReport {
             "fs",
             "sink",
             "step",
+            "cause",
             "file",
             "size",
             "fsync",
@@ -409,6 +436,7 @@ impl DiskErrorReport {
                 p.fs.clone(),
                 p.sink.to_string(),
                 p.step.to_string(),
+                p.cause.to_string(),
                 p.file.clone(),
                 p.size_bytes.to_string(),
                 p.fsync.clone(),
@@ -442,22 +470,33 @@ impl DiskErrorReport {
             return self.table().render(format);
         }
         let mut out = format!(
-            "fidelity disk-error: scenario={} protocol={} kernel={} (each point: the fsync of the step failed for real by dm-flakey under the file's blocks in a user-mode Linux guest, what the process saw and what survived a power cut against the model)\n",
-            self.scenario, self.protocol, self.kernel
+            "fidelity disk-error: scenario={} protocol={} kernel={} cause={} (each point: the fsync of the step failed for real in a user-mode Linux guest, {}, what the process saw and what survived a power cut against the model; other_states: the model's crash states beside the one that survived)\n",
+            self.scenario,
+            self.protocol,
+            self.kernel,
+            self.cause,
+            match self.cause.as_str() {
+                "write" => "its data writes failed once by the `error` target (flushes pass)",
+                "write-and-flush" => "dm-flakey failing its data writes and every cache flush after them",
+                _ => "the cause the model names: its data writes failed once, or for a file btrfs keeps inline, its flushes",
+            }
         );
         out.push_str(&self.table().render(format));
         out.push('\n');
         out.push_str(&self.points_table().render(format));
-        if !self.nothing_to_fail.is_empty() {
+        for reason in [NOTHING_WRITTEN, INLINE] {
             let list: Vec<String> = self
                 .nothing_to_fail
                 .iter()
+                .filter(|u| u.reason == reason)
                 .map(|u| format!("{} {} step {} ({})", u.fs, u.sink, u.step, u.file))
                 .collect();
-            out.push_str(&format!(
-                "\nnot run, nothing written since the file's last fsync (no write for dm-flakey to fail): {}\n",
-                list.join(", ")
-            ));
+            if !list.is_empty() {
+                out.push_str(&format!(
+                    "\nnot run, {reason} (no data write for the device to fail): {}\n",
+                    list.join(", ")
+                ));
+            }
         }
         for point in self
             .points
@@ -522,6 +561,7 @@ mod tests {
             fs: "xfs".to_string(),
             sink: SinkKind::Append,
             step,
+            cause: "write",
             seconds: 6.0,
             reproduce: format!("keel fidelity disk-error --points {step}"),
         }
@@ -694,6 +734,7 @@ mod tests {
                 sink: "append".to_string(),
                 step: 11,
                 file: "sink-append.jsonl".to_string(),
+                reason: NOTHING_WRITTEN,
             }],
         );
         assert_eq!(report.failures(), 0);
@@ -702,7 +743,7 @@ mod tests {
         let text = report.render(TableFormat::Table);
         assert!(
             text.ends_with(
-                "\nnot run, nothing written since the file's last fsync (no write for dm-flakey to fail): xfs append step 11 (sink-append.jsonl)\n"
+                "\nnot run, nothing written since the file's last fsync (no data write for the device to fail): xfs append step 11 (sink-append.jsonl)\n"
             ),
             "{text}"
         );

@@ -312,6 +312,10 @@ pub struct PowerCutRow {
     pub not_admitted: u64,
     pub agree: u64,
     pub disagree: u64,
+    /// Tightness: crash states the own profile had at the row's points beside the one the
+    /// directory matched (or beside the closest), summed; the same under posix.
+    pub other_states: u64,
+    pub other_states_posix: u64,
     /// Wall time of the row's points, in total and per point.
     pub seconds: f64,
     pub seconds_per_point: f64,
@@ -354,6 +358,8 @@ pub fn aggregate(
                     not_admitted: 0,
                     agree: 0,
                     disagree: 0,
+                    other_states: 0,
+                    other_states_posix: 0,
                     seconds: 0.0,
                     seconds_per_point: 0.0,
                     first_not_admitted: None,
@@ -366,6 +372,8 @@ pub fn aggregate(
         row.seconds += point.seconds;
         row.admitted_own += u64::from(point.admitted_own());
         row.admitted_posix += u64::from(point.admitted_posix());
+        row.other_states += point.states.saturating_sub(1);
+        row.other_states_posix += point.states_posix.saturating_sub(1);
         if !point.admitted() {
             row.not_admitted += 1;
             if row.first_not_admitted.is_none() {
@@ -412,6 +420,8 @@ impl PowerCutReport {
             "not_admitted",
             "agree",
             "disagree",
+            "other_states",
+            "other_states_posix",
             "seconds",
             "s_per_point",
             "first_not_admitted",
@@ -428,6 +438,8 @@ impl PowerCutReport {
                 row.not_admitted.to_string(),
                 row.agree.to_string(),
                 row.disagree.to_string(),
+                row.other_states.to_string(),
+                row.other_states_posix.to_string(),
                 format!("{:.1}", row.seconds),
                 format!("{:.1}", row.seconds_per_point),
                 row.first_not_admitted

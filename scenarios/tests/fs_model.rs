@@ -71,8 +71,9 @@ fn safe_holds_on_every_profile() {
     check_safe_sweep("ext4", 472, 140, 6);
     check_safe_sweep("xfs", 880, 274, 6);
     // btrfs: a failed sink fsync turns the disk read-only and the restart's remount drops
-    // the unsynced records, so fewer are replayed twice.
-    check_safe_sweep("btrfs", 475, 141, 4);
+    // the unsynced records, so fewer are replayed twice. An unlink a later fsync logged
+    // survives (measured): 475 power-loss points and 141 with duplicates before.
+    check_safe_sweep("btrfs", 472, 140, 4);
 }
 
 fn temp_path(name: &str) -> String {

@@ -17,18 +17,19 @@ use super::progress::Progress;
 use crate::baseline::{baselines, Baseline};
 use crate::disk_error::{
     aggregate, check, model_point, DiskErrorPoint, DiskErrorReport, ModelPoint, PointLabel,
-    Unchecked,
+    Unchecked, INLINE, NOTHING_WRITTEN,
 };
 use crate::error::KeelError;
 use crate::power_cut::crash_plan;
 use crate::runner::RunSpec;
-use crate::uml::flakey::{guest_fail, guest_setup, GuestSpec};
+use crate::uml::flakey::{guest_fail, guest_setup, Cause, GuestSpec};
 use crate::uml::{
     disk_error, dm_modules_dir, fresh_scratch, kernel, kernel_version, require_program, ErrorSetup,
     FileSystem,
 };
 use clap::{Args, ValueEnum};
 use keel_engine::SinkKind;
+use keel_sim::disk::BTRFS_INLINE_MAX_BYTES;
 use keel_sim::{CrashPoint, FaultKind};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -47,6 +48,15 @@ pub struct DiskErrorArgs {
     #[arg(long, value_enum, value_delimiter = ',', default_value = "append")]
     pub sinks: Vec<SinkArg>,
 
+    /// What the device fails: `write`, the fsync's data writes, once (device-mapper's
+    /// `error` target, which passes cache flushes); `write-and-flush`, dm-flakey, which also
+    /// fails every cache flush after them; `model` (the default), per point the cause the
+    /// model's failed fsync stands for: `write`, except for a file btrfs keeps inline (at
+    /// most 2 KiB: no data write to fail), where the model's read-only file system is
+    /// btrfs's reaction to a failed flush and `write-and-flush` fails only flushes.
+    #[arg(long, value_enum, default_value_t = CauseArg::Model)]
+    pub cause: CauseArg,
+
     /// The fsync steps to fail (default: every fsync of a file in the fault-free run, as
     /// `keel sweep --faults disk-error` fails them), e.g. 11,14.
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
@@ -59,6 +69,35 @@ pub struct DiskErrorArgs {
     /// survived may too (that is what is checked).
     #[arg(long, value_enum, default_value_t = TableFormatArg::Table)]
     pub format: TableFormatArg,
+}
+
+/// `--cause`: a device fault, or per point the one the model names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CauseArg {
+    Model,
+    Write,
+    WriteAndFlush,
+}
+
+impl CauseArg {
+    pub fn name(&self) -> &'static str {
+        match self {
+            CauseArg::Model => "model",
+            CauseArg::Write => Cause::Write.name(),
+            CauseArg::WriteAndFlush => Cause::WriteAndFlush.name(),
+        }
+    }
+
+    /// The cause for a point on `fs` whose file is `len_bytes` long at the fsync.
+    fn for_point(&self, fs: FileSystem, len_bytes: u64) -> Cause {
+        match self {
+            CauseArg::Model if fs == FileSystem::Btrfs && len_bytes <= BTRFS_INLINE_MAX_BYTES => {
+                Cause::WriteAndFlush
+            }
+            CauseArg::Model | CauseArg::Write => Cause::Write,
+            CauseArg::WriteAndFlush => Cause::WriteAndFlush,
+        }
+    }
 }
 
 /// One point to fail.
@@ -155,12 +194,25 @@ pub(crate) fn cmd_disk_error(args: &DiskErrorArgs) -> Result<Output, KeelError> 
             message,
             exit_code: 1,
         })?;
-        if model.dirty_bytes == 0 {
+        // A data-write error fails nothing where btrfs keeps the file inline (its size at
+        // the fsync within the limit the btrfs profile states).
+        let inline = item.fs == FileSystem::Btrfs
+            && args.cause == CauseArg::Write
+            && model.before.len() as u64 <= BTRFS_INLINE_MAX_BYTES;
+        let reason = if model.dirty_bytes == 0 {
+            Some(NOTHING_WRITTEN)
+        } else if inline {
+            Some(INLINE)
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
             nothing_to_fail.push(Unchecked {
                 fs: item.fs.name().to_string(),
                 sink: item.sink.to_string(),
                 step: item.step,
                 file: item.file,
+                reason,
             });
         } else {
             checked.push((item, model));
@@ -172,16 +224,19 @@ pub(crate) fn cmd_disk_error(args: &DiskErrorArgs) -> Result<Output, KeelError> 
         &checked,
         jobs(&args.job),
         |(item, model)| {
+            let cause = args.cause.for_point(item.fs, model.before.len() as u64);
             let reproduce = format!(
-                "{prefix} --fs {} --sinks {} --points {}",
+                "{prefix} --fs {} --sinks {} --cause {} --points {}",
                 item.fs.name(),
                 item.sink,
+                args.cause.name(),
                 item.step,
             );
             let setup = ErrorSetup {
                 kernel: kernel.clone(),
                 exe: exe.clone(),
                 fs: item.fs,
+                cause,
                 modules_dir: modules_dir.clone(),
                 scratch: fresh_scratch("disk-error"),
             };
@@ -197,13 +252,14 @@ pub(crate) fn cmd_disk_error(args: &DiskErrorArgs) -> Result<Output, KeelError> 
         &progress,
     )?;
     let points: Vec<DiskErrorPoint> = KeelError::all_ok(results)?;
-    let report = aggregate(
+    let mut report = aggregate(
         &spec.label(),
         spec.protocol.name(),
         &version,
         points,
         nothing_to_fail,
     );
+    report.cause = args.cause.name().to_string();
     Ok(disk_error_output(&report, args.format))
 }
 
@@ -260,6 +316,7 @@ fn fail_point(
         fs: item.fs.name().to_string(),
         sink: item.sink,
         step: item.step,
+        cause: setup.cause.name(),
         seconds: started.elapsed().as_secs_f64(),
         reproduce,
     };

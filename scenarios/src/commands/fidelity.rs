@@ -51,8 +51,10 @@ pub enum FidelityCheck {
     #[command(mut_arg("fs_model", |a| a.hide(true)), mut_arg("shard", |a| a.hide(true)))]
     PowerCut(PowerCutArgs),
     /// Every disk-error point on an fsync (as `keel sweep --faults disk-error` fails a
-    /// file's fsync), failed for real in a user-mode Linux guest: dm-flakey under the file's
-    /// blocks, the fsync returns EIO; does the process see what the model says (the fsync's
+    /// file's fsync), failed for real in a user-mode Linux guest: device-mapper's `error`
+    /// target under the file's blocks for that fsync's data writes (or, `--cause`, dm-flakey,
+    /// which also fails cache flushes), the fsync returns EIO; does the process see what the
+    /// model says (the fsync's
     /// result, a read, a second fsync, a read after the page cache dropped the pages: agree),
     /// and is the directory left by a power cut after it one of the model's crash states
     /// (admitted)? Needs /usr/bin/linux.uml, its dm-flakey module, dmsetup and filefrag

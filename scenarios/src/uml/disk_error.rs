@@ -1,6 +1,7 @@
 //! One real fsync EIO: a fresh image, a guest whose file system sits on a device-mapper
 //! device from its mount on, the real-mode engine run on it up to just before the fsync of
-//! step N, dm-flakey under that file's blocks, the fsync and what a process sees after it
+//! step N, dm-flakey or the `error` target under that file's blocks (`flakey::Cause`), the
+//! fsync and what a process sees after it
 //! (`flakey::guest_fail`), then a power cut; a second guest mounts what survived and copies
 //! it out (`point::read_back`).
 //!
@@ -18,7 +19,7 @@
 //! and the size. The init then powers off with `echo o > /proc/sysrq-trigger`: no sync.
 
 use super::flakey::DM_NAME;
-use super::flakey::{GuestSpec, ProcessView};
+use super::flakey::{Cause, GuestSpec, ProcessView};
 use super::guest::{make_image, shell_quote, FileSystem};
 use super::point::{
     make_scratch_dirs, mount_fs_command, mount_system_command, read_back, run_guest,
@@ -36,6 +37,8 @@ pub struct ErrorSetup {
     /// The keel binary the guest runs (this one).
     pub exe: PathBuf,
     pub fs: FileSystem,
+    /// What the device fails at the fsync.
+    pub cause: Cause,
     /// The guest kernel's device-mapper modules (`uml::dm_modules_dir`).
     pub modules_dir: PathBuf,
     /// A fresh directory of this point's own (the image, scripts and copies go there).
@@ -63,6 +66,7 @@ pub fn disk_error(setup: &ErrorSetup, run: &RunSpec, file: &str) -> Result<Obser
         file: scratch.join("mnt").join(ENGINE_DIR).join(file),
         out: scratch.join("process-view.json"),
         btrfs: setup.fs == FileSystem::Btrfs,
+        cause: setup.cause,
     };
     let guest_file = scratch.join("guest.json");
     fs::write(

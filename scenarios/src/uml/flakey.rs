@@ -11,7 +11,20 @@
 //! hour: every write to those blocks fails with EIO, reads pass) and the rest stays
 //! `linear`. Every block the fsync writes data to is one of the file's, so every data
 //! write of the fsync fails; metadata (inode, journal, extent tree) is elsewhere and
-//! succeeds. To have an extent map at all, the file's unallocated (delayed-allocation)
+//! succeeds.
+//!
+//! Two causes ([`Cause`]), because dm-flakey fails more than the writes in its range: with
+//! `error_writes` it also fails the empty cache-flush requests device-mapper sends to every
+//! target of a table, wherever the target's range lies (measured 2026-12-07: flakey over an
+//! unused range gave btrfs an EIO and a read-only file system, and ext4 and xfs an EIO at a
+//! second fsync). So `write-and-flush` (flakey, down for the rest of the boot) fails the
+//! fsync's data writes *and* every flush after the swap: what the rows measured before
+//! 2026-12-07. `write` (the default, the fault the model names: a failed data write) puts
+//! device-mapper's `error` target over the same blocks instead, which fails every I/O to
+//! its range and receives no flushes (it asks for none), for the one fsync only: right
+//! after it the table goes back to one `linear` map (the same `load`, `suspend`, `resume`),
+//! so the second fsync, the reads and the power cut see a healthy device: the write failed
+//! once, as a transient media or transport error does. To have an extent map at all, the file's unallocated (delayed-allocation)
 //! blocks are first allocated with `fallocate(FALLOC_FL_KEEP_SIZE)` over its size, which
 //! neither writes nor changes the file's contents or size (they become unwritten extents;
 //! `filefrag` without `-s` does not flush). The guest's periodic writeback is switched off
@@ -270,10 +283,36 @@ pub fn data_chunks_map(chunks: &[DataChunk]) -> Result<ExtentMap, String> {
     })
 }
 
+/// What the device fails at the fsync a point fails (module header).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cause {
+    /// The fsync's data writes to the failing blocks, once (`error` target; flushes pass).
+    #[default]
+    Write,
+    /// Those writes and every cache flush after them (dm-flakey `error_writes`).
+    WriteAndFlush,
+}
+
+impl Cause {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Cause::Write => "write",
+            Cause::WriteAndFlush => "write-and-flush",
+        }
+    }
+}
+
 /// The device-mapper table of a `device` of `device_sectors` sectors with every block of
-/// `map` failing writes (`flakey ... 0 3600 1 error_writes`) and the rest `linear`, in
-/// sector order, adjacent extents merged. An error if the map is empty or leaves the device.
-pub fn flakey_table(device: &str, device_sectors: u64, map: &ExtentMap) -> Result<String, String> {
+/// `map` failing writes and the rest `linear`, in sector order, adjacent extents merged:
+/// `cause` `write`, an `error` segment; `write-and-flush`, `flakey ... 0 3600 1
+/// error_writes`. An error if the map is empty or leaves the device.
+pub fn flakey_table(
+    device: &str,
+    device_sectors: u64,
+    map: &ExtentMap,
+    cause: Cause,
+) -> Result<String, String> {
     if map.extents.is_empty() {
         return Err("the file has no blocks: nothing for an fsync to fail on".to_string());
     }
@@ -308,10 +347,13 @@ pub fn flakey_table(device: &str, device_sectors: u64, map: &ExtentMap) -> Resul
         if start > at {
             lines.push(format!("{at} {} linear {device} {at}", start - at));
         }
-        lines.push(format!(
-            "{start} {} flakey {device} {start} 0 {DOWN_INTERVAL_S} 1 error_writes",
-            end - start
-        ));
+        lines.push(match cause {
+            Cause::Write => format!("{start} {} error", end - start),
+            Cause::WriteAndFlush => format!(
+                "{start} {} flakey {device} {start} 0 {DOWN_INTERVAL_S} 1 error_writes",
+                end - start
+            ),
+        });
         at = end;
     }
     if device_sectors > at {
@@ -339,6 +381,9 @@ pub struct GuestSpec {
     /// The file system is btrfs: every data chunk fails, no `fallocate` (module header).
     #[serde(default)]
     pub btrfs: bool,
+    /// What the device fails.
+    #[serde(default)]
+    pub cause: Cause,
 }
 
 /// What an fsync or a read returned: "ok", or the error ("EIO" for EIO, "EROFS" for a
@@ -462,12 +507,15 @@ pub fn guest_fail(spec: &GuestSpec) -> Result<(), String> {
     let read_before = ReadOutcome::of(fs::read(&spec.file));
     let on_disk_before = read_on_disk(&device, &map, size_bytes)
         .map_err(|e| format!("{}: {e}", device.display()))?;
-    let table = flakey_table(&device.display().to_string(), device_sectors()?, &failing)?;
-    dmsetup(spec, &["load", DM_NAME, "--noudevsync", "--table", &table])?;
-    dmsetup(spec, &["suspend", "--nolockfs", "--noflush", DM_NAME])?;
-    dmsetup(spec, &["resume", "--noudevsync", DM_NAME])?;
+    let sectors = device_sectors()?;
+    let table = flakey_table(&device.display().to_string(), sectors, &failing, spec.cause)?;
+    swap_table(spec, &table)?;
 
     let fsync = outcome_name(&file.sync_all());
+    if spec.cause == Cause::Write {
+        // The write failed once: the device is healthy again for everything after it.
+        swap_table(spec, &linear_table(&device.display().to_string(), sectors))?;
+    }
     let read = ReadOutcome::of(fs::read(&spec.file));
     let second_fsync = outcome_name(&file.sync_all());
     fs::write("/proc/sys/vm/drop_caches", "3").map_err(|e| format!("drop_caches: {e}"))?;
@@ -490,6 +538,13 @@ pub fn guest_fail(spec: &GuestSpec) -> Result<(), String> {
     serde_json::to_writer(&mut out, &view).map_err(|e| format!("{}: {e}", spec.out.display()))?;
     out.sync_all()
         .map_err(|e| format!("{}: {e}", spec.out.display()))
+}
+
+/// Replaces the device's table without a freeze or a flush (dirty pages stay dirty).
+fn swap_table(spec: &GuestSpec, table: &str) -> Result<(), String> {
+    dmsetup(spec, &["load", DM_NAME, "--noudevsync", "--table", table])?;
+    dmsetup(spec, &["suspend", "--nolockfs", "--noflush", DM_NAME])?;
+    dmsetup(spec, &["resume", "--noudevsync", DM_NAME])
 }
 
 /// The first `size_bytes` of a file as `device` holds them: each block of `map` read with
@@ -680,9 +735,16 @@ ext:     logical_offset:        physical_offset: length:   expected: flags:\n   
         let map = parse_filefrag(EXT4).unwrap();
         // Blocks 4851..=4853 (adjacent extents merged) are sectors 38808..38832.
         assert_eq!(
-            flakey_table("/d/ubda", 131_072, &map).unwrap(),
+            flakey_table("/d/ubda", 131_072, &map, Cause::WriteAndFlush).unwrap(),
             "0 38808 linear /d/ubda 0\n\
              38808 24 flakey /d/ubda 38808 0 3600 1 error_writes\n\
+             38832 92240 linear /d/ubda 38832"
+        );
+        // A data-write error alone: the `error` target, which receives no flushes.
+        assert_eq!(
+            flakey_table("/d/ubda", 131_072, &map, Cause::Write).unwrap(),
+            "0 38808 linear /d/ubda 0\n\
+             38808 24 error\n\
              38832 92240 linear /d/ubda 38832"
         );
         assert_eq!(
@@ -709,13 +771,13 @@ ext:     logical_offset:        physical_offset: length:   expected: flags:\n   
             ],
         };
         assert_eq!(
-            flakey_table("u", 128, &map).unwrap(),
+            flakey_table("u", 128, &map, Cause::WriteAndFlush).unwrap(),
             "0 16 flakey u 0 0 3600 1 error_writes\n\
              16 104 linear u 16\n\
              120 8 flakey u 120 0 3600 1 error_writes"
         );
         assert_eq!(
-            flakey_table("u", 100, &map),
+            flakey_table("u", 100, &map, Cause::Write),
             Err("an extent ends at sector 128, past the device's 100".to_string())
         );
         let empty = ExtentMap {
@@ -723,7 +785,7 @@ ext:     logical_offset:        physical_offset: length:   expected: flags:\n   
             extents: vec![],
         };
         assert_eq!(
-            flakey_table("u", 100, &empty),
+            flakey_table("u", 100, &empty, Cause::Write),
             Err("the file has no blocks: nothing for an fsync to fail on".to_string())
         );
     }
@@ -761,7 +823,13 @@ ext:     logical_offset:        physical_offset: length:   expected: flags:\n   
             }]
         );
         // Every block of the data chunk fails writes, the rest is linear.
-        let table = flakey_table("/d/ubda", 262_144, &data_chunks_map(&chunks).unwrap()).unwrap();
+        let table = flakey_table(
+            "/d/ubda",
+            262_144,
+            &data_chunks_map(&chunks).unwrap(),
+            Cause::WriteAndFlush,
+        )
+        .unwrap();
         assert_eq!(
             table,
             "0 26624 linear /d/ubda 0\n\
