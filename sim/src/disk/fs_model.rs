@@ -13,7 +13,7 @@
 //! | fsync(file) commits the namespace journal | no (any prefix) | yes | yes | no |
 //! | fsync(file) logs that file's own names out of order | yes (besides every prefix) | no | no | yes |
 //! | a kept new size with its data lost reads as | zeros | zeros | zeros or stale bytes | zeros |
-//! | a failed fsync's new size (its writes' blocks all failed) | kept or lost | kept | kept or lost | lost |
+//! | a failed fsync's new size (its writes' blocks all failed) | kept or lost | kept | kept or lost | over the inline limit: kept or lost; inline: lost (read-only) |
 //!
 //! - **Journal commit** (ext4, xfs): an fsync of a file that has anything to write (pending
 //!   data, or a create or rename of its own since the directory's last commit) commits the
@@ -49,8 +49,10 @@
 //!   their pages at once, so the process reads the written range as the disk holds it (the
 //!   old bytes, zeros past the old end) right away, at the new size; the file system stays
 //!   writable and a second fsync returns 0; a power cut leaves the file at the new size with
-//!   those bytes. The model: ext4's failed fsync (new size kept, written bytes unpersisted)
-//!   followed at once by an eviction of that file's pages. (With dm-flakey, which also fails
+//!   those bytes (a new file, and a sink's first fsync) or at its size before the fsync (a
+//!   270 KB sink grown by 44 KB: 225,961 bytes). The model: xfs's failed fsync (new size
+//!   kept or lost at a power loss, written bytes unpersisted) followed at once by an
+//!   eviction of that file's pages. (With dm-flakey, which also fails
 //!   the device's cache flushes, the same file got a second EIO and a read-only file system:
 //!   that is btrfs's reaction to a failed flush, below, not to the data write.)
 //! - **Unlinks before an fsync** (btrfs, measured 2026-12-07): an unlink followed by a
@@ -174,10 +176,11 @@ impl FsModel {
     }
 
     /// The size a failed fsync's writes gave a file may not reach the disk: a power loss may
-    /// find the file at its size before that fsync (xfs, and posix, which has ext4's new size
+    /// find the file at its size before that fsync (xfs; btrfs over its inline limit, whose
+    /// read-only case keeps nothing pending anyway; and posix, which has ext4's new size
     /// too).
     pub fn failed_fsync_size_may_stay(&self) -> bool {
-        matches!(self, FsModel::Posix | FsModel::Xfs)
+        matches!(self, FsModel::Posix | FsModel::Xfs | FsModel::Btrfs)
     }
 }
 
@@ -508,9 +511,15 @@ mod tests {
         assert_eq!(disk.fsync("f"), Ok(()));
         assert!(disk.evict_clean_pages().is_empty());
         assert_eq!(disk.read("f").unwrap(), on_disk);
-        // The one crash state: the new size with the disk's bytes.
+        // The crash states: the new size with the disk's bytes, or the size before.
         let states = states(&disk);
-        assert_eq!(states, [vec![("f".to_string(), on_disk.clone())]]);
+        assert_eq!(
+            states,
+            [
+                vec![("f".to_string(), on_disk.clone())],
+                vec![("f".to_string(), vec![b'o'; 3000])]
+            ]
+        );
         // Writable: a write after it is an ordinary pending write.
         disk.append("f", b"x").unwrap();
         disk.fsync("f").unwrap();
