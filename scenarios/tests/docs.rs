@@ -9,7 +9,7 @@
 #[test]
 fn readme_and_book_examples() {
     trycmd::TestCases::new()
-        .register_bin("keel", trycmd::cargo::cargo_bin("keel"))
+        .register_bin("keel", trycmd::cargo::cargo_bin!("keel"))
         .case("../README.md")
         .case("../docs/book/src/*.md");
 }
