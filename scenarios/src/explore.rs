@@ -2,6 +2,7 @@
 //! sink, a summary per sink, and the failing seeds with the command that replays each.
 
 use crate::baseline::Baseline;
+use crate::coverage::{run_cells, Cell, SinkCoverage};
 use crate::observation::{views_of, Observation};
 use crate::property::{failures, Expectation, Property, MATCHES_MODEL};
 use crate::reproduce::{replay_plan_command, with_expect};
@@ -154,12 +155,24 @@ impl ExploreRow {
     }
 }
 
+/// One seed on one sink: a row per consumer view, and the coverage cells its faults reached.
+pub struct Explored {
+    pub rows: Vec<ExploreRow>,
+    pub cells: Vec<Cell>,
+}
+
 /// Runs one seed on one sink: one row per consumer view.
-pub fn explore_one(explore: &ExploreSpec, baseline: &Baseline, seed: u64) -> Vec<ExploreRow> {
+pub fn explore_one(explore: &ExploreSpec, baseline: &Baseline, seed: u64) -> Explored {
     let result = run(&baseline.seed_spec(explore, seed));
     let observation = Observation::of(&result, &baseline.spec.config);
     let sink = baseline.spec.config.sink;
-    judge(&baseline.reference, &observation)
+    let world = &result.world;
+    let cells = run_cells(
+        world.faults_injected(),
+        world.fault_sites(),
+        world.fault_after_ops(),
+    );
+    let rows = judge(&baseline.reference, &observation)
         .into_iter()
         .map(|verdict| ExploreRow {
             seed,
@@ -179,7 +192,8 @@ pub fn explore_one(explore: &ExploreSpec, baseline: &Baseline, seed: u64) -> Vec
             outcome: verdict.summary(),
             fingerprint: result.world.fingerprint().to_string(),
         })
-        .collect()
+        .collect();
+    Explored { rows, cells }
 }
 
 /// Per-sink (and per-view) totals.
@@ -247,6 +261,9 @@ pub struct ExploreReport {
     pub summary: Vec<SinkSummary>,
     pub failing: Vec<FailingSeed>,
     pub shrunk: Option<ShrunkReport>,
+    /// With `--coverage`: the sweep's cells each sink's seeds reached.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<Vec<SinkCoverage>>,
 }
 
 /// An exploration's report, tallied a row at a time as its seeds finish (in point order):
@@ -376,6 +393,7 @@ impl<'a> ExploreTally<'a> {
             summary,
             failing: self.failing,
             shrunk,
+            coverage: None,
         }
     }
 }

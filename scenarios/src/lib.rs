@@ -9,6 +9,7 @@ pub mod baseline;
 pub mod catalogue;
 pub mod cli;
 pub mod commands;
+pub mod coverage;
 pub mod decimal;
 pub mod disk_error;
 pub mod error;

@@ -273,6 +273,16 @@ pub struct World<S = Disk> {
     /// The planned faults that took effect, in order (a fault aimed at a step where it does
     /// not apply, or at a step the run never reached, is not here).
     injected: Vec<PlannedFault>,
+    /// Where each of `injected` took effect: its step's operation and target (the coverage
+    /// of a run: which places of a protocol its faults reached).
+    injected_sites: Vec<Site>,
+    /// The operation and target of the step running now, kept only when the plan aims a
+    /// fault at it, and the operation of the step before it.
+    fault_site: Option<(Site, &'static str)>,
+    /// Where each of `injected` took effect, the operation of the step before it.
+    injected_after_ops: Vec<&'static str>,
+    /// The operation of the newest step ("" before the first).
+    last_op: &'static str,
     /// The power losses whose planned state wrapped, in order.
     wrapped: Vec<WrappedState>,
     /// Whether a planned power loss keeps the disk as it stood before it
@@ -333,6 +343,10 @@ impl<S: Storage> World<S> {
             classes_memo: None,
             unpersisted_counts: Vec::new(),
             injected: Vec::new(),
+            injected_sites: Vec::new(),
+            fault_site: None,
+            injected_after_ops: Vec::new(),
+            last_op: "",
             wrapped: Vec::new(),
             keeps_disk_before_power_loss: false,
             disk_before_power_loss: None,
@@ -563,6 +577,18 @@ impl<S: Storage> World<S> {
         &self.injected
     }
 
+    /// Where each fault of [`World::faults_injected`] took effect: its step's operation and
+    /// target, in the same order.
+    pub fn fault_sites(&self) -> &[Site] {
+        &self.injected_sites
+    }
+
+    /// For each fault of [`World::faults_injected`], the operation of the step before the
+    /// one where it took effect ("" at the first step).
+    pub fn fault_after_ops(&self) -> &[&'static str] {
+        &self.injected_after_ops
+    }
+
     /// The power losses whose planned crash state was beyond their step's count and wrapped
     /// (the injected fault, in [`World::faults_injected`], has the state that ran).
     pub fn wrapped_states(&self) -> &[WrappedState] {
@@ -609,6 +635,14 @@ impl<S: Storage> World<S> {
         assert!(step < STEPS_MAX, "run exceeded {STEPS_MAX} steps");
         self.step_next += 1;
         let fault = self.plan.at(step);
+        self.fault_site = fault.map(|_| {
+            let site = Site {
+                op,
+                target: target.clone(),
+            };
+            (site, self.last_op)
+        });
+        self.last_op = op;
         self.trace_push(TraceLine::Step {
             step,
             time_ms: self.now_ms(),

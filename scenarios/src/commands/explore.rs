@@ -11,15 +11,17 @@ use super::output::{Output, EXIT_VIOLATION};
 use super::progress::Progress;
 use super::shard::{interrupted_shard, ShardLine, ShardWriter};
 use crate::baseline::{baselines, Baseline};
+use crate::coverage::{render_coverage, sweep_cells, Cell, CoverageTally};
 use crate::error::KeelError;
-use crate::explore::{explore_one, ExploreReport, ExploreRow, ExploreSpec, ExploreTally};
+use crate::explore::{explore_one, ExploreReport, ExploreSpec, ExploreTally, Explored};
 use crate::parallel::{chunks_at_multiples, Threads};
 use crate::property::{Expectation, MATCHES_MODEL};
+use crate::sites::sites;
 use crate::spec::ScenarioSpec;
 use clap::Args;
 use keel_engine::{Event, SinkKind};
 use keel_sim::FaultKind;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::ops::Range;
 
@@ -64,6 +66,13 @@ pub struct ExploreArgs {
     #[arg(long, conflicts_with = "shard")]
     pub summary_only: bool,
 
+    /// Report which of the sweep's cells (the phase of the protocol a step is in, named by
+    /// its operation and target, crossed with the fault kind: what `keel sweep` tries) the
+    /// seeds reached, the first seed that reached each, and the cells they missed (not with
+    /// --shard).
+    #[arg(long, conflicts_with = "shard")]
+    pub coverage: bool,
+
     #[command(flatten)]
     pub job: JobArgs,
 
@@ -96,21 +105,23 @@ pub(crate) fn cmd_explore(
         usize::try_from(range.end - range.start).unwrap_or(usize::MAX),
         args.job.quiet,
     );
-    // Each row, in point order, to `consume`, as the chunks finish.
-    let run_rows = |consume: &mut (dyn FnMut(ExploreRow) + Send)| {
-        let run = |_: &mut (), chunk: &Range<u64>| -> (u64, Vec<ExploreRow>) {
-            let rows = chunk
+    // Each point, in point order, to `consume`, as the chunks finish.
+    let run_points = |consume: &mut (dyn FnMut(u64, SinkKind, Explored) + Send)| {
+        type Done = (u64, Vec<(u64, SinkKind, Explored)>);
+        let run = |_: &mut (), chunk: &Range<u64>| -> Done {
+            let points = chunk
                 .clone()
-                .flat_map(|index| {
+                .map(|index| {
                     let (seed, sink) = explore.point(index);
-                    explore_one(&explore, &baselines[&sink], seed)
+                    (seed, sink, explore_one(&explore, &baselines[&sink], seed))
                 })
                 .collect();
-            (chunk.end - chunk.start, rows)
+            (chunk.end - chunk.start, points)
         };
-        let on_done = |(points, rows): &(u64, Vec<ExploreRow>)| {
-            let failed = rows
+        let on_done = |(points, explored): &Done| {
+            let failed = explored
                 .iter()
+                .flat_map(|(_, _, e)| &e.rows)
                 .any(|r| !r.failures(explore.expect.as_ref()).is_empty());
             progress.done_many(*points, failed)
         };
@@ -120,7 +131,11 @@ pub(crate) fn cmd_explore(
             |_| (),
             run,
             &on_done,
-            &mut |(_, rows): (u64, Vec<ExploreRow>)| rows.into_iter().for_each(&mut *consume),
+            &mut |(_, explored): Done| {
+                for (seed, sink, point) in explored {
+                    consume(seed, sink, point);
+                }
+            },
             &progress,
         )
     };
@@ -133,18 +148,50 @@ pub(crate) fn cmd_explore(
             total: explore.row_count(),
             explore: explore.clone(),
         });
-        run_rows(&mut |row| lines.push(&ShardLine::Row(row)))
-            .map_err(|error| interrupted_shard(error, &lines))?;
+        run_points(&mut |_, _, point| {
+            point
+                .rows
+                .into_iter()
+                .for_each(|row| lines.push(&ShardLine::Row(row)))
+        })
+        .map_err(|error| interrupted_shard(error, &lines))?;
         return lines.finish();
     }
     // Tallied as seeds finish, in seed order: rows are kept only where they are printed.
     let mut tally = ExploreTally::new(&spec, &explore, !args.summary_only);
-    run_rows(&mut |row| tally.add(row))?;
-    let report = tally.finish(&baselines, !args.no_shrink);
+    let mut coverage = match args.coverage {
+        true => Some(CoverageTally::new(sweep_cells_by_sink(
+            &baselines, &explore,
+        ))),
+        false => None,
+    };
+    run_points(&mut |seed, sink, point| {
+        point.rows.into_iter().for_each(|row| tally.add(row));
+        if let Some(coverage) = coverage.as_mut() {
+            coverage.add(seed, sink, point.cells);
+        }
+    })?;
+    let mut report = tally.finish(&baselines, !args.no_shrink);
+    report.coverage = coverage.map(CoverageTally::finish);
     write_out(
         args.job.out.as_deref(),
         explore_output(&report, &explore, args.format, args.summary_only),
     )
+}
+
+/// Each sink's sweep cells: those of its fault-free run (`keel sites`) and the faults
+/// explored.
+fn sweep_cells_by_sink(
+    baselines: &BTreeMap<SinkKind, Baseline>,
+    explore: &ExploreSpec,
+) -> BTreeMap<SinkKind, BTreeSet<Cell>> {
+    baselines
+        .iter()
+        .map(|(&sink, baseline)| {
+            let (_, sites) = sites(&baseline.spec);
+            (sink, sweep_cells(&sites, &explore.faults))
+        })
+        .collect()
 }
 
 /// How many points a thread runs at a time (and the progress bar counts at once).
@@ -185,6 +232,14 @@ pub(crate) fn explore_output(
         Some(format) => report.render(format, summary_only),
         None => report.to_json(),
     };
+    if let (Some(coverage), Some(table)) = (&report.coverage, table_format(format)) {
+        let seeds = format!("{}..{}", explore.seeds_start, explore.seeds_end);
+        stdout.push_str(&render_coverage(
+            coverage,
+            &seeds,
+            table == crate::table::TableFormat::Markdown,
+        ));
+    }
     // Without --expect, failing seeds are reported, not a violation, unless the fault-free
     // run departs from the model: that fails whatever was asked.
     let violation = report
