@@ -286,4 +286,17 @@ fn explore_draws_a_power_loss_state_and_its_line_replays_it() {
     args.extend(["--expect", "state-exactly-once"]);
     let (replayed, _) = check(&args, 1);
     assert!(replayed.contains("over_counted=1"), "{replayed}");
+    // Shrunk: the power loss becomes a simpler fault (a process crash), moved earlier.
+    let shrunk = stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("reproduce shrunk: keel "))
+        .expect("a shrunk line");
+    assert!(
+        shrunk
+            .contains("--seed 6 --fault process-crash --at-step 88 --at after --replay-schedule "),
+        "{shrunk}"
+    );
+    let mut args: Vec<&str> = shrunk.split_whitespace().collect();
+    args.extend(["--expect", "state-exactly-once"]);
+    check(&args, 1);
 }
