@@ -83,3 +83,62 @@ pub(crate) fn par_fold_interruptible_with<T: Sync, W, R: Send>(
         )))
     }
 }
+
+/// [`par_fold_interruptible_with`] that also stops at the next run boundary once `deadline`
+/// (a wall-clock budget) passes: the items consumed are then a prefix, and their number is
+/// returned (all of them unless the deadline stopped the fold). Where it stops depends on
+/// the clock; what it consumed up to there does not.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn par_fold_budgeted_with<T: Sync, W, R: Send>(
+    items: &[T],
+    threads: Threads,
+    worker: impl Fn(usize) -> W + Sync,
+    f: impl Fn(&mut W, &T) -> R + Sync,
+    on_done: &(dyn Fn(&R) + Sync),
+    consume: &mut (dyn FnMut(R) + Send),
+    progress: &Progress,
+    deadline: Option<std::time::Instant>,
+) -> Result<usize, KeelError> {
+    let Some(deadline) = deadline else {
+        let mut consumed = 0usize;
+        let mut counted = |r: R| {
+            consumed += 1;
+            consume(r)
+        };
+        par_fold_interruptible_with(items, threads, worker, f, on_done, &mut counted, progress)?;
+        return Ok(consumed);
+    };
+    // Stops on the deadline, and on Ctrl-C (the flag is looked at as each run ends).
+    let stop = AtomicBool::new(std::time::Instant::now() >= deadline);
+    let on_done_then_look = |r: &R| {
+        on_done(r);
+        if STOP.load(Ordering::SeqCst) || std::time::Instant::now() >= deadline {
+            stop.store(true, Ordering::SeqCst);
+        }
+    };
+    let mut consumed = 0usize;
+    let mut counted = |r: R| {
+        consumed += 1;
+        consume(r)
+    };
+    LONG_JOB.store(true, Ordering::SeqCst);
+    par_fold_until_with(
+        items,
+        threads,
+        worker,
+        f,
+        &on_done_then_look,
+        &mut counted,
+        &stop,
+    );
+    LONG_JOB.store(false, Ordering::SeqCst);
+    progress.finish();
+    if STOP.load(Ordering::SeqCst) {
+        return Err(KeelError::interrupted(format!(
+            "interrupted (Ctrl-C) after {} of {} runs; no report printed",
+            progress.runs_done(),
+            progress.runs()
+        )));
+    }
+    Ok(consumed)
+}
