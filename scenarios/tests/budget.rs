@@ -304,6 +304,82 @@ fn a_sweep_stopped_by_its_budget_and_resumed_merges_to_the_uninterrupted_report(
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `--fail-fast` on the in-place protocol, whose first power loss after a checkpoint write
+/// rolls back: it stops at the end of the sweep's chunk (1,024 points) that holds the first
+/// failing point, the same on one thread or two, with the failure's reproduce line; its part
+/// kept and the rest resumed merge to the whole sweep's report.
+#[test]
+fn fail_fast_stops_after_the_chunk_of_the_first_failure_and_resumes() {
+    let dir = scratch("fail-fast");
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let mut sweep = vec!["sweep".to_string()];
+    sweep.extend(stream_117(&dir));
+    sweep.extend(
+        [
+            "--sinks",
+            "append,idempotent",
+            "--faults",
+            "process-crash,power-loss",
+            "--power-loss-states-max",
+            "4",
+            "-q",
+        ]
+        .map(str::to_string),
+    );
+    let with = |extra: &[&str]| -> Vec<String> {
+        sweep
+            .iter()
+            .cloned()
+            .chain(extra.iter().map(|a| a.to_string()))
+            .collect()
+    };
+    let fast = keel_stdout(&with(&["--fail-fast", "--format", "json", "--jobs", "1"]));
+    assert_eq!(
+        keel_stdout(&with(&["--fail-fast", "--format", "json", "--jobs", "2"])),
+        fast
+    );
+    let report: Value = serde_json::from_str(&fast).unwrap();
+    let stopped = &report["stopped"];
+    assert!(
+        stopped["by"].as_str().unwrap().starts_with("--fail-fast"),
+        "{stopped}"
+    );
+    assert_eq!(stopped["points_run"], 1024);
+    assert!(n(&stopped["points_total"]) > 1024);
+    let failed = report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| !row["first_failure"].is_null())
+        .expect("a failure stopped it");
+    assert!(failed["first_failure"]["reproduce"]
+        .as_str()
+        .unwrap()
+        .starts_with("keel run "));
+    // Its part, kept, and the rest, as the resume command says: the whole sweep.
+    let first = path("first.jsonl");
+    keel_stdout(&with(&["--fail-fast", "--points", "0..", "--out", &first]));
+    let rest = path("rest.jsonl");
+    let resume: Vec<String> = stopped["resume"]
+        .as_str()
+        .unwrap()
+        .replace("--out FILE", &format!("--out {rest}"))
+        .split_whitespace()
+        .skip(1)
+        .map(str::to_string)
+        .chain(["-q".to_string()])
+        .collect();
+    keel_stdout(&resume);
+    let merge: Vec<String> = ["merge", &first, &rest, "--format", "json"]
+        .map(str::to_string)
+        .to_vec();
+    assert_eq!(
+        keel_stdout(&merge),
+        keel_stdout(&with(&["--format", "json"]))
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 fn n(value: &Value) -> u64 {
     value.as_u64().unwrap()
 }

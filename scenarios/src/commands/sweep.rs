@@ -118,6 +118,13 @@ pub struct SweepArgs {
     #[arg(long, value_name = "A..B", value_parser = parse_point_range)]
     pub points: Option<PointRange>,
 
+    /// Stop once a point breaks what its row is judged by (--expect, or what its sink
+    /// promises): the report, with the failure's reproduce line, is of the points up to the
+    /// end of the chunk of points it was in (1,024 at most; chunks are the sweep's own, so
+    /// the stop is the same on every machine), stopped as a budget stops it.
+    #[arg(long)]
+    pub fail_fast: bool,
+
     #[command(flatten)]
     pub job: JobArgs,
 
@@ -294,17 +301,23 @@ pub(crate) fn cmd_sweep(
         false => None,
     };
     let mut tally = SweepTally::new(&spec, &sweep, args.expect.as_ref());
+    // Whether --fail-fast stopped the sweep (at the chunk last consumed).
+    let mut failed_fast = false;
     let swept = par_fold_budgeted_with(
         &chunks,
         threads,
         worker,
         run,
         &on_done,
-        &mut |chunk: Vec<PointRecord>| match shard_lines.as_mut() {
-            Some(lines) => chunk
-                .into_iter()
-                .for_each(|record| lines.push(&ShardLine::Point(record))),
-            None => chunk.iter().for_each(|record| tally.add(record)),
+        &mut |chunk: Vec<PointRecord>| {
+            failed_fast = args.fail_fast && chunk.iter().any(fails);
+            match shard_lines.as_mut() {
+                Some(lines) => chunk
+                    .into_iter()
+                    .for_each(|record| lines.push(&ShardLine::Point(record))),
+                None => chunk.iter().for_each(|record| tally.add(record)),
+            }
+            !failed_fast
         },
         &progress,
         deadline,
@@ -314,6 +327,9 @@ pub(crate) fn cmd_sweep(
         let next = chunks.get(consumed).map_or(run_to, |chunk| chunk.start);
         (next < range.end).then(|| {
             let by = match (next < run_to, args.time_budget_ms) {
+                _ if failed_fast => {
+                    "--fail-fast (a point broke what its row is judged by)".to_string()
+                }
                 (true, Some(ms)) => format!("--time-budget {}", duration_ms_text(ms)),
                 _ => format!(
                     "--points-max {}",
