@@ -34,6 +34,7 @@
 //! scheduler in `keel_sim::schedule`); the job only offers them.
 
 pub mod channel;
+pub mod graph;
 pub mod input;
 pub mod keyed;
 pub mod runtime;
@@ -41,6 +42,7 @@ pub mod sink;
 pub mod snapshot;
 
 pub use channel::{Channel, Item};
+pub use graph::{Execution, JobGraph};
 pub use input::{operator_of, parse_keyed_events, read_keyed_events, split_partitions, KeyedEvent};
 pub use keyed::{JobRecord, KeyedWindows};
 pub use runtime::{Action, Job, JobStats};

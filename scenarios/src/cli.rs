@@ -104,9 +104,8 @@ pub fn execute_to(cli: &Cli, stdout: Option<&mut (dyn Write + Send)>) -> Result<
 }
 
 /// `keel run|sweep|explore` given `--sources` or `--parallelism` are the parallel job's
-/// commands, `keel job run|sweep|explore`: a job of sources and parallel operators runs in
-/// the task graph (the chapter's engine is one task, and takes neither option). Any other
-/// command line is returned as it is.
+/// commands, `keel job run|sweep|explore` (which, for a graph that chains, are the chapter's
+/// again: `crate::commands::chaining`). Any other command line is returned as it is.
 pub fn job_alias(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     let is_graph_option = |arg: &std::ffi::OsString| {
         let arg = arg.to_string_lossy();
@@ -126,10 +125,93 @@ pub fn job_alias(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     job
 }
 
+/// Why a command line did not become a [`Cli`].
+#[derive(Debug)]
+pub enum ParseError {
+    /// Clap's own (it prints it, help and version included, and picks the exit code).
+    Clap(clap::Error),
+    /// keel's: the events of a job could not be read, or a chained job was given an option
+    /// of the task graph.
+    Keel(KeelError),
+}
+
+/// A command line as `keel` takes it: `keel run|sweep|explore` with `--sources` or
+/// `--parallelism` are `keel job ...` ([`job_alias`]), and a job whose graph chains (one
+/// source, one operator, events without keys) is the chapter's command
+/// (`crate::commands::chaining`).
+pub fn parse_command_line(argv: Vec<std::ffi::OsString>) -> Result<Cli, ParseError> {
+    use crate::commands::chaining::{refused_on_chained, resolve, Resolved};
+    use crate::commands::job::JobCommand;
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    match resolve(job_alias(argv)).map_err(ParseError::Keel)? {
+        Resolved::AsGiven(argv) => Cli::try_parse_from(argv).map_err(ParseError::Clap),
+        Resolved::Chained(argv) => {
+            let command = argv
+                .get(1)
+                .map(|c| c.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if let Some(option) = task_graph_option(&command, &argv) {
+                return Err(ParseError::Keel(refused_on_chained(&command, &option)));
+            }
+            Cli::try_parse_from(&argv).map_err(|error| {
+                match (error.kind(), error.get(ContextKind::InvalidArg)) {
+                    (ErrorKind::UnknownArgument, Some(ContextValue::String(arg))) => {
+                        let option = arg.split('=').next().unwrap_or(arg);
+                        ParseError::Keel(refused_on_chained(&command, option))
+                    }
+                    _ => ParseError::Clap(error),
+                }
+            })
+        }
+        Resolved::TasksWithStdin(argv, events) => {
+            let cli = Cli::try_parse_from(argv).map_err(ParseError::Clap)?;
+            if let Command::Job(job) = &cli.command {
+                let args = match &job.command {
+                    JobCommand::Run(a) => &a.job,
+                    JobCommand::Sweep(a) => &a.job,
+                    JobCommand::Explore(a) => &a.job,
+                    JobCommand::Teach(_) => unreachable!("teach is never resolved"),
+                };
+                assert!(args.events_read.set(events).is_ok(), "set once");
+            }
+            Ok(cli)
+        }
+    }
+}
+
+/// The first option on a chained job's command line (`argv`, the chapter's `command`'s) that
+/// belongs to the task graph: one `keel job COMMAND` takes and `keel COMMAND` does not, or
+/// spells with another meaning (`--checkpoint-mode`, which the chapter's engine refuses).
+fn task_graph_option(command: &str, argv: &[std::ffi::OsString]) -> Option<String> {
+    use clap::CommandFactory;
+    let cli = Cli::command();
+    let longs = |c: &clap::Command| -> Vec<String> {
+        c.get_arguments()
+            .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+            .collect()
+    };
+    let chapter = longs(cli.find_subcommand(command)?);
+    let job = longs(cli.find_subcommand("job")?.find_subcommand(command)?);
+    argv.iter().skip(2).find_map(|arg| {
+        let arg = arg.to_string_lossy();
+        let name = arg.split('=').next().unwrap_or(&arg);
+        let graph_only = job.iter().any(|j| j == name)
+            && (!chapter.iter().any(|c| c == name) || name == "--checkpoint-mode");
+        graph_only.then(|| name.to_string())
+    })
+}
+
 /// `keel`'s whole life: parse, execute, print once, exit with a clear code. Ctrl-C stops a
 /// long job at the next run boundary (exit 130, no report) and any other command at once.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse_from(job_alias(std::env::args_os().collect()));
+    let cli = match parse_command_line(std::env::args_os().collect()) {
+        Ok(cli) => cli,
+        Err(ParseError::Clap(error)) => error.exit(),
+        Err(ParseError::Keel(error)) => {
+            eprintln!("error: {error}");
+            return error.exit_code();
+        }
+    };
     #[cfg(feature = "mutants")]
     if let Err(error) = crate::property::mutant::install_from_env() {
         eprintln!("error: {error}");

@@ -287,7 +287,7 @@ impl Forks {
         // Converging takes the rest of a point from the fault-free run's one incarnation.
         let one_incarnation =
             result.incarnations.len() == 1 && result.outcome == Outcome::Completed;
-        // The oracle reads the sink where the README documents it: a converged point's sink
+        // The oracle reads the sink where the user guide documents it: a converged point's sink
         // is the engine's file, so only where the two are one file.
         let file = sink.file_name();
         let known_contents = (!sink.is_transactional())

@@ -263,7 +263,7 @@ pub fn check_counts(
 }
 
 /// Where the documented checkpoint cadence puts the newest checkpoint of a fault-free run
-/// (README, "The engine, exactly": a checkpoint after event i when (i + 1) % K == 0, named
+/// (docs/design/engine-and-verdicts.md, "The engine, exactly": a checkpoint after event i when (i + 1) % K == 0, named
 /// `state-<i+1>.json`; the transactional sink's last transaction commits with one more at the
 /// end of input; `in-place` rewrites the one file `state.json`), against the names the run
 /// left on its disk (read from the disk, not from the engine). Every numbered checkpoint

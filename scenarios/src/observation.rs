@@ -34,7 +34,7 @@ pub struct ViewObservation {
     pub visibility_delay_ms_max: u64,
 }
 
-/// Where a consumer finds a file sink: the names the README documents (`sink-append.jsonl`,
+/// Where a consumer finds a file sink: the names the user guide documents (`sink-append.jsonl`,
 /// `sink-idempotent.jsonl` in the engine's directory). The oracle reads the sink where a user
 /// would, not where the engine says it wrote it, so an engine that writes its records under
 /// another name delivers nothing (and leaves a stray file).
@@ -143,7 +143,7 @@ pub struct Observation {
     pub restart: Option<RestartSteps>,
 }
 
-/// The documented retry policy of a file sink's writes (README, "The fault model"): 12
+/// The documented retry policy of a file sink's writes (the user guide, "The fault model"): 12
 /// attempts, the first retry 100 ms after a failure, each wait doubling up to 3,200 ms.
 /// Written here from the documentation, apart from the engine's constants.
 pub const SINK_RETRY_WAITS_MS: [u64; 11] = [

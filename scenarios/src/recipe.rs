@@ -1,5 +1,5 @@
 //! The steps a fault-free run takes, restated from each checkpoint protocol's documented
-//! recipe (README, "The engine, exactly" and "Checkpoint protocols") apart from the engine's
+//! recipe (docs/design/engine-and-verdicts.md and docs/design/sweeps.md) apart from the engine's
 //! code, so an fsync, rename or removal the engine drops, adds or reorders fails
 //! `matches-model` even where no verdict changes (a sink name left without its directory
 //! fsync, say: only a power loss before the first checkpoint could tell, and recovery from
@@ -64,7 +64,7 @@ fn untargeted(op: &'static str) -> RecipeStep {
     RecipeStep { op, target: None }
 }
 
-/// What the recipe of each protocol does, as the README states it (not read from
+/// What the recipe of each protocol does, as the design notes state it (not read from
 /// `keel_engine::CheckpointProtocol`'s own predicates, which are what is under test).
 struct Recipe {
     in_place: bool,

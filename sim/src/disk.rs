@@ -28,7 +28,7 @@
 //!      plus, on btrfs and posix, those a later fsync of their file logged;
 //!   5. unpersisted bytes are lost: they read as the disk holds them (rule 5 below).
 //! - **fsync EIO** ([`Disk::fsync_fail`]), as Linux 6.1 does on ext4 and xfs (measured in
-//!   user-mode Linux with dm-flakey failing the file's new blocks, see the README): the fsync
+//!   user-mode Linux with dm-flakey failing the file's new blocks, see docs/design/real-and-fidelity.md): the fsync
 //!   returns EIO; the file's new size (ext4; xfs may keep the size before the fsync: see
 //!   `fs_model`) and its pending truncates persist; the bytes its
 //!   pending writes wrote do not reach the disk, but the kernel marks their pages clean and

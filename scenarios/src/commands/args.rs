@@ -429,7 +429,7 @@ pub struct ScenarioArgs {
 
     /// The file system whose crash behaviour the simulated disk follows where kernels
     /// disagree: `posix` (every crash state any of them admits), or what `ext4`, `xfs` or
-    /// `btrfs` were measured to do (see the README's protocol table).
+    /// `btrfs` were measured to do (see the user guide's protocol table).
     #[arg(long, value_enum, value_name = "FS", default_value_t = FsModelArg::Posix)]
     pub fs_model: FsModelArg,
 }
@@ -476,7 +476,7 @@ impl From<KeyArg> for KeyScheme {
     }
 }
 
-/// A checkpoint protocol (see the README's protocol table).
+/// A checkpoint protocol (see the user guide's protocol table).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ProtocolArg {
     /// Sink sync, unique name, checksum, temp file, fsync, rename, fsync dir, then delete the old.

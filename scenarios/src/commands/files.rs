@@ -15,6 +15,9 @@ use std::path::{Path, PathBuf};
 /// `--events -`) read a line at a time.
 pub(crate) fn load_events(spec: &ScenarioSpec) -> Result<Vec<Event>, KeelError> {
     match &spec.events {
+        Some(path) if path == STDIN_EVENTS && STDIN_HANDED_OVER.get().is_some() => {
+            Ok(STDIN_HANDED_OVER.get().expect("checked").clone())
+        }
         Some(path) => {
             let events = read_events_source(path, |reader| read_events(reader))?;
             if events.is_empty() {
@@ -31,6 +34,15 @@ pub(crate) fn load_events(spec: &ScenarioSpec) -> Result<Vec<Event>, KeelError> 
 
 /// What `--events` takes for standard input.
 pub(crate) const STDIN_EVENTS: &str = "-";
+
+/// The events a chained `keel job` command line read from standard input before it became
+/// the chapter's command (`chaining.rs`): stdin is read once, by whoever reads it first.
+static STDIN_HANDED_OVER: std::sync::OnceLock<Vec<Event>> = std::sync::OnceLock::new();
+
+/// Hands the events read from stdin to the chapter's command that runs next.
+pub(crate) fn hand_over_stdin_events(events: Vec<Event>) {
+    assert!(STDIN_HANDED_OVER.set(events).is_ok(), "stdin is read once");
+}
 
 /// How errors name the events at `path`: the path, or "stdin" for `-`.
 pub(crate) fn events_source_name(path: &str) -> &str {

@@ -56,7 +56,9 @@ pub struct JobArgs {
     /// partition: event i goes to partition i mod P). `-` reads them from standard input.
     #[arg(long, value_name = "FILE.jsonl")]
     pub events: Option<String>,
-    /// P: source partitions.
+    /// P: source partitions. With 1, --parallelism 1 and events without keys the graph chains
+    /// into one task, the chapter's engine: the command is then `keel run|sweep|explore`
+    /// with the other options (see --disable-chaining).
     #[arg(long, value_name = "P", default_value_t = 2)]
     pub sources: u32,
     /// M: parallel window operators (key k goes to operator fnv1a64(k) mod M).
@@ -101,6 +103,11 @@ pub struct JobArgs {
     /// The seed: the schedule's draws (and explore's crash) come from it.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Run a graph that would chain (one source, one operator, events without keys) as tasks
+    /// joined by channels: a source, an operator and the sink (Flink's
+    /// `disableOperatorChaining`).
+    #[arg(long)]
+    pub disable_chaining: bool,
     /// The events of `--events`, once read: a command builds several specs on them, and
     /// standard input (`--events -`) can be read only once.
     #[arg(skip)]

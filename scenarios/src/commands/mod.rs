@@ -4,6 +4,7 @@
 
 pub mod args;
 pub mod bench;
+pub mod chaining;
 pub mod disk_error;
 pub mod explore;
 pub mod fidelity;

@@ -2,8 +2,8 @@
 //! kernels disagree, and `posix` (the default, the most adversarial): the union of them all
 //! but xfs's stale bytes (see below).
 //!
-//! Measured on Linux 6.1 in user-mode Linux (see the README's power-cut and disk-error
-//! sections). The rules every profile shares are stated at the top of `disk.rs` and of the
+//! Measured on Linux 6.1 in user-mode Linux (see docs/design/real-and-fidelity.md, its power-cut
+//! and disk-error sections). The rules every profile shares are stated at the top of `disk.rs` and of the
 //! `power_loss` module; a profile changes only these:
 //!
 //! | rule | `posix` | `ext4` | `xfs` | `btrfs` |
