@@ -134,6 +134,20 @@ pub fn shrink(spec: &GraphSpec, expected: &[JobProperty]) -> Option<Shrunk> {
             picks = ran_picks;
         }
     }
+    // A fault plan tried on the best point: the point to keep (its schedule trimmed) if it
+    // still fails.
+    let mut attempt = |best: &GraphSpec, planned: PlannedFault| -> Option<GraphSpec> {
+        let candidate = GraphSpec {
+            plan: FaultPlan::new([planned]).expect("one fault"),
+            ..best.clone()
+        };
+        let (found, ran_schedule, ran_picks) = breaks(&candidate);
+        runs += 1;
+        still(&found).then(|| GraphSpec {
+            script: trimmed(ran_schedule, &ran_picks),
+            ..candidate
+        })
+    };
     let first = best.plan.iter().next();
     if let Some(planned) = first {
         // A simpler fault at the same step first: a power loss as a process crash, else in
@@ -148,24 +162,12 @@ pub fn shrink(spec: &GraphSpec, expected: &[JobProperty]) -> Option<Shrunk> {
             }
             _ => Vec::new(),
         };
-        for fault in simpler {
-            let candidate = GraphSpec {
-                plan: FaultPlan::new([PlannedFault {
-                    step: planned.step,
-                    fault,
-                }])
-                .expect("one fault"),
-                ..best.clone()
-            };
-            let (found, ran_schedule, ran_picks) = breaks(&candidate);
-            runs += 1;
-            if still(&found) {
-                best = GraphSpec {
-                    script: trimmed(ran_schedule, &ran_picks),
-                    ..candidate
-                };
-                break;
-            }
+        let step = planned.step;
+        if let Some(kept) = simpler
+            .into_iter()
+            .find_map(|fault| attempt(&best, PlannedFault { step, fault }))
+        {
+            best = kept;
         }
     }
     // Then the fault moved to the earliest place where it still fails: step by step, a
@@ -174,30 +176,24 @@ pub fn shrink(spec: &GraphSpec, expected: &[JobProperty]) -> Option<Shrunk> {
     let first = best.plan.iter().next();
     if let Some(PlannedFault { step, fault }) = first {
         let current = (step, crash_side(&fault));
-        'earlier: for earlier in 0..=step {
-            for moved in sides(fault) {
-                if (earlier, crash_side(&moved)) >= current {
-                    break 'earlier;
-                }
-                let plan = FaultPlan::new([PlannedFault {
+        let earlier = (0..=step)
+            .flat_map(|earlier| sides(fault).into_iter().map(move |moved| (earlier, moved)))
+            .take_while(|(earlier, moved)| (*earlier, crash_side(moved)) < current);
+        let mut kept = None;
+        for (earlier, moved) in earlier {
+            kept = attempt(
+                &best,
+                PlannedFault {
                     step: earlier,
                     fault: moved,
-                }])
-                .expect("one fault");
-                let candidate = GraphSpec {
-                    plan,
-                    ..best.clone()
-                };
-                let (found, ran_schedule, ran_picks) = breaks(&candidate);
-                runs += 1;
-                if still(&found) {
-                    best = GraphSpec {
-                        script: trimmed(ran_schedule, &ran_picks),
-                        ..candidate
-                    };
-                    break 'earlier;
-                }
+                },
+            );
+            if kept.is_some() {
+                break;
             }
+        }
+        if let Some(kept) = kept {
+            best = kept;
         }
     }
     let (broken, _, picks) = breaks(&best);
