@@ -94,6 +94,8 @@ pub fn plan_for_crash(
                 };
                 let enumerable = counted
                     .power_loss_states
+                    .as_ref()
+                    .and_then(|count| u64::try_from(count).ok())
                     .filter(|&count| count <= POWER_LOSS_ENUMERATION_BOUND);
                 if let Some(count) = enumerable {
                     if state >= count {

@@ -3,10 +3,13 @@
 
 use std::collections::BTreeMap;
 
+use crate::decimal::count_text;
 use crate::runner::{run_recording_crash_states, RunResult, RunSpec};
 use crate::table::Table;
 use keel_sim::{FaultKind, TraceLine, World};
+use num_bigint::BigUint;
 use serde::Serialize;
+use std::sync::Arc;
 
 /// Whether a fault of `kind` can be aimed at a step doing `op` (a page eviction can be
 /// aimed at any step, and takes effect only where a failed fsync left unpersisted bytes:
@@ -44,8 +47,11 @@ pub struct SiteRow {
     pub target: String,
     /// The fault kinds that apply here.
     pub faults: FaultKinds,
-    /// How many disk states a power loss right after this step can leave (null: > 2^64).
-    pub power_loss_states: Option<u64>,
+    /// How many disk states a power loss right after this step can leave, exactly (a JSON
+    /// number up to 2^53, a decimal string beyond; null only for a step a crash cut short
+    /// before its effect, which a fault-free run has none of).
+    #[serde(with = "crate::decimal::optional_count")]
+    pub power_loss_states: Option<BigUint>,
 }
 
 /// A set of fault kinds, a bit each in the order of [`FaultKind::ALL`] (the order it lists
@@ -101,11 +107,52 @@ pub fn sites_from_run(baseline: &RunResult) -> Vec<SiteRow> {
 }
 
 /// What a sweep reads of a site to draw its points.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Aim {
     pub step: u64,
     pub faults: FaultKinds,
+    /// The count recorded (crash states, or classes of them): None past a u64, or where
+    /// classes are not numbered.
     pub power_loss_states: Option<u64>,
+    /// Where `power_loss_states` is None and the step was counted: its crash states, exactly.
+    pub power_loss_states_exact: Option<Arc<BigUint>>,
+}
+
+impl Aim {
+    /// The power-loss points the model admits here, exactly: the count recorded, else the
+    /// crash states (which a sweep draws where classes are not numbered). None: not counted.
+    pub fn power_loss_admitted(&self) -> Option<BigUint> {
+        match (self.power_loss_states, &self.power_loss_states_exact) {
+            (Some(count), _) => Some(BigUint::from(count)),
+            (None, Some(exact)) => Some((**exact).clone()),
+            (None, None) => None,
+        }
+    }
+}
+
+/// Per step whose count is None, its exact crash states (from
+/// [`World::crash_state_counts_exact`]), in step order.
+#[derive(Clone, Debug, Default)]
+struct ExactCounts(Vec<(u64, Arc<BigUint>)>);
+
+impl ExactCounts {
+    fn of(world: &World, counted: bool) -> ExactCounts {
+        if !counted {
+            return ExactCounts::default();
+        }
+        let exact = world.crash_state_counts_exact();
+        ExactCounts(
+            exact
+                .iter()
+                .map(|(step, count)| (*step, Arc::new(count.clone())))
+                .collect(),
+        )
+    }
+
+    fn get(&self, step: u64) -> Option<Arc<BigUint>> {
+        let i = self.0.binary_search_by_key(&step, |(s, _)| *s).ok()?;
+        Some(Arc::clone(&self.0[i].1))
+    }
 }
 
 /// A fault-free run's sites, packed: a baseline keeps one per step of its whole run (a
@@ -121,6 +168,8 @@ pub struct Sites {
     targets: String,
     /// Each site's power-loss crash-state count, if counted (else empty).
     power_loss_states: Vec<Option<u64>>,
+    /// The exact counts of the sites whose count is None.
+    exact: ExactCounts,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -138,10 +187,13 @@ const _: () = assert!(std::mem::size_of::<PackedSite>() == 24);
 impl Sites {
     /// The sites of `baseline`, with `counts` its steps' crash-state counts (empty: none
     /// counted).
-    fn of(baseline: &RunResult, counts: &[Option<u64>]) -> Sites {
+    fn of(baseline: &RunResult, counts: &[Option<u64>], exact: ExactCounts) -> Sites {
         let unpersisted = baseline.world.unpersisted_counts();
         let mut ops: BTreeMap<&'static str, u8> = BTreeMap::new();
-        let mut sites = Sites::default();
+        let mut sites = Sites {
+            exact,
+            ..Sites::default()
+        };
         let steps_len = baseline
             .world
             .trace()
@@ -206,7 +258,7 @@ impl Sites {
             op: self.ops[packed.op as usize],
             target: self.targets[target_start as usize..packed.target_end as usize].to_string(),
             faults: packed.faults,
-            power_loss_states: self.power_loss_states(i),
+            power_loss_states: self.aim(i).power_loss_admitted(),
         }
     }
 
@@ -217,10 +269,15 @@ impl Sites {
     /// What a sweep reads of the `i`-th site.
     pub fn aim(&self, i: usize) -> Aim {
         let packed = &self.packed[i];
+        let power_loss_states = self.power_loss_states(i);
         Aim {
             step: packed.step,
             faults: packed.faults,
-            power_loss_states: self.power_loss_states(i),
+            power_loss_states,
+            power_loss_states_exact: power_loss_states
+                .is_none()
+                .then(|| self.exact.get(packed.step))
+                .flatten(),
         }
     }
 
@@ -260,14 +317,19 @@ pub struct SiteAims {
     faults: Vec<FaultKinds>,
     /// Each site's power-loss crash-state count, if counted (else empty).
     power_loss_states: Vec<Option<u64>>,
+    /// The exact counts of the sites whose count is None.
+    exact: ExactCounts,
 }
 
 impl SiteAims {
     /// The aims of `run` (a fault-free run, or one with a first fault: its steps go on
     /// across restarts), with `counts` its steps' crash-state counts (empty: none counted).
-    fn of(world: &World, counts: &[Option<u64>]) -> SiteAims {
+    fn of(world: &World, counts: &[Option<u64>], exact: ExactCounts) -> SiteAims {
         let unpersisted = world.unpersisted_counts();
-        let mut aims = SiteAims::default();
+        let mut aims = SiteAims {
+            exact,
+            ..SiteAims::default()
+        };
         let steps = || {
             world.trace().lines().filter_map(|line| match line {
                 TraceLine::Step { step, op, .. } => Some((*step, *op)),
@@ -313,10 +375,16 @@ impl SiteAims {
 
     /// What a sweep reads of the `i`-th site.
     pub fn aim(&self, i: usize) -> Aim {
+        let step = self.first_step + i as u64;
+        let power_loss_states = self.power_loss_states.get(i).copied().flatten();
         Aim {
-            step: self.first_step + i as u64,
+            step,
             faults: self.faults[i],
-            power_loss_states: self.power_loss_states.get(i).copied().flatten(),
+            power_loss_states,
+            power_loss_states_exact: power_loss_states
+                .is_none()
+                .then(|| self.exact.get(step))
+                .flatten(),
         }
     }
 
@@ -334,12 +402,20 @@ pub fn site_aims(run: &RunResult, crash_states_counted: bool) -> SiteAims {
 
 /// [`site_aims`] of a run's world, run to its end or stopped on the way.
 pub fn site_aims_of_world(world: &World, crash_states_counted: bool) -> SiteAims {
-    SiteAims::of(world, counts_of(world, crash_states_counted))
+    SiteAims::of(
+        world,
+        counts_of(world, crash_states_counted),
+        ExactCounts::of(world, crash_states_counted),
+    )
 }
 
 /// The sites of a fault-free run, counted or not as for [`site_aims`], packed.
 pub fn packed_sites(baseline: &RunResult, crash_states_counted: bool) -> Sites {
-    Sites::of(baseline, counts_of(&baseline.world, crash_states_counted))
+    Sites::of(
+        baseline,
+        counts_of(&baseline.world, crash_states_counted),
+        ExactCounts::of(&baseline.world, crash_states_counted),
+    )
 }
 
 /// `run`'s crash-state count per step if `counted` (it must have been recorded with
@@ -376,10 +452,22 @@ pub fn sites_table(rows: &[SiteRow]) -> Table {
             row.target.clone(),
             faults.join(","),
             row.power_loss_states
-                .map_or(">2^64".to_string(), |c| c.to_string()),
+                .as_ref()
+                .map_or("-".to_string(), states_text),
         ]);
     }
     table
+}
+
+/// A step's crash states in a text table: the number as it is up to 15 digits, else in
+/// scientific notation ([`count_text`]).
+fn states_text(states: &BigUint) -> String {
+    let decimal = states.to_string();
+    if decimal.len() <= 15 {
+        decimal
+    } else {
+        count_text(&decimal)
+    }
 }
 
 #[cfg(test)]

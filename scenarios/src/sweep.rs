@@ -16,6 +16,9 @@ use num_bigint::BigUint;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
+pub use crate::decimal::count_text;
+pub(crate) use crate::decimal::thousands;
+
 mod class_runs;
 mod converged_pairs;
 mod counts_file;
@@ -48,19 +51,6 @@ pub const POWER_LOSS_STATES_MAX_DEFAULT: u64 = POWER_LOSS_ENUMERATION_BOUND;
 /// Marks the points of a row where some crash states were drawn, not all run.
 pub const SAMPLED_MARK: &str = "*";
 
-/// `n` with a comma every three digits: 62208 -> "62,208".
-pub(crate) fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
-}
-
 /// The first failing point of a row, and how to replay it alone.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct FirstFailure {
@@ -86,8 +76,11 @@ pub struct SweepRow {
     pub points: u64,
     /// The crash states the model admits, summed over the row's points (one a point for
     /// faults other than a power loss; a power loss step counts all of its states, run or
-    /// not). None: more than a u64 counts, or unknown.
-    pub states_total: Option<u64>,
+    /// not), exactly: a JSON number up to 2^53, a decimal string beyond. None (null) only
+    /// at depth 2 where a first step was sampled: the pairs that start in a crash state
+    /// not drawn are not known without running it.
+    #[serde(with = "crate::decimal::optional_count")]
+    pub states_total: Option<BigUint>,
     /// The states run: one a point.
     pub states_run: u64,
     /// Whether every state ran (no step was sampled).
@@ -118,7 +111,27 @@ pub struct SweepRow {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub crash_states: Option<ClassedStates>,
     pub first_failure: Option<FirstFailure>,
+    /// In the report of a sweep whose budget ran out ([`SweepReport::stopped`]): the row's
+    /// points not run (then `exhaustive` is false). Absent in a whole sweep's report.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub points_left: Option<u64>,
 }
+
+/// Where a sweep stopped because its budget ran out (`--time-budget`, `--points-max`): its
+/// report is of the points before, each row's as it stands.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Stopped {
+    /// The option whose budget ran out, as given: `--points-max 1000`, `--time-budget 60s`.
+    pub by: String,
+    pub points_run: u64,
+    pub points_total: u64,
+    /// The command that runs the points left: its lines, merged by `keel merge` with this
+    /// run's (which `--points 0.. --out FILE` keeps), make the report of the whole sweep.
+    pub resume: String,
+}
+
+/// Marks the points of a row a budgeted sweep did not finish.
+pub const UNFINISHED_MARK: &str = "+";
 
 /// The crash states a row of class points stands for, as decimal numbers (they pass 2^64:
 /// a sink file's pending lines have 3^pieces states).
@@ -135,11 +148,13 @@ pub struct ClassedStates {
 }
 
 /// The sampled steps of a row: how many, how many crash states they admit, how many ran.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct SampledSteps {
     pub steps: u64,
-    /// The crash states those steps admit (None: more than a u64 counts, or unknown).
-    pub states: Option<u64>,
+    /// The crash states those steps admit, exactly (a JSON number up to 2^53, a decimal
+    /// string beyond; None: unknown, at depth 2 as for [`SweepRow::states_total`]).
+    #[serde(with = "crate::decimal::optional_count")]
+    pub states: Option<BigUint>,
     /// The points drawn there.
     pub drawn: u64,
 }
@@ -159,27 +174,6 @@ pub struct SweepSpec {
     /// What a power-loss point is: a crash state, or a class of them.
     #[serde(default)]
     pub power_loss_points: PowerLossPoints,
-}
-
-/// A count written as a decimal number, for a text line: with thousands separators up to
-/// 15 digits, else in scientific notation with three significant digits ("1.35e89"): a
-/// class row's states pass 2^64 (JSON keeps every digit).
-pub fn count_text(decimal: &str) -> String {
-    const DIGITS_EXACT_MAX: usize = 15;
-    assert!(!decimal.is_empty());
-    assert!(decimal.bytes().all(|b| b.is_ascii_digit()));
-    if decimal.len() <= DIGITS_EXACT_MAX {
-        return thousands(decimal.parse().expect("at most 15 digits fit a u64"));
-    }
-    // Rounded to three significant digits, half up, carrying into the exponent.
-    let digits: Vec<u32> = decimal.bytes().map(|b| u32::from(b - b'0')).collect();
-    let mut mantissa = digits[0] * 100 + digits[1] * 10 + digits[2] + u32::from(digits[3] >= 5);
-    let mut exponent = decimal.len() - 1;
-    if mantissa == 1000 {
-        mantissa = 100;
-        exponent += 1;
-    }
-    format!("{}.{:02}e{exponent}", mantissa / 100, mantissa % 100)
 }
 
 /// What a classes sweep's verdict rests on, printed under its rows.
@@ -244,6 +238,9 @@ pub struct SweepReport {
     /// A hash of every point's faults and outcome digest, in sweep order: what the default
     /// (forked, converged) and the `--naive` sweep both compute.
     pub fingerprint: String,
+    /// Where the sweep stopped, when its budget ran out (absent: it ran every point).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<Stopped>,
 }
 
 /// What one point's run came to: a line of a shard file.
@@ -425,6 +422,7 @@ impl SweepReport {
                 cells.extend([
                     row.points.to_string(),
                     row.states_total
+                        .as_ref()
                         .map_or_else(String::new, |total| total.to_string()),
                     row.states_run.to_string(),
                     row.exhaustive.to_string(),
@@ -441,12 +439,17 @@ impl SweepReport {
             } else if row.exhaustive {
                 cells.push(row.points.to_string());
             } else {
-                let mark = match format {
+                let mark = match (format, &row.sampled) {
+                    (_, None) => "",
                     // A bare `*` could start emphasis in Markdown.
-                    TableFormat::Markdown => "\\*",
-                    _ => SAMPLED_MARK,
+                    (TableFormat::Markdown, Some(_)) => "\\*",
+                    (_, Some(_)) => SAMPLED_MARK,
                 };
-                cells.push(format!("{}{mark}", row.points));
+                let unfinished = match row.points_left {
+                    Some(left) if left > 0 => UNFINISHED_MARK,
+                    _ => "",
+                };
+                cells.push(format!("{}{mark}{unfinished}", row.points));
             }
             cells.extend([
                 row.points_with_duplicates.to_string(),
@@ -526,6 +529,9 @@ impl SweepReport {
             if !lines.is_empty() && format != TableFormat::Markdown {
                 out.push('\n');
             }
+            if let Some(stopped) = &self.stopped {
+                out.push_str(&self.stopped_text(stopped, format));
+            }
             for row in &self.rows {
                 if let Some(first) = &row.first_failure {
                     let view = row
@@ -578,13 +584,13 @@ impl SweepReport {
         self.rows
             .iter()
             .filter_map(|row| {
-                let sampled = row.sampled?;
+                let sampled = row.sampled.as_ref()?;
                 let view = row
                     .view
                     .as_ref()
                     .map_or(String::new(), |v| format!(" / {v}"));
-                let of = match sampled.states {
-                    Some(states) => format!("of {} ", thousands(states)),
+                let of = match &sampled.states {
+                    Some(states) => format!("of {} ", count_text(&states.to_string())),
                     None => "of an uncounted number of ".to_string(),
                 };
                 let steps = if sampled.steps == 1 { "step" } else { "steps" };
@@ -601,6 +607,78 @@ impl SweepReport {
             .collect()
     }
 
+    /// Lays the report of a sweep stopped by its budget out as the whole sweep's: every row
+    /// of `row_lens` (its planned points, per sink and row, in report order), in each of its
+    /// sink's views, those not reached with no points, each saying how many points it has
+    /// left (a row with some left is not exhaustive).
+    pub fn stop(&mut self, stopped: Stopped, row_lens: &[(SinkKind, String, u64)]) {
+        let mut rows = std::mem::take(&mut self.rows);
+        for (sink, fault, len) in row_lens {
+            for view in views_of(*sink) {
+                let view = view.map(|v| v.name().to_string());
+                let at = rows
+                    .iter()
+                    .position(|r| r.sink == sink.name() && r.fault == *fault && r.view == view);
+                let mut row = match at {
+                    Some(at) => rows.remove(at),
+                    None => SweepRow {
+                        sink: sink.name().to_string(),
+                        fault: fault.clone(),
+                        view,
+                        states_total: Some(BigUint::ZERO),
+                        ..SweepRow::default()
+                    },
+                };
+                let left = len.saturating_sub(row.points);
+                row.points_left = Some(left);
+                row.exhaustive &= left == 0;
+                self.rows.push(row);
+            }
+        }
+        assert!(rows.is_empty(), "every row run is a row of the sweep");
+        self.stopped = Some(stopped);
+    }
+
+    /// What a stopped report says under its table: where and why it stopped, the rows not
+    /// finished, and the command that resumes it.
+    fn stopped_text(&self, stopped: &Stopped, format: TableFormat) -> String {
+        let end = if format == TableFormat::Markdown {
+            "\n\n"
+        } else {
+            "\n"
+        };
+        let mut out = format!(
+            "stopped by {} after {} of {} points: a row marked {UNFINISHED_MARK} is not finished (exhaustive: false){end}",
+            stopped.by,
+            thousands(stopped.points_run),
+            thousands(stopped.points_total),
+        );
+        for row in &self.rows {
+            let Some(left) = row.points_left.filter(|&left| left > 0) else {
+                continue;
+            };
+            let view = row
+                .view
+                .as_ref()
+                .map_or(String::new(), |v| format!(" / {v}"));
+            out.push_str(&format!(
+                "  {} / {}{view}: {} points run, {} left{end}",
+                row.sink,
+                row.fault,
+                thousands(row.points),
+                thousands(left)
+            ));
+        }
+        out.push_str(&format!(
+            "resume: {}{end}(its lines and this run's, kept with --points 0.. --out FILE, merge with keel merge into the whole sweep's report){end}",
+            stopped.resume
+        ));
+        if end == "\n" {
+            out.push('\n');
+        }
+        out
+    }
+
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a sweep report always serializes") + "\n"
     }
@@ -610,26 +688,4 @@ impl SweepReport {
 pub(crate) fn mode_field(mode: &Option<String>) -> String {
     mode.as_ref()
         .map_or(String::new(), |m| format!(" state_backend={m}"))
-}
-
-#[cfg(test)]
-mod count_text_tests {
-    use super::count_text;
-
-    #[test]
-    fn big_counts_read_in_scientific_notation_small_ones_exactly() {
-        for (decimal, text) in [
-            ("0", "0"),
-            ("483", "483"),
-            ("999999999999999", "999,999,999,999,999"),
-            ("1000000000000000", "1.00e15"),
-            ("13500000000000000000", "1.35e19"),
-            ("13549999999999999999", "1.35e19"),
-            ("13550000000000000000", "1.36e19"),
-            ("99950000000000000000", "1.00e20"),
-        ] {
-            assert_eq!(count_text(decimal), text, "{decimal}");
-        }
-        assert_eq!(count_text(&"7".repeat(90)), "7.78e89");
-    }
 }

@@ -28,10 +28,10 @@ struct ClassedSums {
 }
 
 /// What a row's sampled steps add up to, while tallying.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Coverage {
-    /// The states of sampled steps that did not run (None: unknown, or too many to count).
-    unrun: Option<u64>,
+    /// The states of sampled steps that did not run, exactly (None: unknown, at depth 2).
+    unrun: Option<BigUint>,
     /// The points of the current sampled step (or steps) still to come.
     drawn_to_come: u64,
     sampled: SampledSteps,
@@ -40,11 +40,11 @@ struct Coverage {
 impl Default for Coverage {
     fn default() -> Self {
         Coverage {
-            unrun: Some(0),
+            unrun: Some(BigUint::ZERO),
             drawn_to_come: 0,
             sampled: SampledSteps {
                 steps: 0,
-                states: Some(0),
+                states: Some(BigUint::ZERO),
                 drawn: 0,
             },
         }
@@ -58,15 +58,21 @@ impl Coverage {
         assert!(points >= 1);
         for step in opens {
             self.sampled.steps += 1;
+            let states = step.states.as_ref();
             self.sampled.states = self
                 .sampled
                 .states
-                .zip(step.states)
-                .and_then(|(sum, states)| sum.checked_add(states));
-            self.unrun = self
-                .unrun
-                .zip(step.states)
-                .and_then(|(sum, states)| sum.checked_add(states.saturating_sub(step.drawn)));
+                .take()
+                .zip(states)
+                .map(|(sum, states)| sum + states);
+            self.unrun = self.unrun.take().zip(states).map(|(sum, states)| {
+                let drawn = BigUint::from(step.drawn);
+                if *states > drawn {
+                    sum + states - drawn
+                } else {
+                    sum
+                }
+            });
             // A step nested in another (depth 2) lies within its points.
             self.drawn_to_come = self.drawn_to_come.max(step.drawn);
         }
@@ -79,8 +85,8 @@ impl Coverage {
     fn finish(&self, row: &mut SweepRow) {
         row.states_run = row.points;
         row.exhaustive = self.sampled.steps == 0;
-        row.states_total = self.unrun.and_then(|unrun| unrun.checked_add(row.points));
-        row.sampled = (!row.exhaustive).then_some(self.sampled);
+        row.states_total = self.unrun.as_ref().map(|unrun| unrun + row.points);
+        row.sampled = (!row.exhaustive).then(|| self.sampled.clone());
     }
 }
 
@@ -356,6 +362,7 @@ impl<'a> SweepTally<'a> {
             model_mismatch: self.model_mismatch,
             rows: self.rows,
             fingerprint: self.fingerprint.fingerprint().to_string(),
+            stopped: None,
         };
         (report, self.violation)
     }
@@ -510,6 +517,11 @@ mod tests {
         row
     }
 
+    /// `n` as an exact count.
+    fn big(n: u64) -> Option<BigUint> {
+        Some(BigUint::from(n))
+    }
+
     #[test]
     fn a_row_counts_every_state_of_its_sampled_steps() {
         let row = row_after(&[&[], &[]]);
@@ -520,23 +532,23 @@ mod tests {
                 row.exhaustive,
                 row.sampled
             ),
-            (2, Some(2), true, None)
+            (2, big(2), true, None)
         );
         // Two enumerated points, a step of 10 states with 3 drawn, one more enumerated point.
         let step = Sampled {
-            states: Some(10),
+            states: big(10),
             drawn: 3,
         };
         let row = row_after(&[&[], &[], &[step], &[], &[], &[]]);
         assert_eq!(
             (row.states_run, row.states_total, row.exhaustive),
-            (6, Some(13), false)
+            (6, big(13), false)
         );
         assert_eq!(
             row.sampled,
             Some(SampledSteps {
                 steps: 1,
-                states: Some(10),
+                states: big(10),
                 drawn: 3
             })
         );
@@ -551,7 +563,7 @@ mod tests {
             drawn: 4,
         };
         let second = Sampled {
-            states: Some(5),
+            states: big(5),
             drawn: 2,
         };
         let row = row_after(&[&[first, second], &[], &[], &[], &[]]);
@@ -564,13 +576,23 @@ mod tests {
                 drawn: 4
             })
         );
-        // A total past u64::MAX is unknown too.
-        let huge = Sampled {
-            states: Some(u64::MAX),
+    }
+
+    #[test]
+    fn a_total_past_two_to_the_64_is_exact() {
+        // Two steps of 3^50 states (past 2^64 together and alone), one state drawn at each.
+        let huge = BigUint::from(3u32).pow(50);
+        let step = Sampled {
+            states: Some(huge.clone()),
             drawn: 1,
         };
-        let row = row_after(&[&[huge], &[]]);
-        assert_eq!(row.states_total, None);
-        assert_eq!(row.sampled.map(|s| s.states), Some(Some(u64::MAX)));
+        let row = row_after(&[
+            std::slice::from_ref(&step),
+            std::slice::from_ref(&step),
+            &[],
+        ]);
+        let expected = &huge * 2u32 - 2u32 + 3u32;
+        assert_eq!(row.states_total, Some(expected));
+        assert_eq!(row.sampled.and_then(|s| s.states), Some(huge * 2u32));
     }
 }

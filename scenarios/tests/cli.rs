@@ -65,6 +65,47 @@ fn bad_options_are_rejected_by_name() {
         &["run", "--crash-after-event", "3", "--crash-at-ms", "5"],
         &["cannot be used with"],
     );
+    // A sweep's budget and part (issue 54).
+    check_rejected(
+        &["sweep", "--time-budget", "0s"],
+        &["--time-budget", "no time at all"],
+    );
+    check_rejected(
+        &["sweep", "--time-budget", "60"],
+        &["--time-budget", "expected a duration such as 60s"],
+    );
+    check_rejected(
+        &["sweep", "--time-budget", "1.5m"],
+        &["--time-budget", "expected a duration"],
+    );
+    check_rejected(&["sweep", "--points-max", "0"], &["--points-max", "0"]);
+    check_rejected(&["sweep", "--points", "9..3"], &["--points", "empty"]);
+    check_rejected(
+        &["sweep", "--points", "0..", "--format", "json"],
+        &["cannot be used with"],
+    );
+    check_rejected(
+        &[
+            "sweep",
+            "--faults",
+            "process-crash",
+            "--points",
+            "10..100000",
+        ],
+        &["--points 10..100000 is not a part of the sweep's points, 0.."],
+    );
+    check_rejected(
+        &[
+            "sweep",
+            "--faults",
+            "process-crash",
+            "--shard",
+            "1/2",
+            "--points",
+            "0..10",
+        ],
+        &["--points 0..10 is not a part of shard 1/2's points"],
+    );
     check_rejected(
         &["run", "--checkpoint-every", "eight"],
         &["--checkpoint-every", "eight"],

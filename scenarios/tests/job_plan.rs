@@ -253,3 +253,50 @@ fn run_sweep_and_explore_with_sources_or_parallelism_are_the_job_commands() {
     assert!(stderr.contains("--checkpoint-every"), "{stderr}");
     assert!(stderr.contains("keel job sweep"), "{stderr}");
 }
+
+#[test]
+fn explore_draws_a_power_loss_state_and_its_line_replays_it() {
+    let (stdout, _) = check(
+        &[
+            "job",
+            "explore",
+            "--faults",
+            "power-loss",
+            "--seeds",
+            "0..200",
+            "--checkpoint-mode",
+            "at-least-once",
+        ],
+        0,
+    );
+    assert!(
+        stdout.contains("Transactional: seeds=200 failing=60 "),
+        "{stdout}"
+    );
+    // The first failing seed's power loss left the disk in its crash state 1, not 0.
+    let line = stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("reproduce: keel "))
+        .expect("a reproduce line");
+    assert!(
+        line.ends_with("--seed 6 --fault power-loss --at-step 118 --at after --crash-state 1"),
+        "{line}"
+    );
+    let mut args: Vec<&str> = line.split_whitespace().collect();
+    args.extend(["--expect", "state-exactly-once"]);
+    let (replayed, _) = check(&args, 1);
+    assert!(replayed.contains("over_counted=1"), "{replayed}");
+    // Shrunk: the power loss becomes a simpler fault (a process crash), moved earlier.
+    let shrunk = stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("reproduce shrunk: keel "))
+        .expect("a shrunk line");
+    assert!(
+        shrunk
+            .contains("--seed 6 --fault process-crash --at-step 88 --at after --replay-schedule "),
+        "{shrunk}"
+    );
+    let mut args: Vec<&str> = shrunk.split_whitespace().collect();
+    args.extend(["--expect", "state-exactly-once"]);
+    check(&args, 1);
+}

@@ -255,6 +255,9 @@ pub struct World<S = Disk> {
     /// When recording: the number of power-loss crash states after each step's effect (with
     /// `counted_as`, of classes of them: None where they are not numbered).
     crash_state_counts: Option<Vec<Option<u64>>>,
+    /// When recording: the exact number of crash states after each step whose count above
+    /// is None (past a u64, or classes not numbered), in step order.
+    crash_state_counts_exact: Vec<(u64, num_bigint::BigUint)>,
     counted_as: CrashCounts,
     /// What the system under test reads of its files after a power loss (see
     /// `disk::power_loss::classes`): the caller's claims, by which crash states fall into
@@ -337,6 +340,7 @@ impl<S: Storage> World<S> {
             trace: Trace::default(),
             kill_done: false,
             crash_state_counts: None,
+            crash_state_counts_exact: Vec::new(),
             counted_as: CrashCounts::States,
             crash_readers: Arc::default(),
             class_states: None,
@@ -404,6 +408,7 @@ impl<S: Storage> World<S> {
         let mut world = self.clone();
         world.plan = plan;
         world.crash_state_counts = record_crash_states.then(Vec::new);
+        world.crash_state_counts_exact = Vec::new();
         world.counted_as = CrashCounts::States;
         world
     }

@@ -156,6 +156,61 @@ pub(crate) fn parse_seed_range(text: &str) -> Result<SeedRange, String> {
     Ok(SeedRange { start, end })
 }
 
+/// A part of a sweep's points, `a..b` or `a..` (to the end): what `--points` runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PointRange {
+    pub start: u64,
+    /// None: to the end of the sweep (or of its `--shard`).
+    pub end: Option<u64>,
+}
+
+pub(crate) fn parse_point_range(text: &str) -> Result<PointRange, String> {
+    let (start, end) = text
+        .split_once("..")
+        .ok_or_else(|| format!("expected a range a..b or a.. (e.g. 1000..2000), got '{text}'"))?;
+    let start: u64 = start
+        .parse()
+        .map_err(|_| format!("'{start}' is not a point number"))?;
+    let end = match end {
+        "" => None,
+        end => Some(
+            end.parse::<u64>()
+                .map_err(|_| format!("'{end}' is not a point number"))?,
+        ),
+    };
+    if end.is_some_and(|end| start >= end) {
+        return Err(format!("the range {text} is empty"));
+    }
+    Ok(PointRange { start, end })
+}
+
+/// Parses a wall-clock budget: a positive whole number with a unit, `ms`, `s`, `m` or `h`
+/// (`60s`, `10m`), into milliseconds.
+pub(crate) fn parse_duration_ms(text: &str) -> Result<u64, String> {
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    let (number, unit) = text.split_at(digits);
+    let ms_per_unit: u64 = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        _ => {
+            return Err(format!(
+                "expected a duration such as 60s, 500ms, 10m or 2h, got '{text}'"
+            ))
+        }
+    };
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("expected a duration such as 60s, 500ms, 10m or 2h, got '{text}'"))?;
+    if number == 0 {
+        return Err(format!("'{text}' is no time at all: give a budget above 0"));
+    }
+    number
+        .checked_mul(ms_per_unit)
+        .ok_or_else(|| format!("'{text}' is too long a budget"))
+}
+
 /// Seeds one `keel explore` may run (bounds memory: one row per seed and sink).
 const SEEDS_MAX: u64 = 10_000_000;
 
@@ -632,6 +687,49 @@ pub(crate) fn dedup_kinds<T: PartialEq + Copy>(items: impl IntoIterator<Item = T
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn budgets_and_point_ranges_parse_or_say_why_not() {
+        fn check(text: &str, expected: Result<u64, &str>) {
+            match (parse_duration_ms(text), expected) {
+                (Ok(ms), Ok(expected)) => assert_eq!(ms, expected, "{text}"),
+                (Err(why), Err(part)) => assert!(why.contains(part), "{text}: {why}"),
+                (got, expected) => panic!("{text}: {got:?}, expected {expected:?}"),
+            }
+        }
+        check("60s", Ok(60_000));
+        check("500ms", Ok(500));
+        check("10m", Ok(600_000));
+        check("2h", Ok(7_200_000));
+        check("0s", Err("no time at all"));
+        check("60", Err("expected a duration"));
+        check("s", Err("expected a duration"));
+        check("1.5s", Err("expected a duration"));
+        check("-1s", Err("expected a duration"));
+        check("99999999999999999999h", Err("expected a duration"));
+        check("9999999999999999h", Err("too long"));
+        assert_eq!(
+            parse_point_range("10..20"),
+            Ok(PointRange {
+                start: 10,
+                end: Some(20)
+            })
+        );
+        assert_eq!(
+            parse_point_range("10.."),
+            Ok(PointRange {
+                start: 10,
+                end: None
+            })
+        );
+        assert!(parse_point_range("20..10").unwrap_err().contains("empty"));
+        assert!(parse_point_range("x..")
+            .unwrap_err()
+            .contains("not a point"));
+        assert!(parse_point_range("10")
+            .unwrap_err()
+            .contains("expected a range"));
+    }
 
     #[test]
     fn shards_split_a_range_into_disjoint_covering_slices() {

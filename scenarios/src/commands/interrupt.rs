@@ -83,3 +83,64 @@ pub(crate) fn par_fold_interruptible_with<T: Sync, W, R: Send>(
         )))
     }
 }
+
+/// [`par_fold_interruptible_with`] that also stops at the next run boundary once `deadline`
+/// (a wall-clock budget) passes, or once `consume` returns false (it asks no more: then no
+/// later result is handed to it). The items consumed are a prefix, and their number is
+/// returned (all of them unless the fold was stopped). Where the deadline stops it depends
+/// on the clock; what was consumed up to there does not, and where `consume` stops it does
+/// not either.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn par_fold_budgeted_with<T: Sync, W, R: Send>(
+    items: &[T],
+    threads: Threads,
+    worker: impl Fn(usize) -> W + Sync,
+    f: impl Fn(&mut W, &T) -> R + Sync,
+    on_done: &(dyn Fn(&R) + Sync),
+    consume: &mut (dyn FnMut(R) -> bool + Send),
+    progress: &Progress,
+    deadline: Option<std::time::Instant>,
+) -> Result<usize, KeelError> {
+    let past = |deadline: Option<std::time::Instant>| {
+        deadline.is_some_and(|deadline| std::time::Instant::now() >= deadline)
+    };
+    // Stops on the deadline, on Ctrl-C (looked at as each run ends), or when consume asks.
+    let stop = AtomicBool::new(past(deadline));
+    let on_done_then_look = |r: &R| {
+        on_done(r);
+        if STOP.load(Ordering::SeqCst) || past(deadline) {
+            stop.store(true, Ordering::SeqCst);
+        }
+    };
+    let (mut consumed, mut halted) = (0usize, false);
+    let mut counted = |r: R| {
+        if halted {
+            return;
+        }
+        consumed += 1;
+        if !consume(r) {
+            halted = true;
+            stop.store(true, Ordering::SeqCst);
+        }
+    };
+    LONG_JOB.store(true, Ordering::SeqCst);
+    par_fold_until_with(
+        items,
+        threads,
+        worker,
+        f,
+        &on_done_then_look,
+        &mut counted,
+        &stop,
+    );
+    LONG_JOB.store(false, Ordering::SeqCst);
+    progress.finish();
+    if STOP.load(Ordering::SeqCst) {
+        return Err(KeelError::interrupted(format!(
+            "interrupted (Ctrl-C) after {} of {} runs; no report printed",
+            progress.runs_done(),
+            progress.runs()
+        )));
+    }
+    Ok(consumed)
+}

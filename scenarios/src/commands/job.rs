@@ -301,7 +301,8 @@ pub struct JobExploreArgs {
     #[arg(long, value_name = "A..B", default_value = "0..1000", value_parser = parse_range)]
     pub seeds: SeedSpan,
     /// The faults a seed draws from (one a seed: its kind, then a step where it applies):
-    /// process-crash (before or after any step), message-lost (an acknowledgement or a
+    /// process-crash (before or after any step), power-loss (before or after a step, the disk
+    /// left in a crash state the seed draws), message-lost (an acknowledgement or a
     /// completion notification), slow-channel (a delivery into a channel, --delay-ms late).
     #[arg(
         long,
@@ -1194,8 +1195,10 @@ fn cmd_job_explore(args: &JobExploreArgs) -> Result<Output, KeelError> {
         );
         let failing: Vec<&SeedResult> = results.iter().filter(|r| !r.2.is_empty()).collect();
         let mut fingerprint = keel_sim::FingerprintBuilder::default();
-        for (seed, _, _, verdict) in &results {
-            writeln!(fingerprint, "{seed}:{verdict:?}").unwrap();
+        // Every seed's fault, verdict and run fingerprint: two reports share a fingerprint
+        // only if every run did the same thing to the same data.
+        for (seed, fault, _, verdict, run) in &results {
+            writeln!(fingerprint, "{seed}:{fault:?}:{run}:{verdict:?}").unwrap();
         }
         writeln!(
             out,
@@ -1205,7 +1208,7 @@ fn cmd_job_explore(args: &JobExploreArgs) -> Result<Output, KeelError> {
             fingerprint.finish()
         )
         .unwrap();
-        if let Some((seed, fault, broken, verdict)) = failing.first() {
+        if let Some((seed, fault, broken, verdict, _)) = failing.first() {
             let names: Vec<&str> = broken.iter().map(|p| p.name()).collect();
             writeln!(
                 out,
@@ -1262,7 +1265,15 @@ fn write_shrunk(out: &mut String, job: &JobArgs, point: &GraphSpec, expected: &[
 }
 
 /// A seed, its crash, the properties it broke, its verdict.
-type SeedResult = (u64, Option<PlannedFault>, Vec<JobProperty>, JobVerdict);
+/// One seed of `keel job explore`: its seed, the fault as it ran, the properties it broke,
+/// its verdict and its run's fingerprint.
+type SeedResult = (
+    u64,
+    Option<PlannedFault>,
+    Vec<JobProperty>,
+    JobVerdict,
+    keel_sim::Fingerprint,
+);
 
 /// The crash states a sweep tries at a step with `count` of them (None: more than a u64
 /// counts): every one up to `states_max`, else `states_max` of them spread evenly from the
@@ -1323,9 +1334,23 @@ fn explore_seed(
         let applicable: Vec<u64> = (0..steps.len() as u64)
             .filter(|&step| fault_may_apply(fault.kind(), steps[step as usize].0))
             .collect();
-        (!applicable.is_empty()).then(|| PlannedFault {
-            step: applicable[(draws.next_u64() % applicable.len() as u64) as usize],
-            fault,
+        (!applicable.is_empty()).then(|| {
+            let step = applicable[(draws.next_u64() % applicable.len() as u64) as usize];
+            // A power loss draws its side of the step and its crash state, after the draws
+            // every kind makes (so the other kinds' seeds are what they were): any u64 names
+            // a state, the world wrapping it by the step's count.
+            let fault = match fault {
+                Fault::PowerLoss { .. } => Fault::PowerLoss {
+                    at: if draws.next_u64() % 2 == 0 {
+                        CrashPoint::Before
+                    } else {
+                        CrashPoint::After
+                    },
+                    state: draws.next_u64(),
+                },
+                other => other,
+            };
+            PlannedFault { step, fault }
         })
     };
     let point = GraphSpec {
@@ -1334,5 +1359,15 @@ fn explore_seed(
     };
     let ran = run_streamed(&point);
     let verdict = judge_spec(&point, &ran);
-    (seed, fault, verdict.broken(expected), verdict)
+    // The fault as it ran (a power loss's state wrapped by its step's count), for the line
+    // that replays it.
+    let ran_fault = ran.world.faults_injected().first().copied().or(fault);
+    let fingerprint = ran.world.fingerprint();
+    (
+        seed,
+        ran_fault,
+        verdict.broken(expected),
+        verdict,
+        fingerprint,
+    )
 }

@@ -52,6 +52,9 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
     // they come, so merging holds no file and no point whole.
     let mut header: Option<(String, ShardLine)> = None;
     let mut shards_seen: Vec<Shard> = Vec::new();
+    // Where each file's points start, for a sweep's files of `--points` parts of a shard
+    // (a budgeted run and its resumption: the same shard twice).
+    let mut starts: Vec<Option<u64>> = Vec::new();
     for path in &args.files {
         let h = match open_shard(path)?.next().transpose()? {
             Some((1, h)) if is_header(&h) => h,
@@ -67,13 +70,19 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
             }
         };
         let shard = header_shard(&h);
-        if shards_seen.contains(&shard) {
-            return Err(KeelError::usage(format!(
-                "{path}: shard {}/{} given twice",
-                shard.index, shard.count
-            )));
+        let start = header_points_start(&h);
+        let seen = shards_seen.iter().zip(&starts);
+        if seen.into_iter().any(|(s, st)| *s == shard && *st == start) {
+            return Err(KeelError::usage(match start {
+                Some(start) => format!(
+                    "{path}: points from {start} of shard {}/{} given twice",
+                    shard.index, shard.count
+                ),
+                None => format!("{path}: shard {}/{} given twice", shard.index, shard.count),
+            }));
         }
         shards_seen.push(shard);
+        starts.push(start);
         match &header {
             None => header = Some((path.clone(), h)),
             Some((first_path, first)) if header_key(first) != header_key(&h) => {
@@ -102,6 +111,7 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
         sweep,
         shard,
         total,
+        ..
     } = header
     {
         for (given, option) in [
@@ -115,7 +125,17 @@ pub(crate) fn cmd_merge(args: &MergeArgs) -> Result<Output, KeelError> {
             }
         }
         check_every_shard(&shards_seen, shard.count)?;
-        let files = in_shard_order(&args.files, &shards_seen);
+        let mut files: Vec<(&String, (u64, u64))> = args
+            .files
+            .iter()
+            .zip(shards_seen.iter().zip(&starts))
+            .map(|(file, (shard, start))| {
+                let start = start.unwrap_or_else(|| shard.range_u64(total).start);
+                (file, (shard.index, start))
+            })
+            .collect();
+        files.sort_by_key(|(_, at)| *at);
+        let files: Vec<&String> = files.into_iter().map(|(file, _)| file).collect();
         return merge_sweep(args, &files, &spec, &sweep, total);
     }
     if let ShardLine::ExploreHeader {
@@ -304,7 +324,7 @@ fn check_held(got: u64, total: u64) -> Result<(), KeelError> {
 /// read and counted in point order, the records of one point (one a consumer view) together.
 fn merge_sweep(
     args: &MergeArgs,
-    files: &[(&String, Shard)],
+    files: &[&String],
     spec: &ScenarioSpec,
     sweep: &SweepSpec,
     total: u64,
@@ -324,10 +344,16 @@ fn merge_sweep(
         point.sort_by_key(|record| record.view);
         point.iter().for_each(|record| tally.add(record));
     };
-    for (path, _) in files {
+    // The files whose budget ran out, and where.
+    let mut stopped: Vec<(&String, u64)> = Vec::new();
+    for path in files {
         for line in open_shard(path)?.skip(1) {
             let record = match line? {
                 (_, ShardLine::Point(record)) => record,
+                (_, ShardLine::SweepStopped { next }) => {
+                    stopped.push((path, next));
+                    continue;
+                }
                 (line_number, line) if is_header(&line) => {
                     return Err(header_after_first(path, line_number))
                 }
@@ -355,6 +381,13 @@ fn merge_sweep(
     }
     if foreign > 0 {
         return Err(foreign_lines("keel sweep", foreign));
+    }
+    if held != total {
+        if let Some((path, next)) = stopped.first() {
+            return Err(KeelError::usage(format!(
+                "the shard files hold {held} of the sweep's {total} points: {path} stopped at point {next} when its budget ran out; merge it with the lines of the resume command it printed (keel sweep ... --points {next}..)"
+            )));
+        }
     }
     check_held(held, total)?;
     if !in_order {
@@ -404,6 +437,14 @@ fn header_events(header: &ShardLine) -> Option<&str> {
     }
 }
 
+/// Where a sweep file of a `--points` part starts (None: it holds its whole shard).
+fn header_points_start(header: &ShardLine) -> Option<u64> {
+    match header {
+        ShardLine::SweepHeader { points, .. } => points.map(|[start, _]| start),
+        _ => None,
+    }
+}
+
 fn header_shard(header: &ShardLine) -> Shard {
     match header {
         ShardLine::SweepHeader { shard, .. }
@@ -421,7 +462,15 @@ fn header_key(header: &ShardLine) -> String {
             sweep,
             total,
             shard,
-        } => serde_json::to_string(&(spec, sweep, total, shard.count)).expect("json"),
+            ..
+        } => {
+            // The default scenario named or not is one scenario (a resume command names it).
+            let spec = ScenarioSpec {
+                scenario: spec.events.is_none().then(|| spec.label()),
+                ..spec.clone()
+            };
+            serde_json::to_string(&(spec, sweep, total, shard.count)).expect("json")
+        }
         ShardLine::ExploreHeader {
             spec,
             explore,

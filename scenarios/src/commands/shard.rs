@@ -23,6 +23,15 @@ pub enum ShardLine {
         sweep: SweepSpec,
         shard: Shard,
         total: u64,
+        /// With `--points a..b`: the part of the shard's points the file holds (all of the
+        /// shard's when absent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        points: Option<[u64; 2]>,
+    },
+    /// The last line of a sweep's file whose budget (`--time-budget`, `--points-max`) ran
+    /// out: it holds its points up to `next`, and `keel sweep --points next..` the rest.
+    SweepStopped {
+        next: u64,
     },
     ExploreHeader {
         spec: ScenarioSpec,
@@ -147,8 +156,23 @@ impl ShardLine {
     /// enumerates the exploration's seeds; such values would overflow or exhaust memory.)
     fn check(&self) -> Result<(), String> {
         let counts: Vec<(&str, u64)> = match self {
-            ShardLine::SweepHeader { sweep, shard, .. } => {
+            ShardLine::SweepHeader {
+                sweep,
+                shard,
+                total,
+                points,
+                ..
+            } => {
                 check_shard(shard)?;
+                if let Some([start, end]) = points {
+                    let of_shard = shard.range_u64(*total);
+                    if start >= end || *start < of_shard.start || *end > of_shard.end {
+                        return Err(format!(
+                            "points {start}..{end} are not a part of shard {}/{}'s {}..{}",
+                            shard.index, shard.count, of_shard.start, of_shard.end
+                        ));
+                    }
+                }
                 if !(1..=2).contains(&sweep.depth) {
                     return Err(format!("sweep depth {} (it is 1 or 2)", sweep.depth));
                 }
@@ -247,6 +271,7 @@ impl ShardLine {
                 ("rolled_back", row.rolled_back),
                 ("dirty_reads", row.dirty_reads),
             ],
+            ShardLine::SweepStopped { .. } => Vec::new(),
         };
         for (name, value) in counts {
             if value > STEPS_MAX {

@@ -1,11 +1,11 @@
 //! `keel sweep`: every single fault (or pair) at every step where it applies.
 
 use super::args::{
-    check_outage_ms, dedup_kinds, jobs, parse_expectation, table_format, FaultArg, JobArgs,
-    ScenarioArgs, SinkArg, TableFormatArg,
+    check_outage_ms, dedup_kinds, jobs, parse_duration_ms, parse_expectation, parse_point_range,
+    table_format, FaultArg, JobArgs, PointRange, ScenarioArgs, Shard, SinkArg, TableFormatArg,
 };
 use super::files::{prepare, write_atomically, write_out};
-use super::interrupt::par_fold_interruptible_with;
+use super::interrupt::par_fold_budgeted_with;
 use super::output::{Output, EXIT_VIOLATION};
 use super::progress::Progress;
 use super::shard::{interrupted_shard, ShardLine, ShardWriter};
@@ -14,7 +14,7 @@ use crate::parallel::Threads;
 use crate::property::Expectation;
 use crate::sweep::{
     first_faults_len, sharing_chunks, thousands, CountsFile, PairCounts, PointRecord,
-    PowerLossPoints, SweepPoints, SweepSetup, SweepSpec, ViewExpectations,
+    PowerLossPoints, Stopped, SweepPoints, SweepSetup, SweepSpec, ViewExpectations,
     POWER_LOSS_STATES_MAX_DEFAULT, REORDER_WINDOW_CHUNKS_PER_JOB, SHARING_CHUNK_POINTS,
 };
 use crate::tally::SweepTally;
@@ -98,11 +98,38 @@ pub struct SweepArgs {
     #[arg(long, value_name = "FILE")]
     pub counts: Option<std::path::PathBuf>,
 
+    /// A wall-clock budget (`60s`, `500ms`, `10m`, `2h`), counted from the command's start:
+    /// once it has passed, no point starts, and the report is of the points before the
+    /// first not run, every row not finished saying `exhaustive: false` and how many points
+    /// it has left, with the command that resumes there (`--points`). The clock decides only
+    /// where the sweep stops: the points it ran are tallied as in a whole sweep.
+    #[arg(long = "time-budget", value_name = "DURATION", value_parser = parse_duration_ms)]
+    pub time_budget_ms: Option<u64>,
+
+    /// Run at most N points (of the sweep, its --shard, or its --points), then stop as
+    /// --time-budget does: the same stop on every machine.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub points_max: Option<u64>,
+
+    /// Run only points A..B of the sweep (A..: to its end; within --shard's, if given) and,
+    /// as --shard, print their JSON lines for `keel merge`: the part a budgeted run left
+    /// (it prints the command), or the first part, kept (`--points 0.. --time-budget 60s
+    /// --out FILE`). Point numbers are those of the whole sweep.
+    #[arg(long, value_name = "A..B", value_parser = parse_point_range)]
+    pub points: Option<PointRange>,
+
+    /// Stop once a point breaks what its row is judged by (--expect, or what its sink
+    /// promises): the report, with the failure's reproduce line, is of the points up to the
+    /// end of the chunk of points it was in (1,024 at most; chunks are the sweep's own, so
+    /// the stop is the same on every machine), stopped as a budget stops it.
+    #[arg(long)]
+    pub fail_fast: bool,
+
     #[command(flatten)]
     pub job: JobArgs,
 
-    /// Output format (not with --shard, which prints JSON lines for `keel merge`).
-    #[arg(long, value_enum, default_value_t = TableFormatArg::Table, conflicts_with = "shard")]
+    /// Output format (not with --shard or --points, which print JSON lines for `keel merge`).
+    #[arg(long, value_enum, default_value_t = TableFormatArg::Table, conflicts_with_all = ["shard", "points"])]
     pub format: TableFormatArg,
 }
 
@@ -154,6 +181,10 @@ pub(crate) fn cmd_sweep(
     args: &SweepArgs,
     stdout: Option<&mut (dyn Write + Send)>,
 ) -> Result<Output, KeelError> {
+    // The budget counts from here (the baselines and the count of points are part of it).
+    let deadline = args
+        .time_budget_ms
+        .map(|ms| std::time::Instant::now() + std::time::Duration::from_millis(ms));
     check_outage_ms(&args.scenario.given, &args.faults)?;
     let (spec, events) = prepare(&args.scenario)?;
     let sweep = SweepSpec {
@@ -208,21 +239,22 @@ pub(crate) fn cmd_sweep(
             KeelError::usage(format!("cannot write --counts {}: {e}", path.display()))
         })?;
     }
-    let range = args.job.shard.map_or(0..points.len(), |shard| {
-        let range = shard.range(points.len() as usize);
-        range.start as u64..range.end as u64
+    let range = points_to_run(args, points.len())?;
+    // Where a --points-max budget ends it.
+    let run_to = args.points_max.map_or(range.end, |max| {
+        range.start.saturating_add(max).min(range.end)
     });
-    let chunks = sharing_chunks(range.clone());
+    let chunks = sharing_chunks(range.start..run_to);
     if !args.job.quiet {
         // A status line, not part of the report: stdout stays the report alone.
         eprintln!(
             "{}",
-            planned_line(args, &sweep, &points, &range, || {
+            planned_line(args, &sweep, &points, &(range.start..run_to), || {
                 setup.run_chunk(&points, chunks[0].clone());
             })
         );
     }
-    let progress = Progress::new((range.end - range.start) as usize, args.job.quiet);
+    let progress = Progress::new((run_to - range.start) as usize, args.job.quiet);
     // On several threads each runs against a copy of its own where that pays
     // (`SweepSetup::replica`), else all share `setup`; one thread runs against `setup`.
     let threads = Threads {
@@ -253,40 +285,169 @@ pub(crate) fn cmd_sweep(
     // nothing waits for the end (a 3.6M-point shard of a depth-2 sweep held 4 GB of
     // records, and then 2 GB of their text). Otherwise the records are tallied as the
     // points finish, in point order: no point's record is kept.
-    let mut shard_lines = match args.job.shard {
-        Some(shard) => {
+    let lines_out = args.job.shard.is_some() || args.points.is_some();
+    let mut shard_lines = match lines_out {
+        true => {
             let mut lines = ShardWriter::new(args.job.out.as_deref(), stdout)?;
             lines.push(&ShardLine::SweepHeader {
                 spec: spec.clone(),
                 sweep: sweep.clone(),
-                shard,
+                shard: args.job.shard.unwrap_or(Shard { index: 0, count: 1 }),
                 total: points.len(),
+                points: args.points.map(|_| [range.start, range.end]),
             });
             Some(lines)
         }
-        None => None,
+        false => None,
     };
     let mut tally = SweepTally::new(&spec, &sweep, args.expect.as_ref());
-    let swept = par_fold_interruptible_with(
+    // Whether --fail-fast stopped the sweep (at the chunk last consumed).
+    let mut failed_fast = false;
+    let swept = par_fold_budgeted_with(
         &chunks,
         threads,
         worker,
         run,
         &on_done,
-        &mut |chunk: Vec<PointRecord>| match shard_lines.as_mut() {
-            Some(lines) => chunk
-                .into_iter()
-                .for_each(|record| lines.push(&ShardLine::Point(record))),
-            None => chunk.iter().for_each(|record| tally.add(record)),
+        &mut |chunk: Vec<PointRecord>| {
+            failed_fast = args.fail_fast && chunk.iter().any(fails);
+            match shard_lines.as_mut() {
+                Some(lines) => chunk
+                    .into_iter()
+                    .for_each(|record| lines.push(&ShardLine::Point(record))),
+                None => chunk.iter().for_each(|record| tally.add(record)),
+            }
+            !failed_fast
         },
         &progress,
+        deadline,
     );
+    // Where the budget stopped the sweep, if before the end of its points.
+    let stop = swept.as_ref().ok().and_then(|&consumed| {
+        let next = chunks.get(consumed).map_or(run_to, |chunk| chunk.start);
+        (next < range.end).then(|| {
+            let by = match (next < run_to, args.time_budget_ms) {
+                _ if failed_fast => {
+                    "--fail-fast (a point broke what its row is judged by)".to_string()
+                }
+                (true, Some(ms)) => format!("--time-budget {}", duration_ms_text(ms)),
+                _ => format!(
+                    "--points-max {}",
+                    args.points_max.expect("a budget stopped it")
+                ),
+            };
+            Stopped {
+                by,
+                points_run: next - range.start,
+                points_total: range.end - range.start,
+                resume: format!(
+                    "{} --points {next}..{} --out FILE",
+                    sweep_command(args, &spec, &sweep),
+                    range.end
+                ),
+            }
+        })
+    });
     match (swept, shard_lines) {
         (Err(error), Some(lines)) => Err(interrupted_shard(error, &lines)),
         (Err(error), None) => Err(error),
-        (Ok(()), Some(lines)) => lines.finish(),
-        (Ok(()), None) => write_out(args.job.out.as_deref(), render(tally, args.format)),
+        (Ok(_), Some(mut lines)) => {
+            if let Some(stop) = &stop {
+                let next = range.start + stop.points_run;
+                lines.push(&ShardLine::SweepStopped { next });
+                // Not a report: stdout (or --out) holds the lines.
+                let this = args.job.out.as_deref().unwrap_or("these lines");
+                eprintln!(
+                    "sweep: stopped by {} after {} of its {} points ({}..{}); the rest: {}, then keel merge {this} FILE (with the sweep's other parts, if any)",
+                    stop.by,
+                    thousands(stop.points_run),
+                    thousands(stop.points_total),
+                    range.start,
+                    range.end,
+                    stop.resume
+                );
+            }
+            lines.finish()
+        }
+        (Ok(_), None) => {
+            let row_lens = points.row_lens();
+            let output = render_stopped(tally, args.format, stop, &row_lens);
+            write_out(args.job.out.as_deref(), output)
+        }
     }
+}
+
+/// The points this run covers: the sweep's, its `--shard`'s, or the part `--points` asks of
+/// either (which must lie within).
+fn points_to_run(args: &SweepArgs, len: u64) -> Result<Range<u64>, KeelError> {
+    let whole = args.job.shard.map_or(0..len, |shard| shard.range_u64(len));
+    let Some(part) = args.points else {
+        return Ok(whole);
+    };
+    let end = part.end.unwrap_or(whole.end);
+    let of = match args.job.shard {
+        Some(shard) => format!("shard {}/{}'s points", shard.index, shard.count),
+        None => "the sweep's points".to_string(),
+    };
+    if part.start < whole.start || end > whole.end || part.start >= end {
+        return Err(KeelError::usage(format!(
+            "--points {}..{end} is not a part of {of}, {}..{}",
+            part.start, whole.start, whole.end
+        )));
+    }
+    Ok(part.start..end)
+}
+
+/// A budget as it is written: `60s`, or `1500ms` where it is not whole seconds.
+fn duration_ms_text(ms: u64) -> String {
+    if ms % 1_000 == 0 {
+        format!("{}s", ms / 1_000)
+    } else {
+        format!("{ms}ms")
+    }
+}
+
+/// `keel sweep` with every option that decides its points and their report (the scenario's,
+/// the sweep's, `--shard`), without a budget or a part: the command a resume line extends.
+fn sweep_command(args: &SweepArgs, spec: &crate::spec::ScenarioSpec, sweep: &SweepSpec) -> String {
+    let mut parts = vec![spec.command("sweep")];
+    let names = |names: Vec<String>| names.join(",");
+    parts.push(format!(
+        "--sinks {}",
+        names(sweep.sinks.iter().map(|s| s.name().to_string()).collect())
+    ));
+    parts.push(format!(
+        "--faults {}",
+        names(sweep.faults.iter().map(|f| f.name().to_string()).collect())
+    ));
+    if sweep.faults.contains(&FaultKind::SinkUnavailable) {
+        parts.push(format!("--outage-ms {}", sweep.outage_ms));
+    }
+    if sweep.depth != 1 {
+        parts.push(format!("--depth {}", sweep.depth));
+    }
+    if let Some(expect) = &sweep.expect {
+        parts.push(format!("--expect {expect}"));
+    }
+    if sweep.power_loss_states_max != POWER_LOSS_STATES_MAX_DEFAULT {
+        parts.push(format!(
+            "--power-loss-states-max {}",
+            sweep.power_loss_states_max
+        ));
+    }
+    if sweep.power_loss_points == PowerLossPoints::Classes {
+        parts.push("--power-loss-points classes".to_string());
+    }
+    if args.naive {
+        parts.push("--naive".to_string());
+    }
+    if let Some(counts) = &args.counts {
+        parts.push(format!("--counts {}", counts.display()));
+    }
+    if let Some(shard) = args.job.shard {
+        parts.push(format!("--shard {}/{}", shard.index, shard.count));
+    }
+    parts.join(" ")
 }
 
 /// The points past which the line [`planned_line`] prints before a sweep also estimates how
@@ -393,7 +554,21 @@ fn read_counts(
 
 /// Renders a finished tally, with its first violation under the table.
 pub(crate) fn render(tally: SweepTally, format: TableFormatArg) -> Output {
-    let (report, violation) = tally.finish();
+    render_stopped(tally, format, None, &[])
+}
+
+/// [`render`] of a sweep that its budget may have `stopped` before the end of the points
+/// `row_lens` plans (then every row is laid out, as [`crate::sweep::SweepReport::stop`]).
+fn render_stopped(
+    tally: SweepTally,
+    format: TableFormatArg,
+    stopped: Option<Stopped>,
+    row_lens: &[(SinkKind, String, u64)],
+) -> Output {
+    let (mut report, violation) = tally.finish();
+    if let Some(stopped) = stopped {
+        report.stop(stopped, row_lens);
+    }
     let mut stdout = match table_format(format) {
         Some(format) => report.render(format),
         None => report.to_json(),

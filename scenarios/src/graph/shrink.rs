@@ -6,9 +6,10 @@
 //! `--schedule round-robin` teaches with). The shrinker first keeps the shortest prefix of
 //! the schedule that, followed by round-robin, still fails; then it moves each choice left to
 //! the one round-robin would make there, from the first choice on, so the schedule that
-//! remains departs from round-robin only where the failure needs it; then it moves the crash
-//! to the earliest step (before its effect first) that still fails. Each attempt is one run:
-//! at most (2 × choices + 2 × steps) runs.
+//! remains departs from round-robin only where the failure needs it; then it makes the fault
+//! simpler where the failure survives it (a power loss as a process crash, else in crash
+//! state 0) and moves it, of whatever kind, to the earliest step (a crash before its effect
+//! first) that still fails. Each attempt is one run: at most (2 × choices + 2 × steps + 3).
 
 use crate::graph::oracle::{judge_spec, JobProperty};
 use crate::graph::{run, GraphSpec};
@@ -24,6 +25,31 @@ fn trimmed(mut schedule: Vec<u32>, picks: &[u32]) -> Vec<u32> {
         schedule.pop();
     }
     schedule
+}
+
+/// Which side of its step a fault takes effect on, for ordering places (0: before the
+/// effect; a fault that is not a crash takes effect with the step).
+fn crash_side(fault: &Fault) -> u8 {
+    match fault {
+        Fault::ProcessCrash { at } | Fault::PowerLoss { at, .. } => match at {
+            CrashPoint::Before => 0,
+            CrashPoint::After => 1,
+        },
+        _ => 1,
+    }
+}
+
+/// `fault` on each side of a step, before first (a crash), or as it is.
+fn sides(fault: Fault) -> Vec<Fault> {
+    match fault {
+        Fault::ProcessCrash { .. } => [CrashPoint::Before, CrashPoint::After]
+            .map(|at| Fault::ProcessCrash { at })
+            .to_vec(),
+        Fault::PowerLoss { state, .. } => [CrashPoint::Before, CrashPoint::After]
+            .map(|at| Fault::PowerLoss { at, state })
+            .to_vec(),
+        other => vec![other],
+    }
 }
 
 /// A shrunk point: its schedule (choices; after them, round-robin's), its fault, and what
@@ -108,36 +134,66 @@ pub fn shrink(spec: &GraphSpec, expected: &[JobProperty]) -> Option<Shrunk> {
             picks = ran_picks;
         }
     }
-    let fault = best.plan.iter().next();
-    if let Some(PlannedFault {
-        step,
-        fault: Fault::ProcessCrash { at },
-    }) = fault
-    {
-        'earlier: for earlier in 0..=step {
-            for point in [CrashPoint::Before, CrashPoint::After] {
-                if earlier == step && (point == at || at == CrashPoint::Before) {
-                    break 'earlier;
+    // A fault plan tried on the best point: the point to keep (its schedule trimmed) if it
+    // still fails.
+    let mut attempt = |best: &GraphSpec, planned: PlannedFault| -> Option<GraphSpec> {
+        let candidate = GraphSpec {
+            plan: FaultPlan::new([planned]).expect("one fault"),
+            ..best.clone()
+        };
+        let (found, ran_schedule, ran_picks) = breaks(&candidate);
+        runs += 1;
+        still(&found).then(|| GraphSpec {
+            script: trimmed(ran_schedule, &ran_picks),
+            ..candidate
+        })
+    };
+    let first = best.plan.iter().next();
+    if let Some(planned) = first {
+        // A simpler fault at the same step first: a power loss as a process crash, else in
+        // its first crash state.
+        let simpler = match planned.fault {
+            Fault::PowerLoss { at, state } => {
+                let mut simpler = vec![Fault::ProcessCrash { at }];
+                if state != 0 {
+                    simpler.push(Fault::PowerLoss { at, state: 0 });
                 }
-                let plan = FaultPlan::new([PlannedFault {
-                    step: earlier,
-                    fault: Fault::ProcessCrash { at: point },
-                }])
-                .expect("one fault");
-                let candidate = GraphSpec {
-                    plan,
-                    ..best.clone()
-                };
-                let (found, ran_schedule, ran_picks) = breaks(&candidate);
-                runs += 1;
-                if still(&found) {
-                    best = GraphSpec {
-                        script: trimmed(ran_schedule, &ran_picks),
-                        ..candidate
-                    };
-                    break 'earlier;
-                }
+                simpler
             }
+            _ => Vec::new(),
+        };
+        let step = planned.step;
+        if let Some(kept) = simpler
+            .into_iter()
+            .find_map(|fault| attempt(&best, PlannedFault { step, fault }))
+        {
+            best = kept;
+        }
+    }
+    // Then the fault moved to the earliest place where it still fails: step by step, a
+    // crash before its step's effect first. A fault kept at a step where it does not apply
+    // leaves a fault-free run, which does not fail.
+    let first = best.plan.iter().next();
+    if let Some(PlannedFault { step, fault }) = first {
+        let current = (step, crash_side(&fault));
+        let earlier = (0..=step)
+            .flat_map(|earlier| sides(fault).into_iter().map(move |moved| (earlier, moved)))
+            .take_while(|(earlier, moved)| (*earlier, crash_side(moved)) < current);
+        let mut kept = None;
+        for (earlier, moved) in earlier {
+            kept = attempt(
+                &best,
+                PlannedFault {
+                    step: earlier,
+                    fault: moved,
+                },
+            );
+            if kept.is_some() {
+                break;
+            }
+        }
+        if let Some(kept) = kept {
+            best = kept;
         }
     }
     let (broken, _, picks) = breaks(&best);

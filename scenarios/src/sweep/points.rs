@@ -11,6 +11,7 @@ use keel_engine::SinkKind;
 use keel_sim::disk::POWER_LOSS_ENUMERATION_BOUND;
 use keel_sim::{CrashPoint, Fault, FaultKind, PlannedFault, SeedTree, Subsystem};
 use later::{later_sites, suffix_lens, Later, LaterRun};
+use num_bigint::BigUint;
 use rand_core::RngCore;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -22,11 +23,13 @@ mod later;
 
 /// A step where the sweep ran only some of the crash states a power loss admits there. It is
 /// carried by the first point drawn there; the points drawn there follow it in its row.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sampled {
-    /// The crash states the model admits there (None: more than a u64 counts, or unknown:
-    /// at depth 2, the pairs that start with a state that was not drawn).
-    pub states: Option<u64>,
+    /// The points the model admits there, exactly: crash states (classes where they are
+    /// numbered, with `--power-loss-points classes`). None: unknown, at depth 2, the pairs
+    /// that start with a state that was not drawn.
+    #[serde(with = "crate::decimal::optional_count")]
+    pub states: Option<BigUint>,
     /// How many points were drawn there: this one and the `drawn - 1` after it in its row.
     pub drawn: u64,
 }
@@ -131,7 +134,7 @@ fn site_points(
         FaultKind::PowerLoss if sweep.power_loss_points == PowerLossPoints::Classes => {
             // Where the step's classes are numbered, classes; else drawn states, as a
             // sweep of states draws them where there are too many to count.
-            let (faults, admitted): (Vec<Fault>, _) = match site.power_loss_states {
+            let (faults, numbered): (Vec<Fault>, _) = match site.power_loss_states {
                 Some(classes) => (
                     power_loss_classes(classes, sweep.power_loss_states_max, seed, step)
                         .into_iter()
@@ -162,9 +165,10 @@ fn site_points(
                     .into_iter()
                     .map(|fault| (PlannedFault { step, fault }, None)),
             );
-            if admitted != Some(drawn) {
+            if numbered != Some(drawn) {
+                // Where classes are not numbered, states were drawn: of every state.
                 points[first].1 = Some(Sampled {
-                    states: admitted,
+                    states: site.power_loss_admitted(),
                     drawn,
                 });
             }
@@ -192,7 +196,7 @@ fn site_points(
             }
             if site.power_loss_states != Some(drawn) {
                 points[first].1 = Some(Sampled {
-                    states: site.power_loss_states,
+                    states: site.power_loss_admitted(),
                     drawn,
                 });
             }
@@ -693,7 +697,7 @@ impl SweepPoints {
                             if !range.contains(&offset) {
                                 continue;
                             }
-                            let opened = opens.filter(|_| offset == 0);
+                            let opened = opens.clone().filter(|_| offset == 0);
                             push(
                                 offset,
                                 SweepPoint {

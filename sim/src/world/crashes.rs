@@ -61,6 +61,7 @@ impl<S: Storage> World<S> {
     /// not numbered), as `counts` says.
     pub fn record_crash_states(&mut self, counts: CrashCounts) {
         self.crash_state_counts = Some(Vec::new());
+        self.crash_state_counts_exact = Vec::new();
         self.counted_as = counts;
     }
 
@@ -68,6 +69,13 @@ impl<S: Storage> World<S> {
     /// u64 can count). Empty unless [`World::record_crash_states`] was called.
     pub fn crash_state_counts(&self) -> &[Option<u64>] {
         self.crash_state_counts.as_deref().unwrap_or(&[])
+    }
+
+    /// Per step whose [`World::crash_state_counts`] entry is None (more states than a u64
+    /// counts, or classes not numbered), in step order: its exact number of crash states
+    /// (states, not classes: where classes are not numbered a sweep runs states).
+    pub fn crash_state_counts_exact(&self) -> &[(u64, num_bigint::BigUint)] {
+        &self.crash_state_counts_exact
     }
 
     /// Per step: the bytes a failed fsync left unpersisted after its effect, which a page
@@ -83,7 +91,7 @@ impl<S: Storage> World<S> {
             counts.resize(step as usize, None);
             self.unpersisted_counts.resize(step as usize, 0);
             let disk = self.env.disk.simulated().expect(SIMULATION_ONLY);
-            counts.push(match self.counted_as {
+            let count = match self.counted_as {
                 CrashCounts::States => disk.power_loss_states().count(),
                 CrashCounts::Classes => disk.power_loss_classes(&self.crash_readers).count(),
                 CrashCounts::TailClasses => disk
@@ -92,7 +100,12 @@ impl<S: Storage> World<S> {
                         ..(*self.crash_readers).clone()
                     })
                     .count(),
-            });
+            };
+            if count.is_none() {
+                self.crash_state_counts_exact
+                    .push((step, disk.power_loss_states_exact()));
+            }
+            counts.push(count);
             self.unpersisted_counts.push(disk.unpersisted_bytes());
         }
     }

@@ -52,7 +52,7 @@ impl Later {
                     }
                 })
             });
-        own.iter().copied().chain(fault_free)
+        own.iter().cloned().chain(fault_free)
     }
 
     /// The later sites from the last one whose points start at or before `offset` (of all
