@@ -74,18 +74,9 @@ use std::sync::Arc;
 mod line_file;
 use line_file::LineFile;
 
-/// The states of `choices`: the product of their radices, as powers of two and three (what
-/// nearly every radix is) and the rest (directory digits) multiplied in.
+/// The states of `choices`: the product of their radices, exactly.
 fn states_of(choices: &[Choice]) -> BigUint {
-    let (mut twos, mut threes, mut others) = (0u32, 0u32, BigUint::from(1u32));
-    for choice in choices {
-        match choice.radix() {
-            2 => twos += 1,
-            3 => threes += 1,
-            radix => others *= radix,
-        }
-    }
-    BigUint::from(2u32).pow(twos) * BigUint::from(3u32).pow(threes) * others
+    super::exact_count(choices)
 }
 
 /// The classes of the crash states a power loss can leave a disk in, given its line-read
