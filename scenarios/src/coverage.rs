@@ -72,6 +72,18 @@ pub fn sweep_cells(sites: &[SiteRow], faults: &[FaultKind]) -> BTreeSet<Cell> {
         .collect()
 }
 
+/// Each step's phase in the fault-free run whose sites are `sites` (index: the step).
+pub fn phases_by_step(sites: &[SiteRow]) -> Vec<String> {
+    let after_ops = std::iter::once("").chain(sites.iter().map(|site| site.op));
+    let phases: Vec<String> = sites
+        .iter()
+        .zip(after_ops)
+        .map(|(site, after_op)| phase_of(site.op, &site.target, after_op))
+        .collect();
+    assert!(sites.iter().enumerate().all(|(i, s)| s.step == i as u64));
+    phases
+}
+
 /// The cells one run's faults reached: each fault that took effect and its step's site.
 pub fn run_cells(injected: &[PlannedFault], sites: &[Site], after_ops: &[&str]) -> Vec<Cell> {
     assert_eq!(injected.len(), sites.len());
@@ -186,12 +198,13 @@ impl CoverageTally {
 }
 
 /// The coverage as text (`markdown`: as Markdown tables): per sink, the cells reached of
-/// the sweep's, the ones missed, and the first seed of each cell.
-pub fn render_coverage(coverage: &[SinkCoverage], seeds: &str, markdown: bool) -> String {
+/// the sweep's, the ones missed, and the first seed (or point: `by` says which, and of
+/// what) that reached each.
+pub fn render_coverage(coverage: &[SinkCoverage], by: &str, markdown: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "\ncoverage of the sweep's cells (phase: the step's operation and target, numbers as N; fault kind) by seeds {seeds}:"
+        "\ncoverage of the sweep's cells (phase: the step's operation and target, numbers as N; fault kind) by {by}:"
     );
     for sink in coverage {
         let missed: Vec<&CellFirstSeed> = sink
@@ -209,7 +222,7 @@ pub fn render_coverage(coverage: &[SinkCoverage], seeds: &str, markdown: bool) -
             sink.beyond_sweep.len()
         );
         if markdown {
-            out.push_str("\n| phase | fault | first seed |\n| --- | --- | --- |\n");
+            out.push_str("\n| phase | fault | first |\n| --- | --- | --- |\n");
         }
         let width = sink
             .first_seed

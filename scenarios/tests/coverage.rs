@@ -113,3 +113,27 @@ fn too_few_seeds_miss_cells_and_say_which() {
         append["cells"].as_u64().unwrap()
     );
 }
+
+/// `keel sweep --coverage` with `extra`: the line that counts the append sink's cells.
+fn sweep_cells_line(extra: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_keel"))
+        .args(["sweep", "--coverage", "--sinks", "append", "--quiet"])
+        .args(extra)
+        .output()
+        .expect("keel runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(0), "{extra:?}: {stdout}");
+    stdout
+        .lines()
+        .find(|l| l.starts_with("append: "))
+        .expect("the coverage line")
+        .to_string()
+}
+
+#[test]
+fn a_sweep_reaches_every_cell_and_a_stopped_one_says_how_many() {
+    let all = "append: 43 of 43 cells reached, 0 missed; 0 more cells reached beyond the sweep's (faults after a restart)";
+    assert_eq!(sweep_cells_line(&[]), all);
+    let stopped = "append: 25 of 43 cells reached, 18 missed; 0 more cells reached beyond the sweep's (faults after a restart)";
+    assert_eq!(sweep_cells_line(&["--points-max", "100"]), stopped);
+}

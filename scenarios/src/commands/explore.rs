@@ -233,7 +233,10 @@ pub(crate) fn explore_output(
         None => report.to_json(),
     };
     if let (Some(coverage), Some(table)) = (&report.coverage, table_format(format)) {
-        let seeds = format!("{}..{}", explore.seeds_start, explore.seeds_end);
+        let seeds = format!(
+            "seeds {}..{} (each cell with the first seed that reached it)",
+            explore.seeds_start, explore.seeds_end
+        );
         stdout.push_str(&render_coverage(
             coverage,
             &seeds,

@@ -9,9 +9,11 @@ use super::interrupt::par_fold_budgeted_with;
 use super::output::{Output, EXIT_VIOLATION};
 use super::progress::Progress;
 use super::shard::{interrupted_shard, ShardLine, ShardWriter};
+use crate::coverage::{phases_by_step, render_coverage, sweep_cells, Cell, CoverageTally};
 use crate::error::KeelError;
 use crate::parallel::Threads;
 use crate::property::Expectation;
+use crate::sites::sites;
 use crate::sweep::{
     first_faults_len, sharing_chunks, thousands, CountsFile, PairCounts, PointRecord,
     PowerLossPoints, Stopped, SweepPoints, SweepSetup, SweepSpec, ViewExpectations,
@@ -21,6 +23,7 @@ use crate::tally::SweepTally;
 use clap::Args;
 use keel_engine::{Event, SinkKind};
 use keel_sim::FaultKind;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::ops::Range;
 use std::sync::Arc;
@@ -125,6 +128,13 @@ pub struct SweepArgs {
     #[arg(long)]
     pub fail_fast: bool,
 
+    /// After the report, the sweep's cells (the phase of the protocol a step is in, named by
+    /// its operation and target, crossed with the fault kind) and, for each, the first point
+    /// the sweep ran there (its first fault's): every cell, unless a budget stopped it
+    /// (with --format table or markdown).
+    #[arg(long)]
+    pub coverage: bool,
+
     #[command(flatten)]
     pub job: JobArgs,
 
@@ -197,6 +207,17 @@ pub(crate) fn cmd_sweep(
         power_loss_points: args.power_loss_points.into(),
     };
     check_classes_pair(sweep.power_loss_points, sweep.depth, &sweep.faults)?;
+    if args.coverage
+        && !matches!(
+            args.format,
+            TableFormatArg::Table | TableFormatArg::Markdown
+        )
+        || args.coverage && (args.job.shard.is_some() || args.points.is_some())
+    {
+        return Err(KeelError::usage(
+            "--coverage prints after a report in --format table or markdown, not with --shard or --points",
+        ));
+    }
     if args.counts.is_some() && sweep.depth != 2 {
         return Err(KeelError::usage(
             "--counts keeps a depth-2 sweep's count of pairs: it needs --depth 2",
@@ -301,6 +322,10 @@ pub(crate) fn cmd_sweep(
         false => None,
     };
     let mut tally = SweepTally::new(&spec, &sweep, args.expect.as_ref());
+    let mut coverage = match args.coverage {
+        true => Some(SweepCoverage::new(&spec, &events, &sweep)?),
+        false => None,
+    };
     // Whether --fail-fast stopped the sweep (at the chunk last consumed).
     let mut failed_fast = false;
     let swept = par_fold_budgeted_with(
@@ -315,7 +340,12 @@ pub(crate) fn cmd_sweep(
                 Some(lines) => chunk
                     .into_iter()
                     .for_each(|record| lines.push(&ShardLine::Point(record))),
-                None => chunk.iter().for_each(|record| tally.add(record)),
+                None => chunk.iter().for_each(|record| {
+                    tally.add(record);
+                    if let Some(coverage) = coverage.as_mut() {
+                        coverage.add(record);
+                    }
+                }),
             }
             !failed_fast
         },
@@ -371,7 +401,14 @@ pub(crate) fn cmd_sweep(
         }
         (Ok(_), None) => {
             let row_lens = points.row_lens();
-            let output = render_stopped(tally, args.format, stop, &row_lens);
+            let mut output = render_stopped(tally, args.format, stop, &row_lens);
+            if let Some(coverage) = coverage {
+                output.stdout.push_str(&render_coverage(
+                    &coverage.tally.finish(),
+                    "the sweep's points (each cell with the first point there, by its first fault)",
+                    args.format == TableFormatArg::Markdown,
+                ));
+            }
             write_out(args.job.out.as_deref(), output)
         }
     }
@@ -594,4 +631,46 @@ fn render_stopped(
         None => 0,
     };
     Output { stdout, exit_code }
+}
+
+/// What `--coverage` counts as a sweep's records come: each record's cell, by its first
+/// fault's step in its sink's fault-free run.
+struct SweepCoverage {
+    tally: CoverageTally,
+    phases: BTreeMap<SinkKind, Vec<String>>,
+}
+
+impl SweepCoverage {
+    fn new(
+        spec: &crate::spec::ScenarioSpec,
+        events: &[Event],
+        sweep: &SweepSpec,
+    ) -> Result<SweepCoverage, KeelError> {
+        let mut cells = BTreeMap::new();
+        let mut phases = BTreeMap::new();
+        for &sink in &sweep.sinks {
+            let (_, sites) = sites(&spec.run_spec(events, sink, keel_sim::FaultPlan::none())?);
+            cells.insert(sink, sweep_cells(&sites, &sweep.faults));
+            phases.insert(sink, phases_by_step(&sites));
+        }
+        Ok(SweepCoverage {
+            tally: CoverageTally::new(cells),
+            phases,
+        })
+    }
+
+    fn add(&mut self, record: &PointRecord) {
+        let Some(first) = record.faults.first() else {
+            return;
+        };
+        let phase = self.phases[&record.sink]
+            .get(first.step as usize)
+            .cloned()
+            .expect("a first fault aims at a step of the fault-free run");
+        let cell = Cell {
+            phase,
+            fault: first.fault.kind(),
+        };
+        self.tally.add(record.index, record.sink, vec![cell]);
+    }
 }
