@@ -207,13 +207,12 @@ pub(crate) fn cmd_sweep(
         power_loss_points: args.power_loss_points.into(),
     };
     check_classes_pair(sweep.power_loss_points, sweep.depth, &sweep.faults)?;
-    if args.coverage
-        && !matches!(
-            args.format,
-            TableFormatArg::Table | TableFormatArg::Markdown
-        )
-        || args.coverage && (args.job.shard.is_some() || args.points.is_some())
-    {
+    let printed_report = matches!(
+        args.format,
+        TableFormatArg::Table | TableFormatArg::Markdown
+    ) && args.job.shard.is_none()
+        && args.points.is_none();
+    if args.coverage && !printed_report {
         return Err(KeelError::usage(
             "--coverage prints after a report in --format table or markdown, not with --shard or --points",
         ));
