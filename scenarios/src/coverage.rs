@@ -10,9 +10,10 @@
 //! its faults took effect (`keel_sim::World::fault_sites`), a fault after a restart perhaps
 //! in a cell no single-fault sweep has (a recovery's own steps): those are counted apart.
 
-use crate::sites::SiteRow;
+use crate::baseline::Baseline;
+use crate::sites::{sites, SiteRow};
 use keel_engine::SinkKind;
-use keel_sim::{FaultKind, PlannedFault, Site};
+use keel_sim::{FaultKind, FaultSite, PlannedFault};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -55,12 +56,10 @@ const DIRECTORY_FSYNC: &str = "disk.fsync-dir";
 
 /// The cells a sweep of `faults` tries on the fault-free run whose sites are `sites`.
 pub fn sweep_cells(sites: &[SiteRow], faults: &[FaultKind]) -> BTreeSet<Cell> {
-    let after_ops = std::iter::once("").chain(sites.iter().map(|site| site.op));
     sites
         .iter()
-        .zip(after_ops)
-        .flat_map(|(site, after_op)| {
-            let phase = phase_of(site.op, &site.target, after_op);
+        .zip(phases_by_step(sites))
+        .flat_map(|(site, phase)| {
             site.faults
                 .iter()
                 .filter(|kind| faults.contains(kind))
@@ -74,26 +73,48 @@ pub fn sweep_cells(sites: &[SiteRow], faults: &[FaultKind]) -> BTreeSet<Cell> {
 
 /// Each step's phase in the fault-free run whose sites are `sites` (index: the step).
 pub fn phases_by_step(sites: &[SiteRow]) -> Vec<String> {
+    assert!(sites.iter().enumerate().all(|(i, s)| s.step == i as u64));
     let after_ops = std::iter::once("").chain(sites.iter().map(|site| site.op));
-    let phases: Vec<String> = sites
+    sites
         .iter()
         .zip(after_ops)
         .map(|(site, after_op)| phase_of(site.op, &site.target, after_op))
-        .collect();
-    assert!(sites.iter().enumerate().all(|(i, s)| s.step == i as u64));
-    phases
+        .collect()
 }
 
-/// The cells one run's faults reached: each fault that took effect and its step's site.
-pub fn run_cells(injected: &[PlannedFault], sites: &[Site], after_ops: &[&str]) -> Vec<Cell> {
+/// The sweep's cells of each sink's fault-free run, and its steps' phases.
+pub struct SweepCells {
+    pub cells: BTreeSet<Cell>,
+    pub phases_by_step: Vec<String>,
+}
+
+/// [`SweepCells`] for every sink of `baselines` (one fault-free run each, for its sites'
+/// targets).
+pub fn sweep_cells_by_sink(
+    baselines: &BTreeMap<SinkKind, Baseline>,
+    faults: &[FaultKind],
+) -> BTreeMap<SinkKind, SweepCells> {
+    baselines
+        .iter()
+        .map(|(&sink, baseline)| {
+            let (_, sites) = sites(&baseline.spec);
+            let cells = SweepCells {
+                cells: sweep_cells(&sites, faults),
+                phases_by_step: phases_by_step(&sites),
+            };
+            (sink, cells)
+        })
+        .collect()
+}
+
+/// The cells one run's faults reached: each fault that took effect and where.
+pub fn run_cells(injected: &[PlannedFault], sites: &[FaultSite]) -> Vec<Cell> {
     assert_eq!(injected.len(), sites.len());
-    assert_eq!(injected.len(), after_ops.len());
     injected
         .iter()
         .zip(sites)
-        .zip(after_ops)
-        .map(|((planned, site), after_op)| Cell {
-            phase: phase_of(site.op, &site.target, after_op),
+        .map(|(planned, at)| Cell {
+            phase: phase_of(at.site.op, &at.site.target, at.after_op),
             fault: planned.fault.kind(),
         })
         .collect()

@@ -166,12 +166,7 @@ pub fn explore_one(explore: &ExploreSpec, baseline: &Baseline, seed: u64) -> Exp
     let result = run(&baseline.seed_spec(explore, seed));
     let observation = Observation::of(&result, &baseline.spec.config);
     let sink = baseline.spec.config.sink;
-    let world = &result.world;
-    let cells = run_cells(
-        world.faults_injected(),
-        world.fault_sites(),
-        world.fault_after_ops(),
-    );
+    let cells = run_cells(result.world.faults_injected(), result.world.fault_sites());
     let rows = judge(&baseline.reference, &observation)
         .into_iter()
         .map(|verdict| ExploreRow {

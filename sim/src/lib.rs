@@ -31,6 +31,6 @@ pub use txlog::{
     ResumeOutcome, TxLog, TxnStatus,
 };
 pub use world::{
-    ClassesAt, ClassesMemo, Crash, CrashCounts, CrashKind, Data, Delivery, Env, RequestError,
-    Resume, Sends, Served, Site, World, WrappedState,
+    ClassesAt, ClassesMemo, Crash, CrashCounts, CrashKind, Data, Delivery, Env, FaultSite,
+    RequestError, Resume, Sends, Served, Site, World, WrappedState,
 };

@@ -39,6 +39,14 @@ impl fmt::Display for Site {
     }
 }
 
+/// Where a fault took effect: its step's site, and the operation of the step before it
+/// ("" at the first step).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FaultSite {
+    pub site: Site,
+    pub after_op: &'static str,
+}
+
 /// What the server did for one operation's requests: the world's own count, against which
 /// a system's report of what it sent (and what the server did with it) can be checked.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -276,14 +284,11 @@ pub struct World<S = Disk> {
     /// The planned faults that took effect, in order (a fault aimed at a step where it does
     /// not apply, or at a step the run never reached, is not here).
     injected: Vec<PlannedFault>,
-    /// Where each of `injected` took effect: its step's operation and target (the coverage
-    /// of a run: which places of a protocol its faults reached).
-    injected_sites: Vec<Site>,
-    /// The operation and target of the step running now, kept only when the plan aims a
-    /// fault at it, and the operation of the step before it.
-    fault_site: Option<(Site, &'static str)>,
-    /// Where each of `injected` took effect, the operation of the step before it.
-    injected_after_ops: Vec<&'static str>,
+    /// Where each of `injected` took effect (the coverage of a run: which places of a
+    /// protocol its faults reached).
+    injected_sites: Vec<FaultSite>,
+    /// Where the step running now is, kept only when the plan aims a fault at it.
+    fault_site: Option<FaultSite>,
     /// The operation of the newest step ("" before the first).
     last_op: &'static str,
     /// The power losses whose planned state wrapped, in order.
@@ -349,7 +354,6 @@ impl<S: Storage> World<S> {
             injected: Vec::new(),
             injected_sites: Vec::new(),
             fault_site: None,
-            injected_after_ops: Vec::new(),
             last_op: "",
             wrapped: Vec::new(),
             keeps_disk_before_power_loss: false,
@@ -582,16 +586,9 @@ impl<S: Storage> World<S> {
         &self.injected
     }
 
-    /// Where each fault of [`World::faults_injected`] took effect: its step's operation and
-    /// target, in the same order.
-    pub fn fault_sites(&self) -> &[Site] {
+    /// Where each fault of [`World::faults_injected`] took effect, in the same order.
+    pub fn fault_sites(&self) -> &[FaultSite] {
         &self.injected_sites
-    }
-
-    /// For each fault of [`World::faults_injected`], the operation of the step before the
-    /// one where it took effect ("" at the first step).
-    pub fn fault_after_ops(&self) -> &[&'static str] {
-        &self.injected_after_ops
     }
 
     /// The power losses whose planned crash state was beyond their step's count and wrapped
@@ -640,12 +637,12 @@ impl<S: Storage> World<S> {
         assert!(step < STEPS_MAX, "run exceeded {STEPS_MAX} steps");
         self.step_next += 1;
         let fault = self.plan.at(step);
-        self.fault_site = fault.map(|_| {
-            let site = Site {
+        self.fault_site = fault.map(|_| FaultSite {
+            site: Site {
                 op,
                 target: target.clone(),
-            };
-            (site, self.last_op)
+            },
+            after_op: self.last_op,
         });
         self.last_op = op;
         self.trace_push(TraceLine::Step {

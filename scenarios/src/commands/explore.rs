@@ -11,17 +11,16 @@ use super::output::{Output, EXIT_VIOLATION};
 use super::progress::Progress;
 use super::shard::{interrupted_shard, ShardLine, ShardWriter};
 use crate::baseline::{baselines, Baseline};
-use crate::coverage::{render_coverage, sweep_cells, Cell, CoverageTally};
+use crate::coverage::{render_coverage, sweep_cells_by_sink, CoverageTally};
 use crate::error::KeelError;
 use crate::explore::{explore_one, ExploreReport, ExploreSpec, ExploreTally, Explored};
 use crate::parallel::{chunks_at_multiples, Threads};
 use crate::property::{Expectation, MATCHES_MODEL};
-use crate::sites::sites;
 use crate::spec::ScenarioSpec;
 use clap::Args;
 use keel_engine::{Event, SinkKind};
 use keel_sim::FaultKind;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::ops::Range;
 
@@ -160,9 +159,12 @@ pub(crate) fn cmd_explore(
     // Tallied as seeds finish, in seed order: rows are kept only where they are printed.
     let mut tally = ExploreTally::new(&spec, &explore, !args.summary_only);
     let mut coverage = match args.coverage {
-        true => Some(CoverageTally::new(sweep_cells_by_sink(
-            &baselines, &explore,
-        ))),
+        true => Some(CoverageTally::new(
+            sweep_cells_by_sink(&baselines, &explore.faults)
+                .into_iter()
+                .map(|(sink, sweep)| (sink, sweep.cells))
+                .collect(),
+        )),
         false => None,
     };
     run_points(&mut |seed, sink, point| {
@@ -177,21 +179,6 @@ pub(crate) fn cmd_explore(
         args.job.out.as_deref(),
         explore_output(&report, &explore, args.format, args.summary_only),
     )
-}
-
-/// Each sink's sweep cells: those of its fault-free run (`keel sites`) and the faults
-/// explored.
-fn sweep_cells_by_sink(
-    baselines: &BTreeMap<SinkKind, Baseline>,
-    explore: &ExploreSpec,
-) -> BTreeMap<SinkKind, BTreeSet<Cell>> {
-    baselines
-        .iter()
-        .map(|(&sink, baseline)| {
-            let (_, sites) = sites(&baseline.spec);
-            (sink, sweep_cells(&sites, &explore.faults))
-        })
-        .collect()
 }
 
 /// How many points a thread runs at a time (and the progress bar counts at once).

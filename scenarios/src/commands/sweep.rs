@@ -9,11 +9,11 @@ use super::interrupt::par_fold_budgeted_with;
 use super::output::{Output, EXIT_VIOLATION};
 use super::progress::Progress;
 use super::shard::{interrupted_shard, ShardLine, ShardWriter};
-use crate::coverage::{phases_by_step, render_coverage, sweep_cells, Cell, CoverageTally};
+use crate::baseline::Baseline;
+use crate::coverage::{render_coverage, sweep_cells_by_sink, Cell, CoverageTally};
 use crate::error::KeelError;
 use crate::parallel::Threads;
 use crate::property::Expectation;
-use crate::sites::sites;
 use crate::sweep::{
     first_faults_len, sharing_chunks, thousands, CountsFile, PairCounts, PointRecord,
     PowerLossPoints, Stopped, SweepPoints, SweepSetup, SweepSpec, ViewExpectations,
@@ -322,7 +322,7 @@ pub(crate) fn cmd_sweep(
     };
     let mut tally = SweepTally::new(&spec, &sweep, args.expect.as_ref());
     let mut coverage = match args.coverage {
-        true => Some(SweepCoverage::new(&spec, &events, &sweep)?),
+        true => Some(SweepCoverage::new(&setup.baselines, &sweep)),
         false => None,
     };
     // Whether --fail-fast stopped the sweep (at the chunk last consumed).
@@ -640,22 +640,17 @@ struct SweepCoverage {
 }
 
 impl SweepCoverage {
-    fn new(
-        spec: &crate::spec::ScenarioSpec,
-        events: &[Event],
-        sweep: &SweepSpec,
-    ) -> Result<SweepCoverage, KeelError> {
+    fn new(baselines: &BTreeMap<SinkKind, Baseline>, sweep: &SweepSpec) -> SweepCoverage {
         let mut cells = BTreeMap::new();
         let mut phases = BTreeMap::new();
-        for &sink in &sweep.sinks {
-            let (_, sites) = sites(&spec.run_spec(events, sink, keel_sim::FaultPlan::none())?);
-            cells.insert(sink, sweep_cells(&sites, &sweep.faults));
-            phases.insert(sink, phases_by_step(&sites));
+        for (sink, sweep_cells) in sweep_cells_by_sink(baselines, &sweep.faults) {
+            cells.insert(sink, sweep_cells.cells);
+            phases.insert(sink, sweep_cells.phases_by_step);
         }
-        Ok(SweepCoverage {
+        SweepCoverage {
             tally: CoverageTally::new(cells),
             phases,
-        })
+        }
     }
 
     fn add(&mut self, record: &PointRecord) {

@@ -9,12 +9,11 @@ use super::*;
 impl<S: Storage> World<S> {
     pub(super) fn injected_at(&mut self, step: u64, fault: Fault) {
         self.injected.push(PlannedFault { step, fault });
-        let (site, after_op) = self
+        let site = self
             .fault_site
             .clone()
             .expect("a fault takes effect only at a step the plan aims it at");
         self.injected_sites.push(site);
-        self.injected_after_ops.push(after_op);
     }
 
     /// Says what the system under test reads of its files after a power loss, by which
